@@ -1,0 +1,51 @@
+"""Opening DuckDB files, with DuckDB's low-level errors turned into ones a user can act on.
+
+Every edgestats connection to a results file goes through `connect()`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from edgestats.errors import DatabaseError
+
+
+def connect(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open a DuckDB file. `read_only=True` makes the connection itself refuse writes."""
+    path = Path(path)
+    if (read_only or must_exist) and not path.exists():
+        raise DatabaseError(f"{path}: no such file. Check the path, or create a DB with `edgestats import` / `edgestats collect`.")
+    if path.exists() and path.is_dir():
+        raise DatabaseError(f"{path} is a directory; give the path of a .duckdb file.")
+    if not path.parent.exists():
+        raise DatabaseError(f"{path}: the folder {path.parent} does not exist; create it first.")
+    try:
+        return duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise translate_open_error(path, exc) from exc
+
+
+def translate_open_error(path: Path, exc: Exception) -> DatabaseError:
+    """Map DuckDB's open errors to messages that say what to do."""
+    text = str(exc)
+    if "Could not set lock" in text or "Conflicting lock" in text:
+        holder = re.search(r"held in (.+?) \(PID (\d+)\)", text)
+        who = f" (held by PID {holder.group(2)}, {holder.group(1)})" if holder else ""
+        return DatabaseError(
+            f"{path} is in use by another process{who}. DuckDB allows one writer per file: "
+            "wait for that process to finish (e.g. a running `edgestats collect`), or query a copy."
+        )
+    if "not a valid DuckDB database file" in text:
+        return DatabaseError(
+            f"{path} is not a DuckDB database (or it is corrupt). Check the path; "
+            "if the file was cut short while copying, copy it again from the device."
+        )
+    if "serialization" in text.lower() or "storage version" in text.lower() or "newer version" in text.lower():
+        return DatabaseError(
+            f"{path} was written by a newer DuckDB than this one ({duckdb.__version__}): "
+            f"upgrade duckdb (pip install -U duckdb). DuckDB said: {text}"
+        )
+    return DatabaseError(f"cannot open {path}: {text}")

@@ -1,0 +1,33 @@
+"""Errors a user can cause. Each message says what went wrong and what to do about it.
+
+The CLI prints these without a traceback and exits 1 (`--debug` shows the traceback);
+anything else that escapes is a bug and keeps its traceback.
+"""
+
+
+class EdgestatsError(Exception):
+    """Base class for every error a user can cause and fix."""
+
+
+class DatabaseError(EdgestatsError):
+    """The DuckDB file cannot be used: missing, corrupt, locked, not an edgestats DB."""
+
+
+class SchemaTooNewError(DatabaseError):
+    """The DB was written by a newer edgestats than this one."""
+
+
+class SchemaOutdatedError(DatabaseError):
+    """The DB needs a migration but was opened read-only."""
+
+
+class MergeConflictError(EdgestatsError):
+    """Two inputs hold the same run_id with different content."""
+
+
+class ImportFileError(EdgestatsError):
+    """A results file to import is missing, unreadable or has bad values."""
+
+
+class QueryError(EdgestatsError):
+    """A user's SQL query failed."""

@@ -1,0 +1,243 @@
+"""The results store: one DuckDB file per device (or merged), written one run per transaction.
+
+The orchestrator of `edgestats collect` and `edgestats import` are its writers; analyses read
+it back as polars frames. Child rows go in as Arrow tables (zero-copy scans by DuckDB), never
+row by row. polars is imported only by the read-back methods, so a device can write without it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from edgestats import __version__
+from edgestats.database import connect
+from edgestats.errors import EdgestatsError
+from edgestats.migrations import check_current, migrate
+
+# Namespace for deterministic ids (uuid5): the same device or imported row always gets the
+# same id, so importing or merging twice changes nothing.
+EDGESTATS_NAMESPACE = uuid.UUID("5f0c3c1e-8d2a-4a57-9e57-6a1b2c3d4e5f")
+
+CHILD_TABLES = ("phases", "latencies", "samples", "epochs", "batches")
+ROW_TABLES = ("devices", "runs", "run_results", "baselines")
+
+
+class RunExistsError(EdgestatsError):
+    """A run with this run_id is already stored."""
+
+
+def name_uuid(*parts: str) -> uuid.UUID:
+    """A deterministic UUID for a name (device name, imported file + row)."""
+    return uuid.uuid5(EDGESTATS_NAMESPACE, "\x1f".join(parts))
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def insert_row_sql(table: str, columns: list[str]) -> str:
+    cols = ", ".join(quote_ident(c) for c in columns)
+    marks = ", ".join("?" for _ in columns)
+    return f"INSERT INTO {quote_ident(table)} ({cols}) VALUES ({marks})"
+
+
+def insert_child_sql(table: str, columns: list[str], relation: str) -> str:
+    """Bulk insert of a registered Arrow relation, with the run_id added as a constant."""
+    cols = ", ".join(quote_ident(c) for c in columns)
+    return f"INSERT INTO {quote_ident(table)} BY NAME SELECT CAST(? AS UUID) AS run_id, {cols} FROM {relation}"
+
+
+def as_arrow(data: Any) -> pa.Table:
+    """Accept what callers naturally have: an Arrow table, a polars/pandas frame, or columns."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if hasattr(data, "to_arrow"):  # polars DataFrame: zero-copy
+        return data.to_arrow()
+    if hasattr(data, "to_records") and hasattr(data, "columns"):  # pandas
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, Mapping):
+        return pa.table(dict(data))
+    raise TypeError(f"cannot store {type(data).__name__}: pass an Arrow table, a polars frame or a dict of columns")
+
+
+def _to_db_value(value: Any, is_json: bool) -> Any:
+    if is_json and value is not None and not isinstance(value, str):
+        return json.dumps(value, sort_keys=True, default=str)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+class Store:
+    """An open results DB. Use `Store.open(path)`; close it (or use `with`) when done."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, read_only: bool):
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+        self._columns: dict[str, dict[str, str]] = {}
+
+    @classmethod
+    def open(cls, path: str | Path, *, read_only: bool = False) -> "Store":
+        """Open (creating if needed) and migrate to the current schema; read-only opens never
+        change the file, so an outdated DB must be migrated first (`edgestats migrate`)."""
+        path = Path(path)
+        con = connect(path, read_only=read_only)
+        try:
+            if read_only:
+                check_current(con, str(path))
+            else:
+                migrate(con, str(path))
+        except BaseException:
+            con.close()
+            raise
+        return cls(con, path, read_only)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema facts -------------------------------------------------------------------------
+
+    def columns(self, table: str) -> dict[str, str]:
+        """Column name -> DuckDB type name, in table order."""
+        if table not in self._columns:
+            rows = self.con.execute(
+                "SELECT column_name, data_type FROM duckdb_columns() "
+                "WHERE database_name = current_database() AND table_name = ? ORDER BY column_index",
+                [table],
+            ).fetchall()
+            if not rows:
+                raise ValueError(f"no table {table!r} in the edgestats schema")
+            self._columns[table] = dict(rows)
+        return self._columns[table]
+
+    def _check_columns(self, table: str, given: list[str]) -> None:
+        known = self.columns(table)
+        unknown = [c for c in given if c not in known]
+        if unknown:
+            raise ValueError(f"{table} has no column(s) {unknown}; its columns are {list(known)}")
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _insert_row(self, table: str, row: Mapping[str, Any]) -> None:
+        self._check_columns(table, list(row))
+        types = self.columns(table)
+        columns = list(row)
+        values = [_to_db_value(row[c], types[c] == "JSON") for c in columns]
+        self.con.execute(insert_row_sql(table, columns), values)
+
+    def _insert_child(self, table: str, run_id: uuid.UUID, data: Any) -> int:
+        rows = as_arrow(data)
+        if "run_id" in rows.column_names:
+            raise ValueError(f"{table} rows must not carry run_id: the store adds it")
+        self._check_columns(table, rows.column_names)
+        if rows.num_rows == 0:
+            return 0
+        relation = "_edgestats_rows"
+        self.con.register(relation, rows)
+        try:
+            self.con.execute(insert_child_sql(table, rows.column_names, relation), [str(run_id)])
+        finally:
+            self.con.unregister(relation)
+        return rows.num_rows
+
+    def register_device(self, device: Mapping[str, Any]) -> uuid.UUID:
+        """Store a device if it is new; a known device_id keeps its first registration.
+
+        `device` needs at least `name`; without a device_id one is derived from the name.
+        """
+        if not device.get("name"):
+            raise ValueError("a device needs a name")
+        row = dict(device)
+        device_id = uuid.UUID(str(row.get("device_id") or name_uuid("device", row["name"])))
+        row["device_id"] = device_id
+        row.setdefault("registered_at", dt.datetime.now(dt.timezone.utc))
+        exists = self.con.execute("SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)]).fetchone()
+        if not exists:
+            self._insert_row("devices", row)
+        return device_id
+
+    def has_run(self, run_id: uuid.UUID | str) -> bool:
+        return self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [str(run_id)]).fetchone() is not None
+
+    def write_run(
+        self,
+        run: Mapping[str, Any],
+        *,
+        results: Mapping[str, Any] | None = None,
+        phases: Any = None,
+        latencies: Any = None,
+        samples: Any = None,
+        epochs: Any = None,
+        batches: Any = None,
+    ) -> uuid.UUID:
+        """Write one run and all its rows in one transaction: all of it lands, or none.
+
+        `run` holds the runs columns (device_id, kind and status are required); `results` one
+        run_results row; the others are Arrow tables / polars frames / dicts of columns for the
+        child tables, without run_id (the store adds it).
+        """
+        row = dict(run)
+        for required in ("device_id", "kind", "status"):
+            if row.get(required) is None:
+                raise ValueError(f"a run needs {required}")
+        run_id = uuid.UUID(str(row.get("run_id") or uuid.uuid4()))
+        row["run_id"] = run_id
+        row.setdefault("edgestats_version", __version__)
+        row.setdefault("source", "collect")
+        children = {"phases": phases, "latencies": latencies, "samples": samples, "epochs": epochs, "batches": batches}
+        self.con.begin()
+        try:
+            if self.has_run(run_id):
+                raise RunExistsError(f"run {run_id} is already stored in {self.path}; nothing was written")
+            self._insert_row("runs", row)
+            if results:
+                self._insert_row("run_results", {"run_id": run_id, **results})
+            for table, data in children.items():
+                if data is not None:
+                    self._insert_child(table, run_id, data)
+            self.con.commit()
+        except BaseException:
+            self.con.rollback()
+            raise
+        return run_id
+
+    def write_baseline(self, baseline: Mapping[str, Any]) -> uuid.UUID:
+        row = dict(baseline)
+        baseline_id = uuid.UUID(str(row.get("baseline_id") or uuid.uuid4()))
+        row["baseline_id"] = baseline_id
+        row.setdefault("measured_at", dt.datetime.now(dt.timezone.utc))
+        self._insert_row("baselines", row)
+        return baseline_id
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def frame(self, query: str, params: list[Any] | None = None):
+        """Run a query and return a polars DataFrame (imports polars: analysis side only)."""
+        import polars  # noqa: F401  (fails here, with polars' own message, when it is missing)
+
+        return self.con.sql(query, params=params).pl()
+
+    def table(self, name: str):
+        """A whole table or view as a polars DataFrame."""
+        return self.frame(f"SELECT * FROM {quote_ident(name)}")
+
+    def counts(self) -> dict[str, int]:
+        """Row count of every results table."""
+        return {t: self.con.execute(f"SELECT count(*) FROM {quote_ident(t)}").fetchone()[0] for t in ROW_TABLES + CHILD_TABLES}

@@ -1,0 +1,44 @@
+"""The `edgestats` command: a thin typer layer. Each command parses its options, calls one
+library function and prints the result. One module per group of commands."""
+
+from __future__ import annotations
+
+import typer
+
+from edgestats import __version__
+from edgestats.cli import db_commands, doctor, export
+from edgestats.cli.common import state
+
+app = typer.Typer(
+    name="edgestats",
+    help="Measure deep-learning frameworks on edge devices, store raw samples in DuckDB, analyse them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"edgestats {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """edgestats: results database and statistics for deep learning on edge devices.
+
+    Typical flow: `collect` on each device, `merge` the files, `analyze` or `sql` on a laptop.
+    """
+    state.debug = debug
+
+
+for _module in (db_commands, export, doctor):
+    _module.register(app)
+
+
+def main() -> None:
+    app()

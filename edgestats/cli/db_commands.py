@@ -1,0 +1,7 @@
+"""merge, import, sql, migrate. (Being written.)"""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

@@ -1,0 +1,7 @@
+"""`edgestats doctor`. (Being written.)"""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

@@ -1,0 +1,7 @@
+"""`edgestats export`. (Being written.)"""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

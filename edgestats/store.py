@@ -10,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,11 @@ def insert_row_sql(table: str, columns: list[str]) -> str:
     return f"INSERT INTO {quote_ident(table)} ({cols}) VALUES ({marks})"
 
 
-def insert_child_sql(table: str, columns: list[str], relation: str) -> str:
-    """Bulk insert of a registered Arrow relation, with the run_id added as a constant."""
+def insert_select_sql(table: str, columns: list[str], relation: str, *, add_run_id: bool) -> str:
+    """Bulk insert of a registered Arrow relation; `add_run_id` adds the run_id as a constant."""
     cols = ", ".join(quote_ident(c) for c in columns)
-    return f"INSERT INTO {quote_ident(table)} BY NAME SELECT CAST(? AS UUID) AS run_id, {cols} FROM {relation}"
+    run_id = "CAST(? AS UUID) AS run_id, " if add_run_id else ""
+    return f"INSERT INTO {quote_ident(table)} BY NAME SELECT {run_id}{cols} FROM {relation}"
 
 
 def as_arrow(data: Any) -> pa.Table:
@@ -142,9 +144,14 @@ class Store:
         values = [_to_db_value(row[c], types[c] == "JSON") for c in columns]
         self.con.execute(insert_row_sql(table, columns), values)
 
-    def _insert_child(self, table: str, run_id: uuid.UUID, data: Any) -> int:
+    def insert_rows(self, table: str, data: Any, *, run_id: uuid.UUID | None = None) -> int:
+        """Bulk-insert rows (Arrow / polars / dict of columns) in one statement.
+
+        With `run_id`, the rows must not carry one: it is added as a constant (child tables).
+        Call inside `transaction()` when the rows belong with others.
+        """
         rows = as_arrow(data)
-        if "run_id" in rows.column_names:
+        if run_id is not None and "run_id" in rows.column_names:
             raise ValueError(f"{table} rows must not carry run_id: the store adds it")
         self._check_columns(table, rows.column_names)
         if rows.num_rows == 0:
@@ -152,10 +159,22 @@ class Store:
         relation = "_edgestats_rows"
         self.con.register(relation, rows)
         try:
-            self.con.execute(insert_child_sql(table, rows.column_names, relation), [str(run_id)])
+            sql = insert_select_sql(table, rows.column_names, relation, add_run_id=run_id is not None)
+            self.con.execute(sql, [str(run_id)] if run_id is not None else [])
         finally:
             self.con.unregister(relation)
         return rows.num_rows
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside land together or not at all."""
+        self.con.begin()
+        try:
+            yield
+            self.con.commit()
+        except BaseException:
+            self.con.rollback()
+            raise
 
     def register_device(self, device: Mapping[str, Any]) -> uuid.UUID:
         """Store a device if it is new; a known device_id keeps its first registration.
@@ -202,8 +221,7 @@ class Store:
         row.setdefault("edgestats_version", __version__)
         row.setdefault("source", "collect")
         children = {"phases": phases, "latencies": latencies, "samples": samples, "epochs": epochs, "batches": batches}
-        self.con.begin()
-        try:
+        with self.transaction():
             if self.has_run(run_id):
                 raise RunExistsError(f"run {run_id} is already stored in {self.path}; nothing was written")
             self._insert_row("runs", row)
@@ -211,11 +229,7 @@ class Store:
                 self._insert_row("run_results", {"run_id": run_id, **results})
             for table, data in children.items():
                 if data is not None:
-                    self._insert_child(table, run_id, data)
-            self.con.commit()
-        except BaseException:
-            self.con.rollback()
-            raise
+                    self.insert_rows(table, data, run_id=run_id)
         return run_id
 
     def write_baseline(self, baseline: Mapping[str, Any]) -> uuid.UUID:

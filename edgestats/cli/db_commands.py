@@ -1,7 +1,105 @@
-"""merge, import, sql, migrate. (Being written.)"""
+"""Commands on result files: import, merge, sql, migrate."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
+from edgestats.cli.common import handle_errors
+from edgestats.database import connect
+from edgestats.importer import import_results
+from edgestats.merge import merge
+from edgestats.migrations import current_version, latest_version, migrate
+from edgestats.query import FORMATS, format_result, run_query
+
+
+@handle_errors
+def import_command(
+    db: Path = typer.Argument(..., help="Results DB to import into (created if missing)."),
+    file: Path = typer.Argument(..., help="CSV, TSV or Parquet file with one row per run."),
+    kind: str = typer.Option(..., "--kind", help="What the rows are: inference or training."),
+    map_: list[str] = typer.Option([], "--map", help="Rename a column: SRC=DST (repeatable), e.g. --map 'Train (s)=training_time_s'."),
+    device: str = typer.Option(None, "--device", help="Device name for rows without a 'device' column."),
+) -> None:
+    """Import results made elsewhere (CSV or Parquet, one row per run).
+
+    Columns are matched to edgestats' canonical names (docs/cli/import.md), also when written
+    like 'Training Time (s)'; a name carrying another unit of the same kind (latency_us,
+    training_time_min, mem_max_gib, accuracy_frac) is converted. Other columns are kept as JSON
+    in runs.extra. Nothing is written if any row is wrong; importing a file twice adds nothing.
+    """
+    report = import_results(db, file, kind=kind, mappings=map_, device=device)
+    typer.echo(f"{report.file.name}: {report.rows} rows -> {report.runs_added} runs added, "
+               f"{report.runs_already_present} already in {db}")
+    typer.echo("  columns: " + ", ".join(f"{src} -> {dst}" for src, dst in report.columns.items()))
+    if report.extra_columns:
+        typer.echo("  kept as extra JSON: " + ", ".join(report.extra_columns))
+    if report.diverged_rows:
+        typer.echo(f"  rows with NaN/inf values stored as status 'diverged': {report.diverged_rows}")
+    typer.echo(f"  devices: {', '.join(report.devices)}")
+
+
+@handle_errors
+def merge_command(
+    out: Path = typer.Argument(..., help="Merged DB to write (created if missing; existing runs are kept)."),
+    inputs: list[Path] = typer.Argument(..., help="Result DBs to merge in."),
+) -> None:
+    """Merge result DBs from many devices into one.
+
+    Runs, devices and baselines are matched by UUID: merging the same input twice changes
+    nothing; a run_id with different content is an error and nothing is written. Inputs are
+    only read; an input of an older schema is migrated in a temporary copy.
+    """
+    reports = merge(out, inputs, progress=lambda msg: typer.echo(msg, err=True))
+    for r in reports:
+        migrated = f" (migrated from schema {r.migrated_from} in a copy)" if r.migrated_from else ""
+        rows = sum(r.rows_added.values())
+        typer.echo(f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already present, "
+                   f"{r.devices_added} devices added, {r.baselines_added} baselines added")
+        if r.devices_differing:
+            typer.echo(f"  note: {r.devices_differing} device(s) already in {out} with other facts; the existing facts were kept")
+
+
+@handle_errors
+def sql_command(
+    db: Path = typer.Argument(..., help="Results DB to query."),
+    query: str = typer.Argument(..., help="SQL (DuckDB dialect), e.g. \"SELECT * FROM run_summary\"."),
+    fmt: str = typer.Option("table", "--format", "-f", help=f"Output format: {', '.join(FORMATS)}."),
+    write: bool = typer.Option(False, "--write", help="Open the DB for writing (default: the connection is read-only)."),
+) -> None:
+    """Run a SQL query on a results DB and print the result.
+
+    Tables: devices, runs, run_results, phases, latencies, samples, baselines, epochs, batches.
+    Views: run_summary, training_summary, phase_energy. The connection is read-only unless
+    --write is given.
+    """
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
+    typer.echo(format_result(run_query(db, query, write=write), fmt))
+
+
+@handle_errors
+def migrate_command(db: Path = typer.Argument(..., help="Results DB to bring to this edgestats' schema.")) -> None:
+    """Upgrade a results DB written by an older edgestats to the current schema, in place.
+
+    Each migration runs in its own transaction: an interrupted upgrade leaves the DB at the
+    last complete version. Opening a DB for writing (collect, import, merge output) does this too.
+    """
+    con = connect(db, must_exist=True)
+    try:
+        before, _ = current_version(con, str(db))
+        applied = migrate(con, str(db))
+    finally:
+        con.close()
+    if applied:
+        typer.echo(f"{db}: schema {before} -> {latest_version()} ({', '.join(f'{m.version:04d}_{m.name}' for m in applied)})")
+    else:
+        typer.echo(f"{db}: already at schema {latest_version()}")
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("import")(import_command)
+    app.command("merge")(merge_command)
+    app.command("sql")(sql_command)
+    app.command("migrate")(migrate_command)

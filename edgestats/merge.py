@@ -1,0 +1,180 @@
+"""`edgestats merge OUT IN...`: union result files from many devices into one.
+
+Runs, devices and baselines are matched by their UUIDs. A run already in OUT with the same
+content is skipped, so merging the same input twice changes nothing; the same run_id with
+different content is a conflict, and then nothing at all is written. Inputs are attached
+read-only; an input of an older schema is migrated in a temporary copy, never in place.
+
+Content is compared by a per-run fingerprint of every table: row count and the sum of each
+row's hash, which does not depend on row order. The comparison and the copy run in SQL.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgestats.database import connect
+from edgestats.errors import DatabaseError, MergeConflictError
+from edgestats.migrations import check_not_newer, current_version, latest_version, migrate
+from edgestats.store import CHILD_TABLES, Store, quote_ident
+
+# Tables holding a run's content, compared to detect conflicts; all keyed by run_id.
+RUN_TABLES = ("runs", "run_results", *CHILD_TABLES)
+
+
+@dataclass
+class InputReport:
+    path: Path
+    migrated_from: int | None = None  # schema version of an input migrated in a copy
+    runs_added: int = 0
+    runs_identical: int = 0
+    devices_added: int = 0
+    devices_differing: int = 0  # same device_id, other facts: the first one seen is kept
+    baselines_added: int = 0
+    rows_added: dict[str, int] = field(default_factory=dict)
+
+
+@contextmanager
+def _current_schema_copy(path: Path, workdir: Path) -> Iterator[tuple[Path, int | None]]:
+    """The input itself if it is at the current schema, else a migrated copy of it."""
+    con = connect(path, read_only=True)
+    try:
+        version, written_by = current_version(con, str(path))
+    finally:
+        con.close()
+    check_not_newer(version, written_by, str(path))
+    if version == 0:
+        raise DatabaseError(f"{path} holds no edgestats results (empty DuckDB file); leave it out of the merge")
+    if version == latest_version():
+        yield path, None
+        return
+    copy = workdir / f"{len(list(workdir.iterdir()))}_{path.name}"
+    shutil.copy2(path, copy)
+    wal = path.with_name(path.name + ".wal")
+    if wal.exists():  # uncommitted-to-file changes live in the WAL: copy them too
+        shutil.copy2(wal, copy.with_name(copy.name + ".wal"))
+    con = connect(copy)
+    try:
+        migrate(con, f"a copy of {path}")
+    finally:
+        con.close()
+    yield copy, version
+
+
+def fingerprint_sql(db: str, table: str, run_ids: str) -> str:
+    """Per run: how many rows `table` holds and an order-independent hash of them."""
+    return (
+        f"SELECT run_id, count(*) AS n, sum(CAST(hash(t) AS HUGEINT)) AS h "
+        f"FROM {quote_ident(db)}.{quote_ident(table)} AS t WHERE run_id IN (SELECT run_id FROM {run_ids}) GROUP BY run_id"
+    )
+
+
+def differing_runs_sql(src: str, dst: str, table: str, run_ids: str) -> str:
+    return (
+        f"SELECT coalesce(a.run_id, b.run_id) AS run_id, coalesce(a.n, 0) AS n_in, coalesce(b.n, 0) AS n_out "
+        f"FROM ({fingerprint_sql(src, table, run_ids)}) a FULL JOIN ({fingerprint_sql(dst, table, run_ids)}) b "
+        f"USING (run_id) WHERE a.n IS DISTINCT FROM b.n OR a.h IS DISTINCT FROM b.h"
+    )
+
+
+class _Merger:
+    def __init__(self, store: Store):
+        self.store = store
+        self.con = store.con
+        self.dst = self.con.execute("SELECT current_database()").fetchone()[0]
+
+    def count(self, sql: str) -> int:
+        return self.con.execute(sql).fetchone()[0]
+
+    def check_conflicts(self, src: str, path: Path) -> int:
+        """Number of runs present on both sides with equal content; raises on any difference."""
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _overlap AS SELECT run_id FROM {quote_ident(src)}.runs "
+            f"WHERE run_id IN (SELECT run_id FROM {quote_ident(self.dst)}.runs)"
+        )
+        conflicts: dict[str, list[str]] = {}
+        for table in RUN_TABLES:
+            for run_id, n_in, n_out in self.con.execute(differing_runs_sql(src, self.dst, table, "_overlap")).fetchall():
+                conflicts.setdefault(str(run_id), []).append(f"{table} ({n_in} rows in {path.name}, {n_out} in the output)")
+        if conflicts:
+            shown = "; ".join(f"run {rid}: differs in {', '.join(where)}" for rid, where in list(conflicts.items())[:5])
+            more = f" and {len(conflicts) - 5} more runs" if len(conflicts) > 5 else ""
+            raise MergeConflictError(
+                f"{path}: {len(conflicts)} run(s) have the same run_id as runs already merged but different content: "
+                f"{shown}{more}. Nothing was written. Remove the stale copy of those runs from one input "
+                "(e.g. with `edgestats sql IN --write \"DELETE ...\"` on a copy) and merge again."
+            )
+        return self.count("SELECT count(*) FROM _overlap")
+
+    def add_missing_by_id(self, src: str, table: str, key: str) -> int:
+        before = self.count(f"SELECT count(*) FROM {quote_ident(self.dst)}.{table}")
+        self.con.execute(
+            f"INSERT INTO {quote_ident(self.dst)}.{table} BY NAME SELECT * FROM {quote_ident(src)}.{table} "
+            f"WHERE {key} NOT IN (SELECT {key} FROM {quote_ident(self.dst)}.{table})"
+        )
+        return self.count(f"SELECT count(*) FROM {quote_ident(self.dst)}.{table}") - before
+
+    def merge_input(self, src: str, path: Path, report: InputReport) -> None:
+        d, s = quote_ident(self.dst), quote_ident(src)
+        report.runs_identical = self.check_conflicts(src, path)
+        report.devices_differing = self.count(
+            f"SELECT count(*) FROM {s}.devices a JOIN {d}.devices b USING (device_id) WHERE hash(a) <> hash(b)"
+        )
+        baseline_conflicts = self.con.execute(
+            f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) WHERE hash(a) <> hash(b) LIMIT 1"
+        ).fetchone()
+        if baseline_conflicts:
+            raise MergeConflictError(f"{path}: baseline {baseline_conflicts[0]} differs from the one already merged; nothing was written")
+        report.devices_added = self.add_missing_by_id(src, "devices", "device_id")
+        report.baselines_added = self.add_missing_by_id(src, "baselines", "baseline_id")
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _new_runs AS SELECT run_id FROM {s}.runs "
+            f"WHERE run_id NOT IN (SELECT run_id FROM {d}.runs)"
+        )
+        report.runs_added = self.count("SELECT count(*) FROM _new_runs")
+        for table in RUN_TABLES:
+            self.con.execute(
+                f"INSERT INTO {d}.{table} BY NAME SELECT * FROM {s}.{table} WHERE run_id IN (SELECT run_id FROM _new_runs)"
+            )
+            report.rows_added[table] = self.count(
+                f"SELECT count(*) FROM {s}.{table} WHERE run_id IN (SELECT run_id FROM _new_runs)"
+            )
+
+
+def merge(out: str | Path, inputs: list[str | Path], *, progress: Callable[[str], None] | None = None) -> list[InputReport]:
+    """Merge `inputs` into `out` (created if missing) in one transaction: all or nothing."""
+    out_path = Path(out)
+    paths = list(dict.fromkeys(Path(p).resolve() for p in inputs))  # the same file twice: once
+    if not paths:
+        raise DatabaseError("nothing to merge: give at least one input file")
+    for path in paths:
+        if not path.is_file():
+            raise DatabaseError(f"{path}: no such file")
+        if out_path.exists() and path.resolve() == out_path.resolve():
+            raise DatabaseError(f"{path} is both the output and an input; write the merge to a new file")
+    reports = [InputReport(p) for p in paths]
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="edgestats-merge-") as tmp:
+        prepared = [stack.enter_context(_current_schema_copy(p, Path(tmp))) for p in paths]
+        store = stack.enter_context(Store.open(out_path))
+        merger = _Merger(store)
+        aliases = []
+        for i, ((attach_path, migrated_from), report) in enumerate(zip(prepared, reports)):
+            report.migrated_from = migrated_from
+            alias = f"edgestats_in_{i}"
+            store.con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [str(attach_path)])
+            aliases.append(alias)
+        try:
+            with store.transaction():
+                for alias, report in zip(aliases, reports):
+                    if progress:
+                        progress(f"merging {report.path}")
+                    merger.merge_input(alias, report.path, report)
+        finally:
+            for alias in aliases:
+                store.con.execute(f"DETACH {alias}")
+    return reports

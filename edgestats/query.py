@@ -1,0 +1,100 @@
+"""`edgestats sql`: run a user's query and format the result.
+
+Read-only means the DuckDB connection itself is opened read-only, so any statement that would
+change the file fails inside DuckDB; there is no keyword filter to get around.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import decimal
+import io
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from edgestats.errors import QueryError
+from edgestats.store import Store
+
+FORMATS = ("table", "csv", "json", "markdown")
+
+
+@dataclass
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple]
+
+
+def run_query(db_path: str | Path, query: str, *, write: bool = False) -> QueryResult:
+    with Store.open(db_path, read_only=not write) as store:
+        try:
+            cursor = store.con.execute(query)
+        except duckdb.Error as exc:
+            text = str(exc)
+            if not write and ("read-only" in text.lower() or "read only" in text.lower()):
+                raise QueryError(f"{text}\nThe DB is opened read-only; pass --write to change it.") from exc
+            raise QueryError(text) from exc
+        if cursor.description is None:  # a statement without a result set
+            return QueryResult([], [])
+        columns = [d[0] for d in cursor.description]
+        return QueryResult(columns, cursor.fetchall())
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly value: UUIDs, times and decimals as text/number, nested values kept."""
+    if isinstance(value, (uuid.UUID, dt.date, dt.time, dt.timedelta)):
+        return str(value) if not isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    plain = _plain(value)
+    return json.dumps(plain) if isinstance(plain, (dict, list)) else str(plain)
+
+
+def format_result(result: QueryResult, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise QueryError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps([dict(zip(result.columns, map(_plain, row))) for row in result.rows], indent=2, default=str)
+    cells = [[_cell(v) for v in row] for row in result.rows]
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(cells)
+        return out.getvalue().rstrip("\n")
+    if fmt == "markdown":
+        esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
+        lines = ["| " + " | ".join(esc(c) for c in result.columns) + " |",
+                 "|" + "|".join("---" for _ in result.columns) + "|"]
+        lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
+        return "\n".join(lines)
+    return _text_table(result.columns, cells)
+
+
+def _text_table(columns: list[str], cells: list[list[str]]) -> str:
+    if not columns:
+        return "(statement ran; no result set)"
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
+    out = [line(columns), line(["-" * w for w in widths])] + [line(row) for row in cells]
+    out.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
+    return "\n".join(out)

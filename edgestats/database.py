@@ -38,7 +38,7 @@ def translate_open_error(path: Path, exc: Exception) -> DatabaseError:
             f"{path} is in use by another process{who}. DuckDB allows one writer per file: "
             "wait for that process to finish (e.g. a running `edgestats collect`), or query a copy."
         )
-    if "not a valid DuckDB database file" in text:
+    if "not a valid DuckDB database file" in text or "Could not read enough bytes" in text or "corrupt" in text.lower():
         return DatabaseError(
             f"{path} is not a DuckDB database (or it is corrupt). Check the path; "
             "if the file was cut short while copying, copy it again from the device."

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from edgestats import __version__
-from edgestats.database import connect
+from edgestats.database import connect, translate_open_error
 from edgestats.errors import EdgestatsError
 from edgestats.migrations import check_current, migrate
 
@@ -100,6 +100,9 @@ class Store:
                 check_current(con, str(path))
             else:
                 migrate(con, str(path))
+        except duckdb.Error as exc:  # the header opened but the catalog is unreadable
+            con.close()
+            raise translate_open_error(path, exc) from exc
         except BaseException:
             con.close()
             raise

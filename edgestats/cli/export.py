@@ -1,7 +1,60 @@
-"""`edgestats export`. (Being written.)"""
+"""`edgestats export DB --parquet DIR`: the results as hive-partitioned Parquet for other engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 
+from edgestats.cli.common import handle_errors
+from edgestats.export import MANIFEST_NAME, export_parquet
+
+HELP = f"""Export every table of a results DB as hive-partitioned Parquet, for other engines.
+
+Writes one dataset folder per table, partitioned by device: DIR/TABLE/device_id=UUID/part-0.parquet
+(tables without a device_id column get it from their run). DuckDB, polars and Spark read each
+folder back with the DB's row counts, e.g. read_parquet('DIR/runs/**/*.parquet', hive_partitioning=true),
+pl.scan_parquet('DIR/runs', hive_partitioning=True) or spark.read.parquet('DIR/runs').
+
+UUID and JSON columns are written as strings, timestamps as microsecond UTC timestamps. A table
+with no rows gets one zero-row file with its columns. DIR/{MANIFEST_NAME} lists the schema and
+edgestats versions and, per table, its rows, columns and files.
+
+The DB is opened read-only and never changed. DIR must be new or empty: --overwrite replaces an
+earlier edgestats export there. The export is written next to DIR and renamed into place at the
+end, so an interrupted export leaves DIR as it was.
+"""
+
+
+@handle_errors
+def export_command(
+    db: Path = typer.Argument(..., metavar="DB", help="The results DB (.duckdb) to export.", show_default=False),
+    parquet: Path = typer.Option(
+        ..., "--parquet", metavar="DIR", show_default=False,
+        help="Folder to write the Parquet export to; must be new or empty (see --overwrite).",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite",
+        help=f"Replace an earlier edgestats export in DIR (a folder without {MANIFEST_NAME} is never deleted).",
+    ),
+) -> None:
+    manifest = export_parquet(db, parquet, overwrite=overwrite)
+    tables = manifest["tables"]
+    width = max(len(name) for name in tables)
+    for name, table in tables.items():
+        if table["partitioned_by"]:
+            where = f"{len(table['partitions'])} device(s)"
+        elif table["rows"] == 0:
+            where = "empty (one zero-row file)"
+        else:
+            where = "unpartitioned"
+        typer.echo(f"  {name:<{width}}  {table['rows']:>10,} rows  {where}")
+    total = sum(t["rows"] for t in tables.values())
+    typer.echo(
+        f"exported {len(tables)} tables ({total:,} rows, schema version {manifest['schema_version']}) "
+        f"from {db} to {parquet}"
+    )
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("export", help=HELP, no_args_is_help=True)(export_command)

@@ -49,3 +49,15 @@ def translate_open_error(path: Path, exc: Exception) -> DatabaseError:
             f"upgrade duckdb (pip install -U duckdb). DuckDB said: {text}"
         )
     return DatabaseError(f"cannot open {path}: {text}")
+
+
+# DuckDB 2 keeps a result "unfinished" until a fetch returns no rows, and then refuses
+# relation-API calls (con.sql) on that connection; fetchall() always finishes it.
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> tuple | None:
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
+    row = first_row(con, sql, params)
+    return row[0] if row else None

@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from edgestats import __version__
+from edgestats.database import first_row
 from edgestats.errors import ImportFileError
 from edgestats.import_columns import CANONICAL, Canonical, UnitMismatch, normalise, resolve
 from edgestats.store import Store, name_uuid, quote_ident
@@ -121,9 +122,7 @@ def _numeric_expr(column: str) -> str:
 
 def _fail_at(con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, condition: str, what: str) -> None:
     """Raise naming the first row where `condition` holds."""
-    row = con.execute(
-        f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE {condition} ORDER BY _row LIMIT 1"
-    ).fetchone()
+    row = first_row(con, f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE {condition} ORDER BY _row LIMIT 1")
     if row:
         line = f" (line {row[0] + 1})" if path.suffix.lower() in (".csv", ".tsv", ".txt") else ""
         raise ImportFileError(f"{path}: row {row[0]}{line}, column {column.original!r}: {row[1]!r} {what}; nothing was imported")

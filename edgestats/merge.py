@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgestats.database import connect
+from edgestats.database import connect, first_row, scalar
 from edgestats.errors import DatabaseError, MergeConflictError
 from edgestats.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store import CHILD_TABLES, Store, quote_ident
@@ -86,10 +86,10 @@ class _Merger:
     def __init__(self, store: Store):
         self.store = store
         self.con = store.con
-        self.dst = self.con.execute("SELECT current_database()").fetchone()[0]
+        self.dst = scalar(self.con, "SELECT current_database()")
 
     def count(self, sql: str) -> int:
-        return self.con.execute(sql).fetchone()[0]
+        return scalar(self.con, sql)
 
     def check_conflicts(self, src: str, path: Path) -> int:
         """Number of runs present on both sides with equal content; raises on any difference."""
@@ -125,9 +125,9 @@ class _Merger:
         report.devices_differing = self.count(
             f"SELECT count(*) FROM {s}.devices a JOIN {d}.devices b USING (device_id) WHERE hash(a) <> hash(b)"
         )
-        baseline_conflicts = self.con.execute(
-            f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) WHERE hash(a) <> hash(b) LIMIT 1"
-        ).fetchone()
+        baseline_conflicts = first_row(
+            self.con, f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) WHERE hash(a) <> hash(b) LIMIT 1"
+        )
         if baseline_conflicts:
             raise MergeConflictError(f"{path}: baseline {baseline_conflicts[0]} differs from the one already merged; nothing was written")
         report.devices_added = self.add_missing_by_id(src, "devices", "device_id")

@@ -15,6 +15,7 @@ from importlib import resources
 import duckdb
 
 from edgestats import __version__
+from edgestats.database import first_row
 from edgestats.errors import DatabaseError, SchemaOutdatedError, SchemaTooNewError
 
 MIGRATIONS_TABLE = "schema_migrations"
@@ -78,9 +79,7 @@ def current_version(con: duckdb.DuckDBPyConnection, label: str = "the DB") -> tu
                 f"{', '.join(sorted(tables)[:5])} but no {MIGRATIONS_TABLE}); give a new or edgestats-made file."
             )
         return 0, None
-    row = con.execute(
-        f"SELECT version, edgestats_version FROM {MIGRATIONS_TABLE} ORDER BY version DESC LIMIT 1"
-    ).fetchone()
+    row = first_row(con, f"SELECT version, edgestats_version FROM {MIGRATIONS_TABLE} ORDER BY version DESC LIMIT 1")
     return (row[0], row[1]) if row else (0, None)
 
 

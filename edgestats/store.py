@@ -11,7 +11,7 @@ import datetime as dt
 import json
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from edgestats import __version__
-from edgestats.database import connect, translate_open_error
+from edgestats.database import connect, first_row, scalar, translate_open_error
 from edgestats.errors import EdgestatsError
 from edgestats.migrations import check_current, migrate
 
@@ -165,7 +165,10 @@ class Store:
             sql = insert_select_sql(table, rows.column_names, relation, add_run_id=run_id is not None)
             self.con.execute(sql, [str(run_id)] if run_id is not None else [])
         finally:
-            self.con.unregister(relation)
+            # In an aborted transaction unregister fails too and would hide the real error;
+            # a leftover registration is replaced by the next register() of the same name.
+            with suppress(duckdb.Error):
+                self.con.unregister(relation)
         return rows.num_rows
 
     @contextmanager
@@ -190,13 +193,13 @@ class Store:
         device_id = uuid.UUID(str(row.get("device_id") or name_uuid("device", row["name"])))
         row["device_id"] = device_id
         row.setdefault("registered_at", dt.datetime.now(dt.timezone.utc))
-        exists = self.con.execute("SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)]).fetchone()
+        exists = first_row(self.con, "SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)])
         if not exists:
             self._insert_row("devices", row)
         return device_id
 
     def has_run(self, run_id: uuid.UUID | str) -> bool:
-        return self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [str(run_id)]).fetchone() is not None
+        return first_row(self.con, "SELECT 1 FROM runs WHERE run_id = ?", [str(run_id)]) is not None
 
     def write_run(
         self,
@@ -257,4 +260,4 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Row count of every results table."""
-        return {t: self.con.execute(f"SELECT count(*) FROM {quote_ident(t)}").fetchone()[0] for t in ROW_TABLES + CHILD_TABLES}
+        return {t: scalar(self.con, f"SELECT count(*) FROM {quote_ident(t)}") for t in ROW_TABLES + CHILD_TABLES}

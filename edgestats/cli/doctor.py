@@ -1,7 +1,53 @@
-"""`edgestats doctor`. (Being written.)"""
+"""`edgestats doctor`: what this device is and which frameworks/runtimes can run on it."""
+
+from __future__ import annotations
+
+import json
+from typing import List, Optional
 
 import typer
 
+from edgestats.cli.common import handle_errors
+from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, PROBES
+
+
+@handle_errors
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object on stdout (fields: docs/cli/doctor.md)."),
+    module: Optional[List[str]] = typer.Option(
+        None, "--module", "-m", metavar="MODULE",
+        help="Also check that this Python module imports (e.g. tensorrt). Repeatable."),
+    only: Optional[List[str]] = typer.Option(
+        None, "--only", metavar="NAME", help=f"Run only these probes (repeatable): {', '.join(PROBES)}."),
+    timeout: float = typer.Option(
+        DEFAULT_TIMEOUT_S, "--timeout", min=1.0, metavar="SECONDS",
+        help="Give up on an import that takes longer than this (it is reported as not available)."),
+    jobs: Optional[int] = typer.Option(
+        None, "--jobs", "-j", min=1,
+        help="How many probes import at once (default: all). Lower it on a board with little RAM."),
+) -> None:
+    """Show this device's facts and which frameworks, runtimes and tools are usable here.
+
+    Device: hostname, the stable device_id that `collect` stores, board, CPU, memory, GPU,
+    OS, kernel and power mode (Jetson nvpmodel mode or CPU governor).
+
+    Frameworks (pytorch, tensorflow, tflite, onnxruntime), tools (nvml) and the analysis
+    stack (polars, statsmodels, altair, vl_convert): each is imported in a fresh process,
+    all at once, and reported with its version, import time and details (CUDA, TorchScript,
+    ONNX Runtime providers, which TFLite interpreter), or with the reason it is not usable
+    and what to install.
+
+    Exits 0 whatever is missing: doctor reports, it does not judge.
+    """
+    # Imported here so `edgestats --help` stays fast: doctor pulls in the store (duckdb).
+    from edgestats.doctor import doctor_report, render_text
+
+    report = doctor_report(probes=only or None, modules=module or (), timeout_s=timeout, max_workers=jobs)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, default=str))
+    else:
+        typer.echo(render_text(report))
+
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("doctor")(doctor)

@@ -1,0 +1,118 @@
+"""`edgestats doctor` as a library: what this device is and what can run on it.
+
+`doctor_report()` builds one JSON-ready dict (the `--json` output, documented in
+docs/cli/doctor.md); `render_text()` turns it into the readable table the command prints.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from edgestats import __version__
+from edgestats.collectors.device import read_device_facts
+from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, run_probes
+
+# Section order and titles of the text output, by probe kind.
+_SECTIONS = {
+    "framework": "Frameworks and runtimes (edgestats collect)",
+    "tool": "Tools",
+    "analysis": "Analysis stack (edgestats analyze)",
+    "module": "Other modules (--module)",
+}
+_DEVICE_ROWS = ("hostname", "device_id", "board", "arch", "cpu", "memory", "gpu", "os", "kernel", "power_mode")
+
+
+def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None, modules: Iterable[str] = (),
+                  timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None) -> dict[str, Any]:
+    """Device facts plus one probe result per framework/tool (all registered ones by default).
+
+    `modules` adds ad-hoc import checks for any module name; `timeout_s` bounds each probe;
+    `max_workers` limits how many probes import at once (default: all).
+    """
+    return {
+        "edgestats_version": __version__,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "device": read_device_facts(Path(root)),
+        "probes": run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=max_workers),
+    }
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The report as aligned plain-ASCII text (edge boards' consoles are not always UTF-8)."""
+    python = report["python"]
+    lines = [f"edgestats {report['edgestats_version']} (Python {python['version']}, {python['executable']})", ""]
+    lines += _device_lines(report["device"])
+    probes = list(report["probes"].values())
+    # One column layout for all sections, so versions and times line up down the page.
+    name_w = max((len(r["name"]) for r in probes), default=0)
+    version_w = max((len(r["version"] or "-") for r in probes), default=0)
+    for kind, title in _SECTIONS.items():
+        results = [r for r in probes if r["kind"] == kind]
+        if results:
+            lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
+    if report["probes"]:
+        lines += ["", "Import times are wall-clock seconds in a fresh process, with all probes importing at once."]
+    return "\n".join(lines)
+
+
+def _device_lines(device: dict[str, Any]) -> list[str]:
+    facts = device.get("facts") or {}
+    values = {
+        "hostname": device.get("hostname"),
+        "device_id": device.get("device_id"),
+        "board": facts.get("board"),
+        "arch": device.get("arch"),
+        "cpu": _join_known(device.get("cpu_model"),
+                           f"{device['cores']} logical CPUs" if device.get("cores") else None),
+        "memory": _gib(device.get("mem_total_bytes")),
+        "gpu": device.get("gpu"),
+        "os": _join_known(device.get("os"), f"L4T {facts['l4t_release']}" if facts.get("l4t_release") else None),
+        "kernel": device.get("kernel"),
+        "power_mode": _power_mode(device, facts),
+    }
+    width = max(len(k) for k in _DEVICE_ROWS)
+    return ["Device"] + [f"  {k.replace('_', ' '):<{width}}  {values[k] if values[k] else '-'}" for k in _DEVICE_ROWS]
+
+
+def _power_mode(device: dict[str, Any], facts: dict[str, Any]) -> str | None:
+    mode, governor = device.get("power_mode"), facts.get("cpu_governor")
+    if mode and governor and mode != governor:
+        return f"{mode} (CPU governor {governor})"
+    return mode
+
+
+def _probe_line(result: dict[str, Any], name_w: int, version_w: int) -> str:
+    head = f"  {result['name']:<{name_w}}  "
+    if not result["available"]:
+        return f"{head}no   {result['reason']}"
+    import_s = f"{result['import_s']:6.2f} s" if result["import_s"] is not None else "     - s"
+    return f"{head}yes  {result['version'] or '-':<{version_w}}  {import_s}  {_summarise_detail(result['detail'])}".rstrip()
+
+
+def _summarise_detail(detail: dict[str, Any]) -> str:
+    """`key: value` pairs, with booleans as yes/no and lists joined; the module name is implied."""
+    parts = []
+    for key, value in detail.items():
+        if key == "module":
+            continue
+        if isinstance(value, bool):
+            value = "yes" if value else "no"
+        elif isinstance(value, (list, tuple)):
+            value = ", ".join(map(str, value)) or "none"
+        elif value is None:
+            value = "-"
+        parts.append(f"{key.replace('_', ' ')}: {value}")
+    return "; ".join(parts)
+
+
+def _join_known(*parts: str | None) -> str | None:
+    known = [p for p in parts if p]
+    return ", ".join(known) if known else None
+
+
+def _gib(n_bytes: int | None) -> str | None:
+    return f"{n_bytes / 2**30:.1f} GiB" if n_bytes else None

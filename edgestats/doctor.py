@@ -14,7 +14,7 @@ from typing import Any
 
 from edgestats import __version__
 from edgestats.collectors.device import read_device_facts
-from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, run_probes
+from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, default_jobs, run_probes
 
 # Section order and titles of the text output, by probe kind.
 _SECTIONS = {
@@ -31,13 +31,15 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
     """Device facts plus one probe result per framework/tool (all registered ones by default).
 
     `modules` adds ad-hoc import checks for any module name; `timeout_s` bounds each probe;
-    `max_workers` limits how many probes import at once (default: all).
+    `max_workers` is how many probes import at once (default: one per CPU, at least 2).
     """
+    jobs = max_workers or default_jobs()
     return {
         "edgestats_version": __version__,
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "device": read_device_facts(Path(root)),
-        "probes": run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=max_workers),
+        "probe_jobs": jobs,  # import times depend on how many probes shared the CPUs
+        "probes": run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs),
     }
 
 
@@ -55,7 +57,8 @@ def render_text(report: dict[str, Any]) -> str:
         if results:
             lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
     if report["probes"]:
-        lines += ["", "Import times are wall-clock seconds in a fresh process, with all probes importing at once."]
+        lines += ["", f"Import times: wall-clock seconds in a fresh process, {report['probe_jobs']} probes "
+                      "importing at a time (--jobs 1 for uncontended times)."]
     return "\n".join(lines)
 
 

@@ -33,16 +33,19 @@ class QueryResult:
 def run_query(db_path: str | Path, query: str, *, write: bool = False) -> QueryResult:
     with Store.open(db_path, read_only=not write) as store:
         try:
-            cursor = store.con.execute(query)
+            # The relation API runs a statement at once and returns None when it has no result
+            # set; results come back through Arrow, which needs no pytz for TIMESTAMPTZ values.
+            relation = store.con.sql(query)
+            table = relation.to_arrow_table() if relation is not None else None
         except duckdb.Error as exc:
             text = str(exc)
             if not write and ("read-only" in text.lower() or "read only" in text.lower()):
                 raise QueryError(f"{text}\nThe DB is opened read-only; pass --write to change it.") from exc
             raise QueryError(text) from exc
-        if cursor.description is None:  # a statement without a result set
+        if table is None:
             return QueryResult([], [])
-        columns = [d[0] for d in cursor.description]
-        return QueryResult(columns, cursor.fetchall())
+        columns = [column.to_pylist() for column in table.columns]  # by position: names may repeat
+        return QueryResult(table.column_names, list(zip(*columns)))
 
 
 def _plain(value: Any) -> Any:

@@ -24,7 +24,8 @@ def doctor(
         help="Give up on an import that takes longer than this (it is reported as not available)."),
     jobs: Optional[int] = typer.Option(
         None, "--jobs", "-j", min=1,
-        help="How many probes import at once (default: all). Lower it on a board with little RAM."),
+        help="How many probes import at once (default: one per CPU, at least 2). "
+             "Lower it on a board with little RAM; 1 gives uncontended import times."),
 ) -> None:
     """Show this device's facts and which frameworks, runtimes and tools are usable here.
 
@@ -33,7 +34,7 @@ def doctor(
 
     Frameworks (pytorch, tensorflow, tflite, onnxruntime), tools (nvml) and the analysis
     stack (polars, statsmodels, altair, vl_convert): each is imported in a fresh process,
-    all at once, and reported with its version, import time and details (CUDA, TorchScript,
+    several at once, and reported with its version, import time and details (CUDA, TorchScript,
     ONNX Runtime providers, which TFLite interpreter), or with the reason it is not usable
     and what to install.
 

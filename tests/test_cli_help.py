@@ -1,0 +1,46 @@
+"""Every command documents itself."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from edgestats.cli import app
+
+runner = CliRunner()
+COMMANDS = ["import", "merge", "sql", "migrate", "export", "doctor"]
+
+
+def test_top_level_help_lists_every_command():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in COMMANDS:
+        assert command in result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_command_help(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output and len(result.output.split()) > 30, "help text too thin"
+
+
+def test_version():
+    from edgestats import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    plain = runner.invoke(app, ["sql", str(tmp_path / "x.duckdb"), "SELECT 1"])
+    assert plain.exit_code == 1 and plain.exception is not None and isinstance(plain.exception, SystemExit)
+    debug = runner.invoke(app, ["--debug", "sql", str(tmp_path / "x.duckdb"), "SELECT 1"])
+    from edgestats.errors import DatabaseError
+
+    assert isinstance(debug.exception, DatabaseError)
+
+
+def test_migrate_command(results_db):
+    result = runner.invoke(app, ["migrate", str(results_db)])
+    assert result.exit_code == 0 and "already at schema" in result.output

@@ -12,6 +12,7 @@ tree, so a test never mixes in the machine it runs on.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
@@ -56,7 +57,8 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
     meminfo = parse_meminfo(read_text(root / "proc/meminfo"))
     board = read_board_model(root, cpu)
     hostname = read_hostname(root)
-    gpu, gpu_facts = read_gpu(root, board)
+    soc = read_tegra_soc(root)
+    gpu, gpu_facts = read_gpu(root, board, soc)
     nvpmodel = read_nvpmodel(root)
     governor = read_text(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
     os_release = parse_os_release(read_text(root / "etc/os-release"))
@@ -72,6 +74,7 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
         "swap_total_bytes": meminfo.get("SwapTotal"),
         "nvpmodel_id": nvpmodel["id"],
         "nvpmodel_name": nvpmodel["name"],
+        "soc": soc,                            # Jetson: tegra194 etc.
         "l4t_release": read_l4t_release(root),
         "os_id": os_release.get("ID"),
         "os_version_id": os_release.get("VERSION_ID"),
@@ -152,6 +155,7 @@ def parse_cpuinfo(text: str | None) -> dict[str, Any]:
         "hardware": fields.get("Hardware"),
         "board_model": fields.get("Model"),  # Raspberry Pi kernels name the board here
         "revision": fields.get("Revision"),
+        "model_name": fields.get("model name"),
         "cpu_architecture": fields.get("CPU architecture"),
         "flags": fields.get("flags", "").split(),
         "x86": "vendor_id" in fields,
@@ -162,7 +166,13 @@ def guess_arch(cpu: dict[str, Any]) -> str | None:
     """platform.machine()'s answer for a device known only from its cpuinfo (fake roots)."""
     if cpu["x86"]:
         return "x86_64" if "lm" in cpu["flags"] else "i686"
-    return {"8": "aarch64", "7": "armv7l", "6": "armv6l"}.get(str(cpu["cpu_architecture"]))
+    if cpu["cpu_architecture"] == "8":
+        return "aarch64"
+    # 32-bit kernels end the model name with uname's suffix: "ARMv6-compatible processor rev 7 (v6l)".
+    suffix = re.search(r"\((v\d+l)\)\s*$", cpu["model_name"] or "")
+    if suffix:
+        return "arm" + suffix.group(1)
+    return {"7": "armv7l", "6": "armv6l"}.get(str(cpu["cpu_architecture"]))
 
 
 def parse_meminfo(text: str | None) -> dict[str, int]:
@@ -243,11 +253,10 @@ def read_l4t_release(root: Path) -> str | None:
     return f"R{match.group(1)}.{match.group(2)}" if match else None
 
 
-def read_gpu(root: Path, board: str | None) -> tuple[str | None, dict[str, Any]]:
+def read_gpu(root: Path, board: str | None, soc: str | None) -> tuple[str | None, dict[str, Any]]:
     """The GPU's name and extra facts: Jetson iGPU, then NVML (live system only), then procfs."""
-    soc = read_tegra_soc(root)
     if soc or (board and "jetson" in board.lower()):
-        return _TEGRA_GPUS.get(soc or "", f"NVIDIA iGPU of {board or soc}"), {"soc": soc}
+        return _TEGRA_GPUS.get(soc or "", f"NVIDIA iGPU of {board or soc}"), {}
     names, facts = read_nvml_gpus() if root == SYSTEM_ROOT else ([], {})
     names = names or read_proc_nvidia_gpus(root)
     return (_gpu_label(names) if names else None), facts
@@ -279,10 +288,8 @@ def read_nvml_gpus() -> tuple[list[str], dict[str, Any]]:
     except Exception as exc:
         return [], {"nvml": f"query failed: {exc}"}
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:
-            pass
 
 
 def _as_str(value: Any) -> str:
@@ -300,17 +307,15 @@ def read_proc_nvidia_gpus(root: Path) -> list[str]:
     return names
 
 
-def read_machine_id(root: Path) -> str | None:
-    return read_text(root / "etc/machine-id") or read_text(root / "var/lib/dbus/machine-id")
-
-
 def device_id_for(root: Path, hostname: str | None) -> tuple[str, str]:
     """A stable id: uuid5 of the machine-id (hostname if none) and which one was used.
 
     The machine-id itself is never stored: systemd asks applications to use a derived value.
+    Containers built from one image may share a machine-id, or have none (then the hostname,
+    which changes per container unless set with --hostname, is used).
     """
-    machine_id = read_machine_id(root)
-    if machine_id:
+    machine_id = read_text(root / "etc/machine-id") or read_text(root / "var/lib/dbus/machine-id")
+    if machine_id and machine_id != "uninitialized":  # systemd's placeholder before first boot completes
         return str(name_uuid("device", machine_id)), "machine-id"
     if hostname:
         return str(name_uuid("device", hostname)), "hostname"

@@ -34,12 +34,14 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
     `max_workers` is how many probes import at once (default: one per CPU, at least 2).
     """
     jobs = max_workers or default_jobs()
+    results = run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs)
     return {
         "edgestats_version": __version__,
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "device": read_device_facts(Path(root)),
-        "probe_jobs": jobs,  # import times depend on how many probes shared the CPUs
-        "probes": run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs),
+        # Import times depend on how many probes shared the CPUs.
+        "probe_jobs": min(jobs, len(results)),
+        "probes": results,
     }
 
 
@@ -57,7 +59,8 @@ def render_text(report: dict[str, Any]) -> str:
         if results:
             lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
     if report["probes"]:
-        lines += ["", f"Import times: wall-clock seconds in a fresh process, {report['probe_jobs']} probes "
+        jobs = report["probe_jobs"]
+        lines += ["", f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
                       "importing at a time (--jobs 1 for uncontended times)."]
     return "\n".join(lines)
 

@@ -31,3 +31,7 @@ class ImportFileError(EdgestatsError):
 
 class QueryError(EdgestatsError):
     """A user's SQL query failed."""
+
+
+class ExportError(EdgestatsError):
+    """An export folder cannot be written as asked."""

@@ -39,7 +39,8 @@ from typing import Any
 import duckdb
 
 from edgestats import __version__
-from edgestats.errors import EdgestatsError
+from edgestats.database import scalar
+from edgestats.errors import ExportError
 from edgestats.migrations import MIGRATIONS_TABLE
 from edgestats.store import Store, quote_ident
 
@@ -56,10 +57,6 @@ _AS_TEXT = {"UUID", "JSON", "INTERVAL", "TIME", "TIME WITH TIME ZONE", "TIME_NS"
 _AS_MICROS = {"TIMESTAMP_NS", "TIMESTAMP_MS", "TIMESTAMP_S"}
 _NESTED = re.compile(r"(\[\d*\]$)|^(STRUCT|MAP|UNION)\(")
 _NESTED_NEEDS_TEXT = re.compile(r"\b(UUID|JSON)\b")
-
-
-class ExportError(EdgestatsError):
-    """The export folder cannot be used, or writing the export failed."""
 
 
 # -- SQL builders (pure: testable without a database) ---------------------------------------------
@@ -145,7 +142,7 @@ def _tables(con: duckdb.DuckDBPyConnection) -> list[_Table]:
     for table, column, db_type in rows:
         columns.setdefault(table, {})[column] = db_type
     return [
-        _Table(name, cols, con.execute(f"SELECT count(*) FROM {quote_ident(name)}").fetchone()[0])
+        _Table(name, cols, scalar(con, f"SELECT count(*) FROM {quote_ident(name)}"))
         for name, cols in columns.items()
     ]
 
@@ -157,10 +154,10 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_
     folder = root / table.name
     partitioned = source is not None and table.rows > 0
     if partitioned:
-        written = con.execute(copy_sql(select, str(folder), partitioned=True)).fetchone()[0]
+        written = scalar(con, copy_sql(select, str(folder), partitioned=True))
     else:
         folder.mkdir()
-        written = con.execute(copy_sql(select, str(folder / f"{FILE_PREFIX}0.parquet"), partitioned=False)).fetchone()[0]
+        written = scalar(con, copy_sql(select, str(folder / f"{FILE_PREFIX}0.parquet"), partitioned=False))
     files = _file_rows(con, folder)
     on_disk = sum(files.values())
     if not written == on_disk == table.rows:
@@ -244,7 +241,7 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
     out = Path(out_dir).expanduser().resolve()
     with Store.open(db_path, read_only=True) as store:
         con = store.con
-        schema_version = con.execute(f"SELECT max(version) FROM {MIGRATIONS_TABLE}").fetchone()[0]
+        schema_version = scalar(con, f"SELECT max(version) FROM {MIGRATIONS_TABLE}")
         _check_target(out, db_path.resolve(), overwrite)
         try:
             out.parent.mkdir(parents=True, exist_ok=True)

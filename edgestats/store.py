@@ -120,16 +120,16 @@ class Store:
     # -- schema facts -------------------------------------------------------------------------
 
     def columns(self, table: str) -> dict[str, str]:
-        """Column name -> DuckDB type name, in table order."""
-        if table not in self._columns:
+        """Column name -> DuckDB type name, in table order (every table read in one query)."""
+        if not self._columns:
             rows = self.con.execute(
-                "SELECT column_name, data_type FROM duckdb_columns() "
-                "WHERE database_name = current_database() AND table_name = ? ORDER BY column_index",
-                [table],
+                "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                "WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index"
             ).fetchall()
-            if not rows:
-                raise ValueError(f"no table {table!r} in the edgestats schema")
-            self._columns[table] = dict(rows)
+            for table_name, column, data_type in rows:
+                self._columns.setdefault(table_name, {})[column] = data_type
+        if table not in self._columns:
+            raise ValueError(f"no table {table!r} in the edgestats schema")
         return self._columns[table]
 
     def _check_columns(self, table: str, given: list[str]) -> None:

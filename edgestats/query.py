@@ -50,8 +50,10 @@ def run_query(db_path: str | Path, query: str, *, write: bool = False) -> QueryR
 
 def _plain(value: Any) -> Any:
     """JSON-friendly value: UUIDs, times and decimals as text/number, nested values kept."""
-    if isinstance(value, (uuid.UUID, dt.date, dt.time, dt.timedelta)):
-        return str(value) if not isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, dt.timedelta)):
+        return str(value)
     if isinstance(value, decimal.Decimal):
         return float(value)
     if isinstance(value, dict):

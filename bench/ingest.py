@@ -15,62 +15,48 @@ Arrow table, and the figure that counts is their ratio (target: edgestats >= 0.5
     python bench/ingest.py --out results.json    # + every measurement as JSON
 
 Exit status: 0 when the median A/B ratio meets --target, 1 when it does not, 2 when a
-correctness check fails.
+correctness check fails. The two paths, the measuring and the checks are in bench/measure.py;
+the --compare-encodings experiment is in bench/ingest_encodings.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gc
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 
-# Run from a checkout without installing: put the repo root first on sys.path.
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-import edgestats  # noqa: E402
-from edgestats.store import Store  # noqa: E402
-
-# What one sampler tick of `edgestats collect` records on a 4-core device with RAPL and one
-# thermal zone: the worker's memory, sar-like CPU columns, per-core load, I/O counters,
-# a temperature, power and a cumulative energy counter. 15 names, every tick, one t_ns per tick.
-METRICS = (
-    "rss_bytes",
-    "uss_bytes",
-    "cpu_user_pct",
-    "cpu_system_pct",
-    "cpu_iowait_pct",
-    "cpu_total_pct",
-    "cpu_core0_pct",
-    "cpu_core1_pct",
-    "cpu_core2_pct",
-    "cpu_core3_pct",
-    "io_read_bytes",
-    "io_write_bytes",
-    "temp_c:cpu-thermal",
-    "power_w",
-    "energy_j:package-0",
+# measure comes first: importing it puts the checkout on sys.path, so edgestats imports uninstalled.
+from measure import (
+    METRICS,
+    REPO,
+    Measurement,
+    PeakRss,
+    check_file,
+    empty_file_bytes,
+    load_average,
+    remove_db,
+    run_edgestats,
+    run_raw,
+    source_fingerprint,
 )
 
-RUN = {"kind": "inference", "status": "ok", "framework": "bench", "runtime": "bench", "model": "ingest"}
+import edgestats
+from edgestats.store import Store
+from ingest_encodings import compare_encodings
 
 
 # -- the data --------------------------------------------------------------------------------
@@ -120,98 +106,7 @@ def make_samples(n: int, hz: float, seed: int = 0) -> pa.Table:
     })
 
 
-# -- measuring helpers -------------------------------------------------------------------------
-
-
-class PeakRss:
-    """Peak resident set of this process over a section, via Linux's resettable VmHWM.
-
-    Where /proc/self/clear_refs cannot be written (not Linux, or a locked-down container), only
-    the whole process's peak is known (getrusage) and per-section peaks are reported as None.
-    """
-
-    def __init__(self) -> None:
-        self.resettable = self._reset()
-
-    @staticmethod
-    def _status(key: str) -> int | None:
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith(key + ":"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return None
-
-    @staticmethod
-    def _reset() -> bool:
-        try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-            return True
-        except OSError:
-            return False
-
-    def start(self) -> int | None:
-        """Reset the high-water mark; returns the RSS now (the section's baseline)."""
-        if self.resettable:
-            self._reset()
-        return self._status("VmRSS")
-
-    def peak(self) -> int | None:
-        return self._status("VmHWM") if self.resettable else None
-
-    @staticmethod
-    def process_peak() -> int:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
-
-
-def cpu_seconds() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def settle() -> None:
-    """Before a timed section: collect garbage and flush every dirty page to disk, so that the
-    section's commit (an fsync) pays for its own writes only. On ext4 (data=ordered) an fsync
-    commits the journal, which would otherwise also write out the previous files' data."""
-    gc.collect()
-    if hasattr(os, "sync"):
-        os.sync()
-
-
-def file_bytes(path: Path) -> int:
-    """The DB file plus any WAL left beside it."""
-    total = path.stat().st_size
-    wal = path.with_name(path.name + ".wal")
-    if wal.exists():
-        total += wal.stat().st_size
-    return total
-
-
-def remove_db(path: Path) -> None:
-    for p in (path, path.with_name(path.name + ".wal")):
-        p.unlink(missing_ok=True)
-
-
-@dataclass
-class Measurement:
-    path: str                      # "edgestats" | "raw" | encoding variant name
-    repeat: int
-    rows: int
-    insert_s: float                # the timed write: insert + commit
-    open_s: float                  # edgestats: Store.open (connect + migrate); raw: connect + DDL
-    close_s: float                 # close = final checkpoint
-    file_bytes: int
-    rss_before: int | None
-    rss_peak: int | None
-    cpu_s: float                   # this process's user + system CPU over the timed write, all threads
-
-    @property
-    def rate(self) -> float:
-        return self.rows / self.insert_s
+# -- path B's schema and INSERT (the paths themselves: measure.run_edgestats, run_raw) ------------
 
 
 def samples_ddl() -> str:
@@ -224,257 +119,8 @@ def samples_ddl() -> str:
     return sql
 
 
-# -- path A: edgestats ---------------------------------------------------------------------------
-
-
-def run_edgestats(path: Path, table: pa.Table, repeat: int, rss: PeakRss, label: str = "edgestats") -> Measurement:
-    gc.collect()
-    t0 = time.perf_counter()
-    store = Store.open(path)
-    open_s = time.perf_counter() - t0
-    try:
-        device_id = store.register_device({"name": "bench-device", "hostname": platform.node()})
-        run = {**RUN, "device_id": device_id, "run_id": uuid.uuid4(), "repeat_index": repeat}
-        settle()
-        before = rss.start()
-        c0, t0 = cpu_seconds(), time.perf_counter()
-        store.write_run(run, samples=table)
-        insert_s = time.perf_counter() - t0
-        cpu_s = cpu_seconds() - c0
-        peak = rss.peak()
-    finally:
-        t0 = time.perf_counter()
-        store.close()
-        close_s = time.perf_counter() - t0
-    return Measurement(label, repeat, table.num_rows, insert_s, open_s, close_s, file_bytes(path), before, peak, cpu_s)
-
-
-# -- path B: raw DuckDB ----------------------------------------------------------------------------
-
-
-def run_raw(path: Path, table: pa.Table, repeat: int, rss: PeakRss, ddl: list[str], insert_sql: str,
-            label: str = "raw", setup_sql: list[tuple[str, list]] | None = None) -> Measurement:
-    """A fresh DuckDB file, `ddl` applied, then one transaction: `setup_sql` + `insert_sql`
-    reading the registered Arrow table `rows`, with the run_id as parameter $1."""
-    gc.collect()
-    t0 = time.perf_counter()
-    con = duckdb.connect(str(path))
-    for stmt in ddl:
-        con.execute(stmt)
-    open_s = time.perf_counter() - t0
-    try:
-        run_id = str(uuid.uuid4())
-        settle()
-        before = rss.start()
-        c0, t0 = cpu_seconds(), time.perf_counter()
-        con.register("rows", table)
-        con.begin()
-        for sql, params in setup_sql or []:
-            con.execute(sql, params)
-        con.execute(insert_sql, [run_id])
-        con.commit()
-        con.unregister("rows")
-        insert_s = time.perf_counter() - t0
-        cpu_s = cpu_seconds() - c0
-        peak = rss.peak()
-    finally:
-        t0 = time.perf_counter()
-        con.close()
-        close_s = time.perf_counter() - t0
-    return Measurement(label, repeat, table.num_rows, insert_s, open_s, close_s, file_bytes(path), before, peak, cpu_s)
-
-
 RAW_INSERT = ("INSERT INTO samples (run_id, t_ns, metric, value) "
               "SELECT CAST($1 AS UUID) AS run_id, t_ns, metric, value FROM rows")
-
-
-def empty_file_bytes(kind: str, ddl: list[str], workdir: Path) -> int:
-    """Size of a file with the schema (and, for edgestats, the device and run rows) but no samples,
-    so that bytes/sample can be given net of the fixed cost of an empty DB."""
-    path = workdir / f"empty-{kind}.duckdb"
-    if kind == "edgestats":
-        with Store.open(path) as store:
-            device_id = store.register_device({"name": "bench-device"})
-            store.write_run({**RUN, "device_id": device_id})
-    else:
-        con = duckdb.connect(str(path))
-        for stmt in ddl:
-            con.execute(stmt)
-        con.close()
-    size = file_bytes(path)
-    remove_db(path)
-    return size
-
-
-# An order-independent, exact fingerprint of a set of rows: the sum of per-row hashes (HUGEINT
-# addition cannot overflow or round, unlike a sum of doubles computed in parallel).
-FINGERPRINT = "SELECT count(*), count(DISTINCT run_id), sum(hash(t_ns, {metric}, value)::HUGEINT) FROM {source}"
-
-
-def source_fingerprint(table: pa.Table, metric: str = "metric") -> tuple[int, int]:
-    """(rows, fingerprint) of the Arrow table itself, to check each stored file against."""
-    con = duckdb.connect()
-    try:
-        con.register("rows", table)
-        n, fp = con.execute(f"SELECT count(*), sum(hash(t_ns, {metric}, value)::HUGEINT) FROM rows").fetchone()
-        return n, int(fp)
-    finally:
-        con.close()
-
-
-def check_file(path: Path, expected: tuple[int, int], metric: str = "metric", source: str = "samples") -> dict:
-    """Every row of the run, once, with the right run_id count and identical values."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        n, n_runs, fp = con.execute(FINGERPRINT.format(metric=metric, source=source)).fetchone()
-    finally:
-        con.close()
-    fp = int(fp) if fp is not None else None
-    return {"rows": n, "runs": n_runs, "fingerprint": fp, "ok": (n, fp) == expected and n_runs == 1}
-
-
-# -- optional: how to encode the metric name ---------------------------------------------------
-
-
-def encoding_variants(table: pa.Table) -> list[dict]:
-    """Raw DuckDB variants of the samples table that differ only in how `metric` is stored."""
-    names = list(METRICS)
-    enum_values = ", ".join("'" + m.replace("'", "''") + "'" for m in names)
-    dict_metric = table.column("metric").combine_chunks().dictionary_encode()
-    as_dict = table.set_column(1, "metric", dict_metric)
-    lookup = {m: i for i, m in enumerate(names)}
-    ids = np.array([lookup[m] for m in dict_metric.dictionary.to_pylist()], dtype=np.int16)[
-        dict_metric.indices.to_numpy(zero_copy_only=False)]
-    as_ids = pa.table({"t_ns": table.column("t_ns"), "metric_id": pa.array(ids), "value": table.column("value")})
-    no_metric = table.drop_columns(["metric"])
-
-    varchar = ["CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, metric VARCHAR NOT NULL, value DOUBLE)"]
-    enum = [f"CREATE TYPE metric_name AS ENUM ({enum_values})",
-            "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, metric metric_name NOT NULL, value DOUBLE)"]
-    smallint = ["CREATE TABLE metrics (metric_id SMALLINT PRIMARY KEY, metric VARCHAR NOT NULL UNIQUE)",
-                "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, metric_id SMALLINT NOT NULL, value DOUBLE)"]
-    # The id variant writes its 15-row dictionary in the same transaction, as a store would.
-    id_setup = [("INSERT INTO metrics VALUES " + ", ".join("(?, ?)" for _ in names),
-                 [x for i, m in enumerate(names) for x in (i, m)])]
-
-    q_varchar = {
-        "group_by_metric": "SELECT metric, count(*), avg(value), max(value) FROM samples GROUP BY metric ORDER BY metric",
-        "one_metric": "SELECT count(*), sum(value) FROM samples WHERE metric = 'power_w'",
-    }
-    q_ids = {
-        "group_by_metric": "SELECT m.metric, count(*), avg(s.value), max(s.value) FROM samples s "
-                           "JOIN metrics m USING (metric_id) GROUP BY m.metric ORDER BY m.metric",
-        "one_metric": "SELECT count(*), sum(s.value) FROM samples s JOIN metrics m USING (metric_id) "
-                      "WHERE m.metric = 'power_w'",
-    }
-    q_enum = q_varchar  # a string literal compared with an ENUM column is cast to the ENUM once
-    select = "SELECT CAST($1 AS UUID) AS run_id, t_ns, metric, value FROM rows"
-    return [
-        {"name": "VARCHAR (Arrow string in)", "table": table, "ddl": varchar, "queries": q_varchar,
-         "insert": f"INSERT INTO samples (run_id, t_ns, metric, value) {select}"},
-        {"name": "VARCHAR (Arrow dictionary in)", "table": as_dict, "ddl": varchar, "queries": q_varchar,
-         "insert": f"INSERT INTO samples (run_id, t_ns, metric, value) {select}"},
-        {"name": "ENUM (Arrow string in)", "table": table, "ddl": enum, "queries": q_enum, "check": {"metric": "metric::VARCHAR"},
-         "insert": f"INSERT INTO samples (run_id, t_ns, metric, value) {select}"},
-        {"name": "ENUM (Arrow dictionary in)", "table": as_dict, "ddl": enum, "queries": q_enum, "check": {"metric": "metric::VARCHAR"},
-         "insert": f"INSERT INTO samples (run_id, t_ns, metric, value) {select}"},
-        {"name": "SMALLINT id + metrics table", "table": as_ids, "ddl": smallint, "queries": q_ids,
-         "check": {"metric": "m.metric", "source": "samples s JOIN metrics m USING (metric_id)"},
-         "setup": id_setup,
-         "insert": "INSERT INTO samples (run_id, t_ns, metric_id, value) "
-                   "SELECT CAST($1 AS UUID) AS run_id, t_ns, metric_id, value FROM rows"},
-        {"name": "no metric column (floor)", "table": no_metric, "queries": {}, "check": {"metric": "NULL"},
-         "ddl": ["CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, value DOUBLE)"],
-         "insert": "INSERT INTO samples (run_id, t_ns, value) SELECT CAST($1 AS UUID) AS run_id, t_ns, value FROM rows"},
-        # The store itself, fed a dictionary-encoded metric column (what a collector could pass).
-        {"name": "edgestats write_run (Arrow dictionary in)", "table": as_dict, "store": True, "queries": q_varchar},
-    ]
-
-
-def compression_used(path: Path) -> dict[str, list[str]]:
-    """Column -> the compression methods DuckDB chose for its segments (validity masks left out)."""
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT column_name, list(DISTINCT compression ORDER BY compression) FROM pragma_storage_info('samples') "
-            "WHERE segment_type <> 'VALIDITY' GROUP BY column_name, column_id ORDER BY column_id"
-        ).fetchall()
-        return dict(rows)
-    finally:
-        con.close()
-
-
-def time_queries(path: Path, queries: dict[str, str], repeats: int) -> dict[str, float]:
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        times = {}
-        for name, sql in queries.items():
-            con.execute(sql).fetchall()  # warms the buffer pool
-            runs = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                con.execute(sql).fetchall()
-                runs.append(time.perf_counter() - t0)
-            times[name] = statistics.median(runs)
-        return times
-    finally:
-        con.close()
-
-
-def compare_encodings(table: pa.Table, repeats: int, workdir: Path, rss: PeakRss) -> dict:
-    variants = encoding_variants(table)
-    expected = {"metric": source_fingerprint(table), "NULL": source_fingerprint(table, "NULL")}
-    results: dict[str, list[Measurement]] = {v["name"]: [] for v in variants}
-    empty: dict[str, int] = {}
-    for v in variants:
-        empty[v["name"]] = empty_file_bytes("edgestats" if v.get("store") else "raw", v.get("ddl", []), workdir)
-    last: dict[str, Path] = {}
-    for r in range(repeats):
-        # Rotate the order every round so no variant always runs first (or right after another).
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for v in order:
-            path = workdir / f"enc-{r}-{variants.index(v)}.duckdb"
-            if v.get("store"):
-                m = run_edgestats(path, v["table"], r, rss, label=v["name"])
-            else:
-                m = run_raw(path, v["table"], r, rss, v["ddl"], v["insert"], label=v["name"], setup_sql=v.get("setup"))
-            results[v["name"]].append(m)
-            if r == repeats - 1:
-                last[v["name"]] = path
-            else:
-                remove_db(path)
-
-    summary = []
-    reference = None
-    ok = True
-    for v in variants:
-        ms = results[v["name"]]
-        rate = statistics.median(m.rate for m in ms)
-        reference = reference or rate
-        size = statistics.median(m.file_bytes for m in ms)
-        qtimes = time_queries(last[v["name"]], v["queries"], max(3, repeats)) if v["queries"] else {}
-        compression = compression_used(last[v["name"]])
-        how = v.get("check", {})
-        check = check_file(last[v["name"]], expected["NULL" if how.get("metric") == "NULL" else "metric"], **how)
-        ok &= check["ok"]
-        summary.append({
-            "variant": v["name"],
-            "median_rows_per_s": rate,
-            "rate_vs_varchar": rate / reference,
-            "rate_min": min(m.rate for m in ms),
-            "rate_max": max(m.rate for m in ms),
-            "median_rows_per_cpu_s": statistics.median(m.rows / m.cpu_s for m in ms),
-            "file_bytes": size,
-            "bytes_per_sample": size / table.num_rows,
-            "net_bytes_per_sample": (size - empty[v["name"]]) / table.num_rows,
-            "query_s": qtimes,
-            "compression": compression,
-            "rows_ok": check["ok"],
-        })
-    for p in last.values():
-        remove_db(p)
-    return {"variants": summary, "measurements": {k: [asdict(m) for m in ms] for k, ms in results.items()},
-            "rows_ok": ok}
 
 
 # -- reporting -------------------------------------------------------------------------------------
@@ -530,13 +176,6 @@ def environment(workdir: Path) -> dict:
         "load_average_at_start": load_average(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
-
-
-def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (OSError, AttributeError):
-        return None
 
 
 def mib(x: float | None) -> str:

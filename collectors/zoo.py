@@ -1,0 +1,46 @@
+"""The model zoo: the same architectures in PyTorch (zoo_torch) and Keras (zoo_keras), built from
+code with seeded random weights — nothing is downloaded.
+
+This module is the framework-free registry: names, input shapes and the published parameter
+counts the tests hold both builders to. The builders live in zoo_torch.py / zoo_keras.py and are
+imported only by the adapters that need them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    name: str
+    input_hw: tuple[int, int]        # image height, width
+    channels: int
+    num_classes: int
+    published_params: int | None     # trainable parameters as published, None if no source
+    source: str                      # where published_params comes from
+
+    def input_shape_nchw(self, batch: int) -> tuple[int, int, int, int]:
+        return (batch, self.channels, *self.input_hw)
+
+    def input_shape_nhwc(self, batch: int) -> tuple[int, int, int, int]:
+        return (batch, *self.input_hw, self.channels)
+
+
+ZOO: dict[str, ZooModel] = {m.name: m for m in (
+    ZooModel("alexnet", (224, 224), 3, 1000, 61_100_840, "pCAMP (seed 000) §2.2: 61,100,840 parameters"),
+    ZooModel("squeezenet", (224, 224), 3, 1000, 1_248_424, "pCAMP (seed 000) §2.2: SqueezeNet 1.0, 1,248,424 parameters"),
+    ZooModel("cnn9", (32, 32), 3, 10, 75_907, "seed 004, Keras summary: 75,907 trainable parameters"),
+    ZooModel("mobilenet_v2", (224, 224), 3, 1000, 3_504_872, "MobileNetV2 (Sandler et al. 2018), 1.0x, 224: 3,504,872 (torchvision / Keras applications)"),
+    ZooModel("resnet18", (224, 224), 3, 1000, 11_689_512, "ResNet-18 (He et al. 2016): 11,689,512 (torchvision)"),
+)}
+
+
+def zoo_model(name: str) -> ZooModel:
+    if name not in ZOO:
+        raise KeyError(f"no zoo model {name!r}; known: {', '.join(sorted(ZOO))}")
+    return ZOO[name]
+
+
+def is_zoo_model(name: str) -> bool:
+    return name in ZOO

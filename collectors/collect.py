@@ -1,0 +1,83 @@
+"""A whole `edgestats collect`: plan the sweep, recover interrupted runs, skip finished ones,
+run the rest one fresh process at a time.
+
+Resuming: a configuration (every field, repeat index included) that already has a stored run
+is skipped, unless all its stored runs were `killed` — an interrupted or OOM-killed attempt is
+tried again (and stays stored as history).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from edgestats.collectors.device import read_device_facts
+from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.sweep import Sweep, feasibility, shuffled
+from edgestats.store import Store
+
+
+@dataclass
+class Plan:
+    sweep_id: uuid.UUID
+    shuffle_seed: int
+    to_run: list[RunConfig]
+    skipped: list[tuple[RunConfig, str]]
+    already_done: int
+    total: int
+    recovered: list[RunOutcome] = field(default_factory=list)
+
+
+def finished_hashes(store: Store) -> set[str]:
+    rows = store.con.execute(
+        "SELECT config_hash FROM runs WHERE source = 'collect' AND config_hash IS NOT NULL "
+        "GROUP BY config_hash HAVING bool_or(status <> 'killed')"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def default_cache_dir() -> Path:
+    return Path.home() / ".cache" / "edgestats" / "models"
+
+
+def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = None,
+                      on_spawn: Callable[[int], None] | None = None) -> Orchestrator:
+    facts = read_device_facts()
+    with Store.open(db_path) as store:
+        device_id = store.register_device(facts)
+    return Orchestrator(db_path, device_id=device_id, cache_dir=cache_dir or default_cache_dir(),
+                        timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn)
+
+
+def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
+    recovered = orchestrator.recover_orphans()
+    configs = sweep.configs()
+    runnable, skipped = feasibility(configs)
+    with Store.open(db_path) as store:
+        done = finished_hashes(store)
+    pending = [c for c in runnable if c.config_hash() not in done]
+    seed = sweep.settings.get("shuffle_seed", random.SystemRandom().randrange(2**31))
+    return Plan(uuid.uuid4(), seed, shuffled(pending, seed), skipped, len(runnable) - len(pending), len(configs), recovered)
+
+
+def execute(plan_: Plan, orchestrator: Orchestrator, sweep: Sweep, *,
+            on_start: Callable[[int, RunConfig], None] | None = None,
+            on_done: Callable[[int, RunOutcome], None] | None = None) -> list[RunOutcome]:
+    outcomes = []
+    cooldown = sweep.settings.get("cooldown", 0)
+    info = {"shuffle_seed": plan_.shuffle_seed, "axes": sweep.axes, "settings": sweep.settings}
+    for index, config in enumerate(plan_.to_run):
+        if index and cooldown:
+            time.sleep(cooldown)  # let temperature and clocks settle between runs
+        if on_start:
+            on_start(index, config)
+        outcome = orchestrator.run(config, sweep_id=plan_.sweep_id, sweep=info)
+        outcomes.append(outcome)
+        if on_done:
+            on_done(index, outcome)
+    return outcomes

@@ -1,0 +1,45 @@
+"""Before a measured run, in its own process: turn a zoo model into the file the worker loads.
+
+    python -m edgestats.collectors.prepare CONFIG_JSON CACHE_DIR   -> prints {"artifact": PATH}
+
+Conversions (Keras -> .tflite, PyTorch -> .onnx, TorchScript tracing) are slow and need other
+frameworks than the one measured, so they happen here, once per (framework, runtime, model,
+precision, seed), cached; the worker's load_model phase then loads a file, as a deployed
+application would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from edgestats.collectors.adapters import adapter_class
+from edgestats.collectors.runconfig import RunConfig
+
+ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator")
+
+
+def cache_key(config: RunConfig) -> str:
+    """What the model file depends on (not batch size, threads or iterations)."""
+    data = {name: getattr(config, name) for name in ARTIFACT_FIELDS}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def prepare(config: RunConfig, cache_root: Path) -> Path | None:
+    cache_dir = cache_root / cache_key(config)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    return adapter_class(config.framework).prepare(config, cache_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    config = RunConfig.from_dict(json.loads(Path(args[0]).read_text()))
+    artifact = prepare(config, Path(args[1]))
+    print(json.dumps({"artifact": str(artifact) if artifact else None}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The spool: the worker's record of a run, one JSON object per line, flushed as it goes.
+
+The worker writes it (stdlib only); the orchestrator reads it after the worker exits — or after
+it was killed, timed out or crashed: every line flushed before the end is kept, so a run that
+dies at iteration 700 of 1000 is stored with its 700 latencies and the phases it finished.
+A torn last line (killed mid-write) is ignored.
+
+Record types (key "t"):
+  adapter  runtime (the runtime variant the adapter runs)
+  start    pid, spawn_ns (orchestrator's clock at spawn), start_ns (worker main() entered)
+  phase    phase, seq, start_ns, end_ns                  time.monotonic_ns()
+  lat      i (iteration), w (warm-up?), s (monotonic start), ns (perf_counter_ns duration)
+  versions {library: version}
+  model    params, flops, input_shape, file, file_bytes
+  env      the adapter's environment (math library, threads, devices)
+  error    text (the exception and its traceback)
+  end      end_ns: the worker finished every phase
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+
+class SpoolWriter:
+    def __init__(self, path: Path):
+        self._file: TextIO = open(path, "a", encoding="utf-8")
+
+    def write(self, record_type: str, **fields: Any) -> None:
+        # One write + flush per record: a killed worker loses at most the record being written.
+        self._file.write(json.dumps({"t": record_type, **fields}, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+
+
+@dataclass
+class SpoolContents:
+    start: dict[str, Any] | None = None
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    latencies: list[dict[str, Any]] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    runtime: str | None = None
+    error: str | None = None
+    finished: bool = False
+    torn_lines: int = 0
+
+
+def read_spool(path: Path) -> SpoolContents:
+    contents = SpoolContents()
+    if not path.exists():
+        return contents
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                contents.torn_lines += 1  # the worker was killed while writing this line
+                continue
+            _apply(contents, record)
+    return contents
+
+
+def _apply(contents: SpoolContents, record: dict[str, Any]) -> None:
+    kind = record.pop("t", None)
+    if kind == "start":
+        contents.start = record
+    elif kind == "adapter":
+        contents.runtime = record.get("runtime")
+    elif kind == "phase":
+        contents.phases.append(record)
+    elif kind == "lat":
+        contents.latencies.append(record)
+    elif kind == "versions":
+        contents.versions.update(record)
+    elif kind == "model":
+        contents.model.update(record)
+    elif kind == "env":
+        contents.environment.update(record)
+    elif kind == "error":
+        contents.error = record.get("text")
+    elif kind == "end":
+        contents.finished = True

@@ -1,0 +1,166 @@
+"""Sweeps: a matrix of run configurations from a TOML file and/or command-line flags.
+
+    [sweep]
+    framework = ["pytorch", "tflite"]     # a list is an axis
+    model = ["squeezenet", "mobilenet_v2"]
+    batch_size = [1, 8]
+    iterations = 100                      # a scalar is fixed
+    repeat = 3                            # settings: repeat, timeout, cooldown, shuffle_seed
+
+Everything is checked before any run starts; a mistake names the key and lists what is valid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from edgestats.collectors.runconfig import ACCELERATORS, FRAMEWORKS, PRECISIONS, RunConfig
+from edgestats.collectors.zoo import ZOO
+from edgestats.errors import EdgestatsError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+MODEL_FILE_SUFFIXES = (".pt", ".pth", ".onnx", ".tflite", ".keras")
+
+# axis -> (type, what values are allowed, or None)
+AXES: dict[str, tuple[type, tuple | None]] = {
+    "framework": (str, FRAMEWORKS),
+    "model": (str, None),
+    "runtime": (str, None),
+    "batch_size": (int, None),
+    "threads": (int, None),
+    "precision": (str, PRECISIONS),
+    "accelerator": (str, ACCELERATORS),
+    "iterations": (int, None),
+    "warmup": (int, None),
+    "input": (str, None),
+    "seed": (int, None),
+}
+# settings: scalars that shape the sweep rather than a run
+SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str}
+MINIMUM = {"batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0}
+
+
+class SweepError(EdgestatsError):
+    """A sweep file or flag that cannot be run; raised before any run starts."""
+
+
+@dataclass
+class Sweep:
+    axes: dict[str, list[Any]] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def configs(self) -> list[RunConfig]:
+        """Every combination of the axes, times `repeat`, in a stable order."""
+        names = list(self.axes)
+        combos = itertools.product(*(self.axes[n] for n in names))
+        repeat = self.settings.get("repeat", 1)
+        return [RunConfig(**dict(zip(names, values)), repeat_index=k) for values in combos for k in range(repeat)]
+
+
+def _type_name(t: type) -> str:
+    return {int: "an integer", float: "a number", str: "a string"}[t]
+
+
+def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, where: str) -> Any:
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, expected) or isinstance(value, bool):
+        raise SweepError(f"{where}{key}: expected {_type_name(expected)} (or a list of them), got {type(value).__name__} {value!r}")
+    if allowed is not None and value not in allowed:
+        raise SweepError(f"{where}{key}: {value!r} is not valid; use one of {', '.join(allowed)}")
+    if key in MINIMUM and value < MINIMUM[key]:
+        raise SweepError(f"{where}{key}: {value!r} must be at least {MINIMUM[key]}")
+    if key == "model":
+        _check_model(value, where)
+    if key == "input" and not Path(value).is_file():
+        raise SweepError(f"{where}input: {value!r} is not a file; give the path of an image (JPEG, PNG)")
+    return value
+
+
+def _check_model(value: str, where: str) -> None:
+    if value in ZOO:
+        return
+    path = Path(value)
+    if path.suffix in MODEL_FILE_SUFFIXES or path.is_dir():
+        if not path.exists():
+            raise SweepError(f"{where}model: the model file {value!r} does not exist")
+        return
+    raise SweepError(f"{where}model: {value!r} is neither a zoo model ({', '.join(sorted(ZOO))}) "
+                     f"nor a model file ({', '.join(MODEL_FILE_SUFFIXES)} or a SavedModel folder)")
+
+
+def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
+    """Validate a {key: scalar or list} mapping (from a file's [sweep] table or from flags)."""
+    sweep = Sweep()
+    for key, raw in values.items():
+        if key in SETTINGS:
+            sweep.settings[key] = _check_value(key, raw, SETTINGS[key], ("inference",) if key == "kind" else None, where)
+            continue
+        if key not in AXES:
+            valid = ", ".join(list(AXES) + list(SETTINGS))
+            raise SweepError(f"{where}unknown key {key!r}; valid keys: {valid}")
+        expected, allowed = AXES[key]
+        items = raw if isinstance(raw, list) else [raw]
+        if not items:
+            raise SweepError(f"{where}{key}: an empty list gives no runs; give at least one value")
+        sweep.axes[key] = [_check_value(key, v, expected, allowed, where) for v in items]
+    if "framework" not in sweep.axes or "model" not in sweep.axes:
+        raise SweepError(f"{where}a sweep needs at least one framework and one model "
+                         f"(frameworks: {', '.join(FRAMEWORKS)}; zoo models: {', '.join(sorted(ZOO))})")
+    return sweep
+
+
+def load_sweep_file(path: Path) -> dict[str, Any]:
+    """The [sweep] table of a TOML file, unvalidated."""
+    if not path.is_file():
+        raise SweepError(f"{path}: no such sweep file")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = [k for k in data if k != "sweep"]
+    if unknown or "sweep" not in data:
+        raise SweepError(f"{path}: expected one [sweep] table, found {', '.join(unknown) or 'none'}")
+    return data["sweep"]
+
+
+def combine(file_values: dict[str, Any] | None, flag_values: dict[str, Any], path: Path | None) -> Sweep:
+    """Flags override the file's keys of the same name."""
+    merged = dict(file_values or {})
+    merged.update({k: v for k, v in flag_values.items() if v not in (None, [], ())})
+    return build_sweep(merged, where=f"{path}: sweep." if path and file_values is not None else "")
+
+
+def shuffled(configs: list[RunConfig], seed: int) -> list[RunConfig]:
+    """Run order shuffled with a recorded seed, so drift (thermal, background load) does not
+    line up with one axis of the sweep."""
+    order = list(configs)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def feasibility(configs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
+    """Split into runnable configurations and those that cannot run here, with the reason."""
+    from edgestats.collectors.adapters import adapter_class
+
+    runnable, skipped, cache = [], [], {}
+    for config in configs:
+        if config.framework not in cache:
+            cls = adapter_class(config.framework)
+            cache[config.framework] = (cls, cls.is_available())
+        cls, (available, why) = cache[config.framework]
+        reason = why if not available else cls.check_config(config)
+        if reason:
+            skipped.append((config, reason))
+        else:
+            runnable.append(config)
+    return runnable, skipped

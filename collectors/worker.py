@@ -1,0 +1,98 @@
+"""The measured process: one run, one fresh interpreter.
+
+    python -m edgestats.collectors.worker CONFIG_JSON SPOOL [--artifact PATH] [--spawn-ns NS]
+
+It imports only the standard library and the one adapter it needs (no duckdb, no pyarrow), so
+import time and memory footprint are the framework's. It walks pCAMP's phases (Table 3) and
+writes every phase window and every inference's latency to the spool as it goes; the
+orchestrator turns the spool into the run's rows.
+
+Phases, each on time.monotonic_ns() (CLOCK_MONOTONIC, shared with the orchestrator's sampler):
+  import, load_model, load_first_input, first_inference, load_second_input, second_inference,
+  warmup (--warmup inferences, stored and marked), steady (--iterations inferences), total.
+Each inference's latency is time.perf_counter_ns() around adapter.infer(), which returns only
+when the work is done (GPU synchronised).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from edgestats.collectors.adapters import adapter_class
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.spool import SpoolWriter
+
+
+class PhaseClock:
+    """Times phases and writes each one to the spool when it ends."""
+
+    def __init__(self, spool: SpoolWriter):
+        self.spool = spool
+        self.seq = 0
+
+    def run(self, phase: str, action):
+        start = time.monotonic_ns()
+        result = action()
+        self.spool.write("phase", phase=phase, seq=self.seq, start_ns=start, end_ns=time.monotonic_ns())
+        self.seq += 1
+        return result
+
+
+def run_inferences(adapter, batch, spool: SpoolWriter, count: int, first_index: int, warmup: bool) -> None:
+    monotonic, perf = time.monotonic_ns, time.perf_counter_ns
+    for i in range(first_index, first_index + count):
+        started = monotonic()
+        t0 = perf()
+        adapter.infer(batch)
+        elapsed = perf() - t0
+        spool.write("lat", i=i, w=warmup, s=started, ns=elapsed)  # after the timed region
+
+
+def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
+    clock = PhaseClock(spool)
+    total_start = time.monotonic_ns()
+    adapter = adapter_class(config.framework)(config, artifact)
+    spool.write("adapter", runtime=adapter.runtime)
+    spool.write("versions", **clock.run("import", adapter.import_framework))
+    info = clock.run("load_model", adapter.load_model)
+    spool.write("model", **{k: v for k, v in vars(info).items() if v is not None})
+    first = clock.run("load_first_input", adapter.load_input)
+    clock.run("first_inference", lambda: adapter.infer(first))
+    second = clock.run("load_second_input", adapter.load_input)
+    clock.run("second_inference", lambda: adapter.infer(second))
+    clock.run("warmup", lambda: run_inferences(adapter, second, spool, config.warmup, 0, True))
+    clock.run("steady", lambda: run_inferences(adapter, second, spool, config.iterations, config.warmup, False))
+    spool.write("phase", phase="total", seq=clock.seq, start_ns=total_start, end_ns=time.monotonic_ns())
+    spool.write("env", **adapter.environment())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m edgestats.collectors.worker")
+    parser.add_argument("config", type=Path, help="the run's RunConfig as a JSON file")
+    parser.add_argument("spool", type=Path)
+    parser.add_argument("--artifact", type=Path, default=None)
+    parser.add_argument("--spawn-ns", type=int, default=None)
+    args = parser.parse_args(argv)
+    start_ns = time.monotonic_ns()
+    config = RunConfig.from_dict(json.loads(args.config.read_text()))
+    spool = SpoolWriter(args.spool)
+    spool.write("start", pid=os.getpid(), spawn_ns=args.spawn_ns, start_ns=start_ns)
+    try:
+        run(config, spool, args.artifact)
+    except BaseException as exc:  # recorded, then the exit status tells the orchestrator
+        spool.write("error", text="".join(traceback.format_exception(exc)).strip())
+        spool.close()
+        return 1
+    spool.write("end", end_ns=time.monotonic_ns())
+    spool.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

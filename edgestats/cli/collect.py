@@ -1,0 +1,90 @@
+"""`edgestats collect`: run inference workloads on this device into a results DB."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from edgestats.cli.common import handle_errors
+from edgestats.collectors.collect import execute, open_orchestrator, plan
+from edgestats.collectors.sweep import combine, load_sweep_file
+from edgestats.errors import EdgestatsError
+
+STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta"}
+
+
+@handle_errors
+def collect_command(
+    sweep_file: Path = typer.Argument(None, help="A TOML sweep file with a [sweep] table (lists are axes, scalars fixed)."),
+    db: Path = typer.Option(..., "--db", help="Results DB to write (created if missing)."),
+    kind: str = typer.Option("inference", "--kind", help="Workload kind. Only inference is collected so far."),
+    framework: list[str] = typer.Option([], "--framework", "-f", help="pytorch, tensorflow, tflite, onnxruntime (repeatable: an axis)."),
+    model: list[str] = typer.Option([], "--model", "-m", help="Zoo model (alexnet, squeezenet, mobilenet_v2, resnet18, cnn9) or a model file (.pt, .onnx, .tflite, .keras). Repeatable."),
+    runtime: list[str] = typer.Option([], "--runtime", help="Runtime variant, e.g. torchscript or tf-eager (repeatable)."),
+    batch_size: list[int] = typer.Option([], "--batch-size", "-b", help="Batch size (repeatable)."),
+    threads: list[int] = typer.Option([], "--threads", "-t", help="Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables."),
+    precision: list[str] = typer.Option([], "--precision", help="fp32, fp16 or int8 where the runtime supports it (repeatable)."),
+    accelerator: list[str] = typer.Option([], "--accelerator", help="cpu or cuda (repeatable)."),
+    input_path: str = typer.Option(None, "--input", help="An image file to run on (decoded and resized); default: a synthetic input."),
+    iterations: int = typer.Option(None, "--iterations", "-n", help="Steady-state inferences per run (default 100)."),
+    warmup: int = typer.Option(None, "--warmup", help="Warm-up inferences before steady state, stored and marked (default 5)."),
+    repeat: int = typer.Option(None, "--repeat", help="Fresh processes per configuration, for distributions of cold-start phases."),
+    timeout: float = typer.Option(None, "--timeout", help="Seconds a run may take before its process tree is killed (status timeout)."),
+    cooldown: float = typer.Option(None, "--cooldown", help="Seconds to wait between runs."),
+    seed: int = typer.Option(None, "--seed", help="Seed of model weights and synthetic input (default 0)."),
+    shuffle_seed: int = typer.Option(None, "--shuffle-seed", help="Seed of the run order (default: random, recorded with each run)."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
+) -> None:
+    """Run inference workloads, one fresh process per run, and store every phase and latency.
+
+    Each run walks pCAMP's phases (import, load model, first/second input and inference,
+    warm-up, steady state) and stores each inference's latency. A sweep (the file and/or
+    repeated flags) is checked before anything runs, shuffled with a recorded seed, and
+    resumable: running it again skips runs already stored. Configurations that cannot run
+    here are listed and skipped.
+    """
+    if kind != "inference":
+        raise EdgestatsError(f"--kind {kind!r}: only inference collection exists so far; training comes with a later release")
+    file_values = load_sweep_file(sweep_file) if sweep_file else None
+    flags = {"framework": framework, "model": model, "runtime": runtime, "batch_size": batch_size, "threads": threads,
+             "precision": precision, "accelerator": accelerator, "input": input_path, "iterations": iterations,
+             "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
+             "shuffle_seed": shuffle_seed}
+    sweep = combine(file_values, flags, sweep_file)
+    console = Console(stderr=True)
+    orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)
+    the_plan = plan(db, sweep, orchestrator)
+    for outcome in the_plan.recovered:
+        console.print(f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} ({outcome.n_latencies} latencies)")
+    for config, reason in the_plan.skipped:
+        console.print(f"[yellow]cannot run here[/]: {config.label()}: {reason}")
+    console.print(f"{the_plan.total} runs planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
+                  f"{len(the_plan.skipped)} cannot run here (shuffle seed {the_plan.shuffle_seed})")
+    counts: Counter[str] = Counter()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("collect", total=len(the_plan.to_run))
+
+        def on_start(index: int, config) -> None:
+            progress.update(task, description=f"[{index + 1}/{len(the_plan.to_run)}] {config.label()}")
+
+        def on_done(index: int, outcome) -> None:
+            counts[outcome.status] += 1
+            style = STATUS_STYLE.get(outcome.status, "white")
+            first_line = (outcome.error_text or "").strip().splitlines()[-1:] if outcome.error_text else []
+            why = f": {first_line[0][:160]}" if first_line else ""
+            progress.console.print(f"[{style}]{outcome.status}[/] {outcome.config.label()} — {outcome.n_latencies} latencies, "
+                                   f"{outcome.seconds:.1f} s{why}")
+            progress.advance(task)
+
+        execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
+    typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collect")(collect_command)

@@ -1,0 +1,80 @@
+"""Sweep files and flags: expansion, and mistakes caught before any run, naming the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from edgestats.cli import app
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.sweep import SweepError, build_sweep, combine, load_sweep_file, shuffled
+
+runner = CliRunner()
+
+GOOD = """
+[sweep]
+framework = ["pytorch", "tflite"]
+model = ["squeezenet", "mobilenet_v2"]
+batch_size = [1, 8]
+iterations = 100
+repeat = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text)
+    return path
+
+
+def test_lists_are_axes_scalars_are_fixed(tmp_path):
+    sweep = combine(load_sweep_file(write(tmp_path, GOOD)), {}, None)
+    configs = sweep.configs()
+    assert len(configs) == 2 * 2 * 2 * 2
+    assert {c.iterations for c in configs} == {100}
+    assert {(c.framework, c.model, c.batch_size) for c in configs} == {
+        (f, m, b) for f in ("pytorch", "tflite") for m in ("squeezenet", "mobilenet_v2") for b in (1, 8)}
+    assert sorted({c.repeat_index for c in configs}) == [0, 1]
+    assert len({c.config_hash() for c in configs}) == 16, "every run has its own identity"
+
+
+def test_flags_override_the_file(tmp_path):
+    sweep = combine(load_sweep_file(write(tmp_path, GOOD)), {"framework": ["onnxruntime"], "batch_size": []}, None)
+    assert sweep.axes["framework"] == ["onnxruntime"] and sweep.axes["batch_size"] == [1, 8]
+
+
+def test_shuffle_is_reproducible_from_its_seed():
+    configs = [RunConfig("pytorch", "cnn9", batch_size=b) for b in range(1, 30)]
+    assert shuffled(configs, 7) == shuffled(configs, 7)
+    assert shuffled(configs, 7) != configs and sorted(shuffled(configs, 7), key=lambda c: c.batch_size) == configs
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatchsize = 4\n', r"unknown key 'batchsize'; valid keys: framework, model"),
+    ('[sweep]\nframework = "caffe"\nmodel = "cnn9"\n', r"sweep\.framework: 'caffe' is not valid; use one of pytorch, tensorflow, tflite, onnxruntime"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "vgg99"\n', r"sweep\.model: 'vgg99' is neither a zoo model \(alexnet, cnn9"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = "8"\n', r"sweep\.batch_size: expected an integer .* got str '8'"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = [1, 2.5]\n', r"batch_size: expected an integer"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\niterations = 0\n', r"iterations: 0 must be at least 1"),
+    ('[sweep]\nframework = []\nmodel = "cnn9"\n', r"framework: an empty list gives no runs"),
+    ('[sweep]\nmodel = "cnn9"\n', r"needs at least one framework and one model"),
+    ('[runs]\nframework = "pytorch"\n', r"expected one \[sweep\] table, found runs"),
+    ('[sweep\nframework = 1\n', r"not valid TOML"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "missing.onnx"\n', r"the model file 'missing.onnx' does not exist"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nprecision = "int4"\n', r"precision: 'int4' is not valid; use one of fp32, fp16, int8"),
+])
+def test_bad_sweep_files_fail_before_any_run(tmp_path, text, match):
+    path = write(tmp_path, text)
+    db = tmp_path / "r.duckdb"
+    with pytest.raises(SweepError, match=match):
+        combine(load_sweep_file(path), {}, path)
+    result = runner.invoke(app, ["collect", str(path), "--db", str(db)])
+    assert result.exit_code == 1 and "error:" in result.output
+    assert not db.exists(), "nothing may run (or be created) for a bad sweep"
+
+
+def test_bad_flag_is_named():
+    with pytest.raises(SweepError, match="threads: 0 must be at least 1"):
+        build_sweep({"framework": ["pytorch"], "model": ["cnn9"], "threads": [0]})

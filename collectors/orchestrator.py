@@ -27,6 +27,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from edgestats import __version__
+from edgestats.collectors.prepare import cached_artifact
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, read_spool
 from edgestats.store import Store
@@ -136,7 +137,10 @@ class Orchestrator:
     # -- preparing the model file ---------------------------------------------------------------
 
     def prepare(self, config: RunConfig, config_file: Path, log: Path) -> tuple[str | None, str | None]:
-        """(artifact path, None) or (None, why it failed). Runs in a separate process."""
+        """(artifact path, None) or (None, why it failed). Runs in a separate process, once."""
+        cached, artifact = cached_artifact(config, self.cache_dir)
+        if cached:
+            return artifact, None
         with open(log, "ab") as out:
             proc = subprocess.run([self.python, "-m", "edgestats.collectors.prepare", str(config_file), str(self.cache_dir)],
                                   stdout=subprocess.PIPE, stderr=out, env=worker_env(config), timeout=self.timeout_s)
@@ -212,7 +216,10 @@ class Orchestrator:
             paths = self._paths(run_id)
             spool = read_spool(paths["spool"])
             if spool.start and _alive(spool.start.get("pid")):
-                continue  # its worker is still running: a later collect will store it
+                # Its orchestrator is gone, so nothing sampled it: stop it, store what it
+                # measured as interrupted, and let the resumed sweep run it again.
+                _kill_pid_group(spool.start["pid"])
+                spool = read_spool(paths["spool"])
             meta = json.loads(meta_path.read_text())
             config = RunConfig.from_dict(meta["config"])
             with Store.open(self.db_path) as store:
@@ -237,6 +244,17 @@ def _kill_tree(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+
+
+def _kill_pid_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return
+    for _ in range(50):  # it is not our child: poll until it is gone
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
 
 
 def _alive(pid: int | None) -> bool:

@@ -27,10 +27,24 @@ def cache_key(config: RunConfig) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
 
 
+MARKER = "artifact.json"  # written last: its presence means the cached model file is complete
+
+
+def cached_artifact(config: RunConfig, cache_root: Path) -> tuple[bool, str | None]:
+    """(True, path) when an earlier prepare of this model finished; no subprocess needed."""
+    marker = cache_root / cache_key(config) / MARKER
+    if not marker.is_file():
+        return False, None
+    artifact = json.loads(marker.read_text())["artifact"]
+    return (artifact is None or Path(artifact).exists()), artifact
+
+
 def prepare(config: RunConfig, cache_root: Path) -> Path | None:
     cache_dir = cache_root / cache_key(config)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    return adapter_class(config.framework).prepare(config, cache_dir)
+    artifact = adapter_class(config.framework).prepare(config, cache_dir)
+    (cache_dir / MARKER).write_text(json.dumps({"artifact": str(artifact) if artifact else None}))
+    return artifact
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 
 runner = CliRunner()
-COMMANDS = ["import", "merge", "sql", "migrate", "export", "doctor"]
+COMMANDS = ["collect", "import", "merge", "sql", "migrate", "export", "doctor"]
 
 
 def test_top_level_help_lists_every_command():

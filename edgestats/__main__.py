@@ -1,0 +1,5 @@
+"""`python -m edgestats` is the `edgestats` command."""
+
+from edgestats.cli import main
+
+main()

@@ -33,6 +33,10 @@ ZOO: dict[str, ZooModel] = {m.name: m for m in (
     ZooModel("cnn9", (32, 32), 3, 10, 75_907, "seed 004, Keras summary: 75,907 trainable parameters"),
     ZooModel("mobilenet_v2", (224, 224), 3, 1000, 3_504_872, "MobileNetV2 (Sandler et al. 2018), 1.0x, 224: 3,504,872 (torchvision / Keras applications)"),
     ZooModel("resnet18", (224, 224), 3, 1000, 11_689_512, "ResNet-18 (He et al. 2016): 11,689,512 (torchvision)"),
+    ZooModel("resnet50", (224, 224), 3, 1000, 25_557_032, "ResNet-50 v1.5 (He et al. 2016; stride on the 3x3): 25,557,032 (torchvision)"),
+    ZooModel("vgg16", (224, 224), 3, 1000, 138_357_544, "VGG-16 (Simonyan & Zisserman 2015), configuration D: 138,357,544 (torchvision)"),
+    ZooModel("mobilenet_v3_small", (224, 224), 3, 1000, 2_542_856, "MobileNetV3-Small (Howard et al. 2019): 2,542,856 (torchvision; Keras applications' variant differs)"),
+    ZooModel("mobilenet_v3_large", (224, 224), 3, 1000, 5_483_032, "MobileNetV3-Large (Howard et al. 2019): 5,483,032 (torchvision; Keras applications' variant differs)"),
 )}
 
 

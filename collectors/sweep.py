@@ -74,7 +74,8 @@ def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, wh
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, expected) or isinstance(value, bool):
-        raise SweepError(f"{where}{key}: expected {_type_name(expected)} (or a list of them), got {type(value).__name__} {value!r}")
+        lists = "" if key in SETTINGS else " (or a list of them)"
+        raise SweepError(f"{where}{key}: expected {_type_name(expected)}{lists}, got {type(value).__name__} {value!r}")
     if allowed is not None and value not in allowed:
         raise SweepError(f"{where}{key}: {value!r} is not valid; use one of {', '.join(allowed)}")
     if key in MINIMUM and value < MINIMUM[key]:

@@ -55,7 +55,7 @@ def collect_command(
              "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
              "shuffle_seed": shuffle_seed}
     sweep = combine(file_values, flags, sweep_file)
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
     orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)
     the_plan = plan(db, sweep, orchestrator)
     for outcome in the_plan.recovered:

@@ -18,7 +18,7 @@ from pathlib import Path
 from edgestats.collectors.adapters import adapter_class
 from edgestats.collectors.runconfig import RunConfig
 
-ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator")
+ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator", "extra")
 
 
 def cache_key(config: RunConfig) -> str:

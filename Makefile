@@ -31,17 +31,21 @@ test: install system-deps
 	$(BIN)/python -m pytest
 
 demo: install
-	rm -f $(DB) $(DB).wal
+	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal
 	$(BIN)/edgestats doctor
-	$(BIN)/edgestats import $(DB) sample_data/pcamp_inference.csv --kind inference
-	$(BIN)/edgestats import $(DB) sample_data/dlaas_tf_mnist_cpu.csv --kind training
-	$(BIN)/edgestats sql $(DB) "SELECT device, framework, model, latency_median_ms, rss_peak_bytes FROM run_summary WHERE kind = 'inference' ORDER BY latency_median_ms"
-	$(BIN)/edgestats sql $(DB) "SELECT batch_size, iterations, training_time_s, accuracy_pct FROM training_summary ORDER BY batch_size, iterations" --format markdown
-	$(BIN)/edgestats export $(DB) --parquet results-parquet --overwrite
-	@echo "results: $(DB) (query it: $(BIN)/edgestats sql $(DB) 'SELECT * FROM run_summary'); Parquet: results-parquet/"
+	$(BIN)/edgestats collect sample_data/demo_sweep.toml --db $(DB)
+	$(BIN)/edgestats sql $(DB) "SELECT framework, runtime, model, n_latencies, round(latency_median_ms, 3) AS median_ms, round(latency_p90_ms, 3) AS p90_ms FROM run_summary ORDER BY model, median_ms"
+	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase USING first(s) ORDER BY run"
+	$(BIN)/edgestats import published.duckdb sample_data/pcamp_inference.csv --kind inference
+	$(BIN)/edgestats import published.duckdb sample_data/dlaas_tf_mnist_cpu.csv --kind training
+	$(BIN)/edgestats merge merged.duckdb $(DB) published.duckdb
+	$(BIN)/edgestats sql merged.duckdb "SELECT device, framework, model, round(latency_median_ms, 3) AS median_ms, source FROM run_summary WHERE kind = 'inference' AND model IN ('squeezenet', 'alexnet') ORDER BY median_ms"
+	$(BIN)/edgestats sql merged.duckdb "SELECT batch_size, iterations, training_time_s, accuracy_pct FROM training_summary ORDER BY batch_size, iterations" --format markdown
+	$(BIN)/edgestats export merged.duckdb --parquet results-parquet --overwrite
+	@echo "collected: $(DB); with the published tables: merged.duckdb (query: $(BIN)/edgestats sql merged.duckdb 'SELECT * FROM run_summary'); Parquet: results-parquet/"
 
 bench: install
 	$(BIN)/python bench/ingest.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info results-parquet $(DB) $(DB).wal
+	rm -rf $(VENV) build dist *.egg-info results-parquet $(DB) $(DB).wal published.duckdb merged.duckdb

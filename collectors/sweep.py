@@ -13,6 +13,7 @@ Everything is checked before any run starts; a mistake names the key and lists w
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import sys
 from dataclasses import dataclass, field
@@ -44,6 +45,14 @@ AXES: dict[str, tuple[type, tuple | None]] = {
     "input": (str, None),
     "seed": (int, None),
 }
+# Adapter options (RunConfig.extra), fixed for the sweep: a TOML table, or --option KEY=VALUE.
+ADAPTER_OPTIONS = {
+    "input_shape": "one sample's shape for a model file that does not record it, e.g. [3, 224, 224]",
+    "architecture": "the zoo architecture of a PyTorch state_dict file",
+    "interop_threads": "inter-op threads (PyTorch, TensorFlow); default: --threads",
+    "jit_compile": "XLA-compile the tf.function (TensorFlow)",
+    "xnnpack": "use TFLite's XNNPACK delegate (default true)",
+}
 # settings: scalars that shape the sweep rather than a run
 SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str}
 MINIMUM = {"batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0}
@@ -57,13 +66,15 @@ class SweepError(EdgestatsError):
 class Sweep:
     axes: dict[str, list[Any]] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def configs(self) -> list[RunConfig]:
         """Every combination of the axes, times `repeat`, in a stable order."""
         names = list(self.axes)
         combos = itertools.product(*(self.axes[n] for n in names))
         repeat = self.settings.get("repeat", 1)
-        return [RunConfig(**dict(zip(names, values)), repeat_index=k) for values in combos for k in range(repeat)]
+        return [RunConfig(**dict(zip(names, values)), repeat_index=k, extra=dict(self.options))
+                for values in combos for k in range(repeat)]
 
 
 def _type_name(t: type) -> str:
@@ -103,11 +114,14 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
     """Validate a {key: scalar or list} mapping (from a file's [sweep] table or from flags)."""
     sweep = Sweep()
     for key, raw in values.items():
+        if key == "options":
+            sweep.options = _check_options(raw, where)
+            continue
         if key in SETTINGS:
             sweep.settings[key] = _check_value(key, raw, SETTINGS[key], ("inference",) if key == "kind" else None, where)
             continue
         if key not in AXES:
-            valid = ", ".join(list(AXES) + list(SETTINGS))
+            valid = ", ".join(list(AXES) + list(SETTINGS) + ["options"])
             raise SweepError(f"{where}unknown key {key!r}; valid keys: {valid}")
         expected, allowed = AXES[key]
         items = raw if isinstance(raw, list) else [raw]
@@ -118,6 +132,30 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
         raise SweepError(f"{where}a sweep needs at least one framework and one model "
                          f"(frameworks: {', '.join(FRAMEWORKS)}; zoo models: {', '.join(sorted(ZOO))})")
     return sweep
+
+
+def _check_options(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise SweepError(f"{where}options: expected a table of adapter options, e.g. options = {{ xnnpack = false }}")
+    unknown = [k for k in raw if k not in ADAPTER_OPTIONS]
+    if unknown:
+        valid = "; ".join(f"{k}: {v}" for k, v in ADAPTER_OPTIONS.items())
+        raise SweepError(f"{where}options: unknown option(s) {', '.join(unknown)}; valid options — {valid}")
+    return dict(raw)
+
+
+def parse_option_flags(items: list[str]) -> dict[str, Any]:
+    """--option KEY=VALUE; VALUE is read as JSON when it parses (3, true, [3,224,224]), else text."""
+    options = {}
+    for item in items:
+        if "=" not in item:
+            raise SweepError(f"--option {item!r}: expected KEY=VALUE, e.g. --option xnnpack=false")
+        key, value = item.split("=", 1)
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
 
 
 def load_sweep_file(path: Path) -> dict[str, Any]:

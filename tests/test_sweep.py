@@ -78,3 +78,17 @@ def test_bad_sweep_files_fail_before_any_run(tmp_path, text, match):
 def test_bad_flag_is_named():
     with pytest.raises(SweepError, match="threads: 0 must be at least 1"):
         build_sweep({"framework": ["pytorch"], "model": ["cnn9"], "threads": [0]})
+
+
+def test_adapter_options_from_file_and_flags(tmp_path):
+    from edgestats.collectors.sweep import parse_option_flags
+
+    path = write(tmp_path, '[sweep]\nframework = "tflite"\nmodel = "cnn9"\noptions = { xnnpack = false }\n')
+    sweep = combine(load_sweep_file(path), {}, path)
+    assert all(c.extra == {"xnnpack": False} for c in sweep.configs())
+    assert parse_option_flags(["input_shape=[3,32,32]", "architecture=cnn9"]) == {"input_shape": [3, 32, 32], "architecture": "cnn9"}
+    flagged = combine(load_sweep_file(path), {"options": {"xnnpack": True}}, path)
+    assert flagged.configs()[0].extra == {"xnnpack": True}
+    with pytest.raises(SweepError, match="unknown option.*colour.*xnnpack: use TFLite"):
+        build_sweep({"framework": "tflite", "model": "cnn9", "options": {"colour": 1}})
+    assert sweep.configs()[0].config_hash() != flagged.configs()[0].config_hash()

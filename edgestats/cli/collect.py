@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import execute, open_orchestrator, plan
-from edgestats.collectors.sweep import combine, load_sweep_file
+from edgestats.collectors.sweep import combine, load_sweep_file, parse_option_flags
 from edgestats.errors import EdgestatsError
 
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta"}
@@ -37,6 +37,7 @@ def collect_command(
     cooldown: float = typer.Option(None, "--cooldown", help="Seconds to wait between runs."),
     seed: int = typer.Option(None, "--seed", help="Seed of model weights and synthetic input (default 0)."),
     shuffle_seed: int = typer.Option(None, "--shuffle-seed", help="Seed of the run order (default: random, recorded with each run)."),
+    option: list[str] = typer.Option([], "--option", "-o", help="Adapter option KEY=VALUE (repeatable): input_shape=[3,224,224], architecture=resnet18, interop_threads=1, jit_compile=true, xnnpack=false."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
 ) -> None:
     """Run inference workloads, one fresh process per run, and store every phase and latency.
@@ -53,7 +54,7 @@ def collect_command(
     flags = {"framework": framework, "model": model, "runtime": runtime, "batch_size": batch_size, "threads": threads,
              "precision": precision, "accelerator": accelerator, "input": input_path, "iterations": iterations,
              "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
-             "shuffle_seed": shuffle_seed}
+             "shuffle_seed": shuffle_seed, "options": parse_option_flags(option) or None}
     sweep = combine(file_values, flags, sweep_file)
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
     orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)

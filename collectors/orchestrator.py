@@ -192,7 +192,7 @@ class Orchestrator:
         deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
         while True:
             try:
-                return proc.wait(timeout=0.1), False
+                return proc.wait(timeout=0.02), False
             except subprocess.TimeoutExpired:
                 if deadline is not None and time.monotonic() > deadline:
                     _kill_tree(proc)

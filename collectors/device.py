@@ -102,6 +102,14 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
 
 # -- file helpers ------------------------------------------------------------------------------
 
+def read_cpu_frequency_state(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
+    """Per-run CPU frequency settings (they can change between runs): governor and cur/max kHz."""
+    cpufreq = root / "sys/devices/system/cpu/cpu0/cpufreq"
+    return {"cpu_governor": read_text(cpufreq / "scaling_governor"),
+            "cpu_cur_khz": read_int(cpufreq / "scaling_cur_freq"),
+            "cpu_max_khz": read_int(cpufreq / "scaling_max_freq")}
+
+
 def read_text(path: Path) -> str | None:
     """A small text file's content, stripped of whitespace and device-tree NULs; None if unreadable."""
     raw = read_bytes(path)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from edgestats import __version__
+from edgestats.collectors.device import read_cpu_frequency_state
 from edgestats.collectors.prepare import cached_artifact
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, read_spool
@@ -92,7 +93,7 @@ def run_row(config: RunConfig, spool: SpoolContents, meta: dict[str, Any]) -> di
         "config": {**asdict(config), "sweep": meta.get("sweep", {})}, "config_hash": config.config_hash(),
         "environment": {"versions": versions, "runtime_detail": spool.environment, "model": spool.model,
                         "thread_env": {k: meta["env"].get(k) for k in THREAD_ENV_VARS},
-                        "python": sys.version.split()[0], "clock": meta.get("clock"),
+                        "python": sys.version.split()[0], "clock": meta.get("clock"), "cpu": meta.get("cpu"),
                         "worker_start": spool.start, "torn_spool_lines": spool.torn_lines},
         "started_at": meta.get("started_at"), "ended_at": meta.get("ended_at"),
         "edgestats_version": __version__, "source": "collect",
@@ -183,6 +184,7 @@ class Orchestrator:
         if artifact:
             cmd += ["--artifact", artifact]
         meta["clock"] = {"monotonic_ns": time.monotonic_ns(), "unix_ns": time.time_ns()}
+        meta["cpu"] = read_cpu_frequency_state()
         with open(paths["log"], "ab") as log:
             cmd += ["--spawn-ns", str(time.monotonic_ns())]
             proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,

@@ -168,3 +168,15 @@ def test_sweep_killed_midway_resumes_only_the_missing_runs(tmp_path, cache_dir):
         assert n == 400
     third = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert "0 to run" in third.stderr + third.stdout
+
+
+def test_unrunnable_combinations_are_reported_up_front_and_skipped(tmp_path, cache_dir):
+    db = tmp_path / "r.duckdb"
+    result = runner.invoke(app, ["collect", "--db", str(db), "-f", "tensorflow", "-f", "onnxruntime", "-m", "cnn9",
+                                 "--precision", "int8", "-n", "5", "--cache-dir", str(cache_dir)])
+    assert result.exit_code == 0, result.output
+    assert "cannot run here" in result.output and "tensorflow" in result.output
+    assert "1 cannot run here" in result.output
+    runs = query(db, "SELECT framework, precision, status, environment->>'$.cpu' AS cpu FROM runs")
+    assert [(r["framework"], r["precision"], r["status"]) for r in runs] == [("onnxruntime", "int8", "ok")]
+    assert "cpu_governor" in runs[0]["cpu"]

@@ -46,6 +46,7 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/fidelity.py --threads 1 --pairs 5
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info results-parquet $(DB) $(DB).wal published.duckdb merged.duckdb

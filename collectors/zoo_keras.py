@@ -23,29 +23,10 @@ import numpy as np
 from keras import layers
 
 from edgestats.collectors.zoo import is_zoo_model, zoo_model
+from edgestats.collectors.zoo_arch import (MOBILENET_V2_CFG, MOBILENET_V3_CFG, MOBILENET_V3_LAST, SQUEEZENET_CFG,
+                                             VGG16_CFG, make_divisible)
 
 V3_EPS = 0.001   # MobileNetV3's BatchNorm epsilon in torchvision (1e-5 elsewhere)
-
-# Architecture tables, copied from zoo_torch (which imports torch, so this module cannot import
-# them from there); tests/test_zoo.py asserts the copies are equal.
-VGG16_CFG = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
-SQUEEZENET_CFG = ("M", (96, 16, 64, 64), (128, 16, 64, 64), (128, 32, 128, 128), "M",
-                  (256, 32, 128, 128), (256, 48, 192, 192), (384, 48, 192, 192), (384, 64, 256, 256), "M",
-                  (512, 64, 256, 256))
-MOBILENET_V2_CFG = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                    (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
-MOBILENET_V3_CFG = {
-    "large": ((16, 3, 16, 16, False, "RE", 1), (16, 3, 64, 24, False, "RE", 2), (24, 3, 72, 24, False, "RE", 1),
-              (24, 5, 72, 40, True, "RE", 2), (40, 5, 120, 40, True, "RE", 1), (40, 5, 120, 40, True, "RE", 1),
-              (40, 3, 240, 80, False, "HS", 2), (80, 3, 200, 80, False, "HS", 1), (80, 3, 184, 80, False, "HS", 1),
-              (80, 3, 184, 80, False, "HS", 1), (80, 3, 480, 112, True, "HS", 1), (112, 3, 672, 112, True, "HS", 1),
-              (112, 5, 672, 160, True, "HS", 2), (160, 5, 960, 160, True, "HS", 1), (160, 5, 960, 160, True, "HS", 1)),
-    "small": ((16, 3, 16, 16, True, "RE", 2), (16, 3, 72, 24, False, "RE", 2), (24, 3, 88, 24, False, "RE", 1),
-              (24, 5, 96, 40, True, "HS", 2), (40, 5, 240, 40, True, "HS", 1), (40, 5, 240, 40, True, "HS", 1),
-              (40, 5, 120, 48, True, "HS", 1), (48, 5, 144, 48, True, "HS", 1), (48, 5, 288, 96, True, "HS", 2),
-              (96, 5, 576, 96, True, "HS", 1), (96, 5, 576, 96, True, "HS", 1)),
-}
-MOBILENET_V3_LAST = {"large": 1280, "small": 1024}
 
 
 def _seed_for(*parts: int) -> int:
@@ -254,7 +235,7 @@ def _inverted_residual_v3(x, net: _Net, prefix: str, cin: int, k: int, exp: int,
         y, j = net.conv_bn_act(y, f"{prefix}.0", exp, 1, act=act, eps=V3_EPS), 1
     y, j = net.conv_bn_act(y, f"{prefix}.{j}", exp, k, stride, depthwise=True, act=act, eps=V3_EPS), j + 1
     if se:
-        y, j = _squeeze_excite(y, net, f"{prefix}.{j}", _make_divisible(exp // 4)), j + 1
+        y, j = _squeeze_excite(y, net, f"{prefix}.{j}", make_divisible(exp // 4)), j + 1
     y = net.conv_bn_act(y, f"{prefix}.{j}", cout, 1, act=None, eps=V3_EPS)
     return layers.Add()([x, y]) if stride == 1 and cin == cout else y
 
@@ -264,12 +245,6 @@ def _squeeze_excite(x, net: _Net, prefix: str, squeeze: int):
     s = net.conv(s, f"{prefix}.fc1", squeeze, 1, activation="relu")
     s = _activate(net.conv(s, f"{prefix}.fc2", x.shape[-1], 1), "hsig")
     return layers.Multiply()([x, s])
-
-
-def _make_divisible(v: float, divisor: int = 8) -> int:
-    """torchvision's _make_divisible (as zoo_torch.make_divisible)."""
-    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
-    return new_v + divisor if new_v < 0.9 * v else new_v
 
 
 def _resnet(bottleneck: bool, repeats: tuple[int, ...]):

@@ -17,12 +17,8 @@ import torch
 from torch import nn
 
 from edgestats.collectors.zoo import is_zoo_model, zoo_model
-
-
-def make_divisible(v: float, divisor: int = 8) -> int:
-    """torchvision's _make_divisible: round channels to a multiple of 8, losing at most 10%."""
-    new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
-    return new_v + divisor if new_v < 0.9 * v else new_v
+from edgestats.collectors.zoo_arch import (MOBILENET_V2_CFG, MOBILENET_V3_CFG, MOBILENET_V3_LAST, SQUEEZENET_CFG,
+                                             VGG16_CFG, make_divisible)
 
 
 def conv_norm_act(cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1,
@@ -79,8 +75,6 @@ class AlexNet(_FeaturesPoolClassifier):
 
 # -- VGG-16 ---------------------------------------------------------------------------------------
 
-VGG16_CFG = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")
-
 
 class VGG(_FeaturesPoolClassifier):
     def __init__(self, num_classes: int = 1000):
@@ -118,12 +112,6 @@ class Fire(nn.Module):
                           self.expand3x3_activation(self.expand3x3(x))], 1)
 
 
-# (cin, squeeze, expand1x1, expand3x3) or "M" (max-pool); SqueezeNet 1.0's table.
-SQUEEZENET_CFG = ("M", (96, 16, 64, 64), (128, 16, 64, 64), (128, 32, 128, 128), "M",
-                  (256, 32, 128, 128), (256, 48, 192, 192), (384, 48, 192, 192), (384, 64, 256, 256), "M",
-                  (512, 64, 256, 256))
-
-
 class SqueezeNet(nn.Module):
     def __init__(self, num_classes: int = 1000):
         super().__init__()
@@ -152,11 +140,6 @@ class InvertedResidualV2(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.conv(x) if self.use_res_connect else self.conv(x)
-
-
-# (expansion t, channels c, repeats n, first stride s), from the paper's Table 2.
-MOBILENET_V2_CFG = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
-                    (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
 
 
 class MobileNetV2(nn.Module):
@@ -211,21 +194,6 @@ class InvertedResidualV3(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.block(x) if self.use_res_connect else self.block(x)
-
-
-# (cin, kernel, expanded, cout, squeeze-excite, activation, stride): torchvision's bneck tables.
-MOBILENET_V3_CFG = {
-    "large": ((16, 3, 16, 16, False, "RE", 1), (16, 3, 64, 24, False, "RE", 2), (24, 3, 72, 24, False, "RE", 1),
-              (24, 5, 72, 40, True, "RE", 2), (40, 5, 120, 40, True, "RE", 1), (40, 5, 120, 40, True, "RE", 1),
-              (40, 3, 240, 80, False, "HS", 2), (80, 3, 200, 80, False, "HS", 1), (80, 3, 184, 80, False, "HS", 1),
-              (80, 3, 184, 80, False, "HS", 1), (80, 3, 480, 112, True, "HS", 1), (112, 3, 672, 112, True, "HS", 1),
-              (112, 5, 672, 160, True, "HS", 2), (160, 5, 960, 160, True, "HS", 1), (160, 5, 960, 160, True, "HS", 1)),
-    "small": ((16, 3, 16, 16, True, "RE", 2), (16, 3, 72, 24, False, "RE", 2), (24, 3, 88, 24, False, "RE", 1),
-              (24, 5, 96, 40, True, "HS", 2), (40, 5, 240, 40, True, "HS", 1), (40, 5, 240, 40, True, "HS", 1),
-              (40, 5, 120, 48, True, "HS", 1), (48, 5, 144, 48, True, "HS", 1), (48, 5, 288, 96, True, "HS", 2),
-              (96, 5, 576, 96, True, "HS", 1), (96, 5, 576, 96, True, "HS", 1)),
-}
-MOBILENET_V3_LAST = {"large": 1280, "small": 1024}
 
 
 class MobileNetV3(nn.Module):

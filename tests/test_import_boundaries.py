@@ -31,3 +31,14 @@ def test_cli_startup_imports_no_framework():
 def test_reports_and_analysis_do_not_import_frameworks():
     loaded = loaded_after("import edgestats.reports, edgestats.query, edgestats.merge, edgestats.importer")
     assert not loaded & FRAMEWORKS
+
+
+def test_worker_and_adapters_import_no_framework_and_no_store():
+    """The measured process's import phase must be the framework's alone: the worker and the
+    adapter modules import nothing heavy until adapter.import_framework() runs."""
+    loaded = loaded_after(
+        "import edgestats.collectors.worker, edgestats.collectors.adapter_pytorch, edgestats.collectors.adapter_tensorflow, "
+        "edgestats.collectors.adapter_tflite, edgestats.collectors.adapter_onnxruntime"
+    )
+    heavy = FRAMEWORKS | ANALYSIS | {"duckdb", "pyarrow", "numpy", "PIL"}
+    assert not loaded & heavy, f"the worker would pay for {loaded & heavy} outside its import phase"

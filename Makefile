@@ -35,7 +35,7 @@ demo: install
 	$(BIN)/edgestats doctor
 	$(BIN)/edgestats collect sample_data/demo_sweep.toml --db $(DB)
 	$(BIN)/edgestats sql $(DB) "SELECT framework, runtime, model, n_latencies, round(latency_median_ms, 3) AS median_ms, round(latency_p90_ms, 3) AS p90_ms FROM run_summary ORDER BY model, median_ms"
-	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase USING first(s) ORDER BY run"
+	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total') USING first(s) ORDER BY run"
 	$(BIN)/edgestats import published.duckdb sample_data/pcamp_inference.csv --kind inference
 	$(BIN)/edgestats import published.duckdb sample_data/dlaas_tf_mnist_cpu.csv --kind training
 	$(BIN)/edgestats merge merged.duckdb $(DB) published.duckdb

@@ -282,3 +282,17 @@ def test_torch_runtime_follows_a_user_file_unless_asked(tmp_path, cache):
     adapter.import_framework()
     with pytest.raises(ModelFileError, match="--runtime torchscript"):
         adapter.load_model()
+
+
+def test_user_keras_file_and_savedmodel(tmp_path, cache):
+    saved = adapter_class("tensorflow").prepare(config("tensorflow"), cache)
+    mine = shutil.copy(saved, tmp_path / "mine.keras")
+    _, _, info, out, _ = run_phases(config("tensorflow", model=str(mine), batch_size=3), tmp_path / "c1")
+    assert info.params == CNN9_PARAMS and out.shape == (3, 10)
+    import tensorflow as tf
+    from edgestats.collectors.zoo_keras import build_keras
+
+    folder = tmp_path / "savedmodel"
+    tf.saved_model.save(build_keras("cnn9", seed=1), str(folder))
+    _, _, info, out, _ = run_phases(config("tensorflow", model=str(folder), batch_size=2), tmp_path / "c2")
+    assert out.shape == (2, 10)

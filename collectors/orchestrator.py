@@ -31,9 +31,11 @@ from edgestats.collectors.device import read_cpu_frequency_state
 from edgestats.collectors.prepare import cached_artifact
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, read_spool
+from edgestats.errors import DatabaseError
 from edgestats.store import Store
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
+STORE_WAIT_S = 120.0  # how long a finished run waits for another process to release the DB
 INTERRUPTED = "interrupted: edgestats collect stopped before this run finished"
 
 
@@ -201,8 +203,18 @@ class Orchestrator:
                     return proc.returncode, True
 
     def _store(self, config: RunConfig, spool: SpoolContents, meta: dict[str, Any]) -> None:
-        with Store.open(self.db_path) as store:
-            store.write_run(run_row(config, spool, meta), phases=phase_rows(spool), latencies=latency_rows(spool))
+        # Someone may be reading the DB right now (DuckDB allows one process at a time to hold a
+        # file open for writing): wait for them rather than fail; the spool stays until stored.
+        deadline = time.monotonic() + STORE_WAIT_S
+        while True:
+            try:
+                with Store.open(self.db_path) as store:
+                    store.write_run(run_row(config, spool, meta), phases=phase_rows(spool), latencies=latency_rows(spool))
+                return
+            except DatabaseError as exc:
+                if "in use" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def _cleanup(self, paths: dict[str, Path]) -> None:
         for path in paths.values():

@@ -180,3 +180,21 @@ def test_unrunnable_combinations_are_reported_up_front_and_skipped(tmp_path, cac
     runs = query(db, "SELECT framework, precision, status, environment->>'$.cpu' AS cpu FROM runs")
     assert [(r["framework"], r["precision"], r["status"]) for r in runs] == [("onnxruntime", "int8", "ok")]
     assert "cpu_governor" in runs[0]["cpu"]
+
+
+def test_run_waits_while_another_process_holds_the_db(tmp_path, cache_dir):
+    """Someone queries the DB just as a run finishes: the run waits for the lock, then lands."""
+    db = tmp_path / "r.duckdb"
+    holders = []
+
+    def hold_db_while_measuring(pid: int) -> None:
+        code = f"import duckdb, time; c = duckdb.connect({str(db)!r}, read_only=True); print('held', flush=True); time.sleep(5)"
+        holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "held"
+        holders.append((holder, time.monotonic()))
+
+    [outcome] = collect_once(db, cache_dir, on_spawn=hold_db_while_measuring, framework="onnxruntime", model="cnn9", iterations=5)
+    holder, held_at = holders[0]
+    assert holder.poll() is not None and time.monotonic() - held_at >= 5, "the run was stored only after the lock was released"
+    assert outcome.status == "ok"
+    assert query(db, "SELECT count(*) AS n FROM runs")[0]["n"] == 1

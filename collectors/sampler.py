@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from edgestats.collectors import procfs
-from edgestats.collectors.procfs import (MAX_FAILS, Emit, Group, ProcessTree, SysCpu, SysDisk,
-                                         SysfsGauges, Unavailable, Uss)
+from edgestats.collectors.procfs import MAX_FAILS, Emit
+from edgestats.collectors.sample_groups import Group, ProcessTree, SysCpu, SysDisk, SysfsGauges, Unavailable, Uss
 
 SYSTEM_ROOT = Path("/")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from edgestats.collectors import procfs
+from edgestats.collectors import procfs, sample_groups
 from edgestats.collectors.sampler import Sampler
 
 MiB = 1 << 20
@@ -177,7 +177,7 @@ def test_proc_stat_deltas_on_a_fake_tree(tmp_path):
     assert procfs.cpu_pcts((100, 10, 50, 800, 40, 0, 0, 0), (160, 10, 90, 880, 60, 5, 5, 0)) == pytest.approx(
         (60 / 210 * 100, 50 / 210 * 100, 20 / 210 * 100, 110 / 210 * 100))
     root = write_tree(tmp_path, {"proc/stat": STAT_1})
-    group = procfs.SysCpu(root)
+    group = sample_groups.SysCpu(root)
     (root / "proc/stat").write_text(STAT_2)  # same inode: the kept-open file sees the new content
     out: dict[str, float] = {}
     group.read(0, lambda names, vals: out.update(zip(names, vals)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import keras  # a missing torch or Keras fails collection: no importorskip here
+import keras  # a missing torch or Keras fails collection, as it must
 
 from edgestats.collectors import zoo_keras, zoo_torch
 from edgestats.collectors.zoo import ZOO

@@ -21,11 +21,15 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 
 install: $(STAMP)
 
-# Spark (for the export read-back test) needs a Java runtime; CI machines start without one.
+# Spark (for the export read-back test) needs a Java runtime, and the report's browser test
+# Debian's Chromium (driven by playwright, offline); CI machines start without either.
 system-deps:
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "installing a Java runtime for the Spark read-back test"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless; }
+	@test -x /usr/bin/chromium || { \
+	  echo "installing Chromium for the report's headless-browser test"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 test: install system-deps
 	$(BIN)/python -m pytest

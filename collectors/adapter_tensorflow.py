@@ -23,7 +23,7 @@ from edgestats.collectors import adapter_common as common
 from edgestats.collectors.adapters import Adapter, ModelInfo
 from edgestats.collectors.inputs import AcceleratorError, batch_for
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.zoo import is_zoo_model, zoo_model
+from edgestats.collectors.zoo import KERAS_CUSTOM_LAYER_MODELS, is_zoo_model, zoo_model
 
 SUFFIXES = (".keras", ".h5")
 
@@ -110,6 +110,8 @@ class TensorFlowAdapter(Adapter):
             if params is None and variables:
                 params = sum(v.shape.num_elements() for v in variables)
         else:
+            if meta.get("model") in KERAS_CUSTOM_LAYER_MODELS:
+                import edgestats.collectors.zoo_keras  # noqa: F401  registers its layers so the file loads
             model = keras.models.load_model(str(path), compile=False)
             self._model, self.format, known = model, "keras", tuple(model.input_shape[1:])
             if params is None:

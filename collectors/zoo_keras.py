@@ -140,6 +140,47 @@ def _cnn9(x, net: _Net, num_classes: int):
     return net.dense(layers.Flatten()(x), "classifier", num_classes)
 
 
+def _mnist_cnn(x, net: _Net, num_classes: int):
+    x = max_pool(net.conv(x, "features.0", 32, 5, pad=2, activation="relu"), 2, 2)
+    x = max_pool(net.conv(x, "features.3", 64, 5, pad=2, activation="relu"), 2, 2)
+    x = layers.Dropout(0.5)(net.dense(layers.Flatten()(x), "classifier.0", 1024, "relu"))
+    return net.dense(x, "classifier.3", num_classes)
+
+
+@keras.saving.register_keras_serializable(package="edgestats")
+class LocalResponseNorm(layers.Layer):
+    """torch.nn.LocalResponseNorm over the channel axis (last, channels-last): x / (k + alpha/size *
+    sum of x^2 over `size` neighbouring channels)^beta, the window zero-padded at the edges as
+    torch pads it (size // 2 before, (size - 1) // 2 after). Keras 3 has no LRN layer; this one
+    uses keras.ops only, so it saves, loads (once this module is imported) and converts to TFLite."""
+
+    def __init__(self, size: int = 9, alpha: float = 0.001, beta: float = 0.75, k: float = 1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def call(self, x):
+        ops = keras.ops
+        channels = x.shape[-1]
+        padded = ops.pad(ops.square(x), [[0, 0], [0, 0], [0, 0], [self.size // 2, (self.size - 1) // 2]])
+        window = padded[..., 0:channels]
+        for i in range(1, self.size):
+            window = window + padded[..., i:i + channels]
+        return x / ops.power(self.k + (self.alpha / self.size) * window, self.beta)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "size": self.size, "alpha": self.alpha, "beta": self.beta, "k": self.k}
+
+
+def _cifar_cnn(x, net: _Net, num_classes: int):
+    x = max_pool(net.conv(x, "features.0", 64, 5, pad=2, activation="relu"), 3, 2, pad=1)
+    x = LocalResponseNorm(name="features.3")(x)
+    x = LocalResponseNorm(name="features.6")(net.conv(x, "features.4", 64, 5, pad=2, activation="relu"))
+    x = max_pool(x, 3, 2, pad=1)   # zero padding is exact: LRN of ReLU output is >= 0
+    x = net.dense(layers.Flatten()(x), "classifier.0", 384, "relu")
+    x = net.dense(x, "classifier.2", 192, "relu")
+    return net.dense(x, "classifier.4", num_classes)
+
+
 def _alexnet(x, net: _Net, num_classes: int):
     x = net.conv(x, "features.0", 64, 11, 4, 2, activation="relu")
     x = max_pool(x, 3, 2)
@@ -278,6 +319,8 @@ def _res_block(x, net: _Net, prefix: str, planes: int, stride: int, bottleneck: 
 # name -> (architecture function, conv init rule, dense init rule): torchvision's schemes
 BUILDERS: dict[str, tuple[Any, str, str]] = {
     "cnn9": (_cnn9, "glorot", "glorot"),
+    "mnist_cnn": (_mnist_cnn, "default", "default"),
+    "cifar_cnn": (_cifar_cnn, "default", "default"),
     "alexnet": (_alexnet, "default", "default"),
     "vgg16": (_vgg16, "kaiming", "normal"),
     "squeezenet": (_squeezenet, "kaiming_uniform", "normal"),

@@ -49,6 +49,47 @@ class CNN9(nn.Module):
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
+# -- the DLaaS study's default nets (seed 002, Tables IV-V: TensorFlow's) ------------------------
+
+class MnistCNN(nn.Module):
+    """TensorFlow's default MNIST net ('Deep MNIST'): two 5x5 'same' convs with ReLU and 2x2
+    max-pooling (28 -> 14 -> 7 px), fc 1024 + ReLU, dropout 0.5, fc to the classes."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2),
+                                      nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2))
+        self.classifier = nn.Sequential(nn.Linear(7 * 7 * 64, 1024), nn.ReLU(inplace=True), nn.Dropout(0.5),
+                                        nn.Linear(1024, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
+def tf_lrn() -> nn.LocalResponseNorm:
+    """The cifar10 tutorial's tf.nn.lrn(depth_radius=4, bias=1, alpha=0.001/9, beta=0.75). torch
+    divides alpha by the window size, so the same normalisation is size 9, alpha 0.001."""
+    return nn.LocalResponseNorm(9, alpha=0.001, beta=0.75, k=1.0)
+
+
+class CifarCNN(nn.Module):
+    """TensorFlow's default CIFAR-10 net (the cifar10 tutorial, 24x24 input): conv 5x5x64 + ReLU,
+    max-pool 3x3/2, LRN, conv 5x5x64 + ReLU, LRN, max-pool 3x3/2 (24 -> 12 -> 6 px), fc 384 +
+    ReLU, fc 192 + ReLU, fc to the classes. The tutorial's 'SAME' pools give 12 and 6 px, as
+    torch's padding 1 does."""
+
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
+                                      tf_lrn(), nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(inplace=True), tf_lrn(),
+                                      nn.MaxPool2d(3, 2, 1))
+        self.classifier = nn.Sequential(nn.Linear(6 * 6 * 64, 384), nn.ReLU(inplace=True), nn.Linear(384, 192),
+                                        nn.ReLU(inplace=True), nn.Linear(192, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.flatten(self.features(x), 1))
+
+
 # -- AlexNet --------------------------------------------------------------------------------------
 
 class _FeaturesPoolClassifier(nn.Module):
@@ -308,6 +349,8 @@ def _init_glorot(model: nn.Module) -> None:
 # name -> (constructor taking num_classes, initialiser)
 BUILDERS: dict[str, tuple[Callable[[int], nn.Module], Callable[[nn.Module], None]]] = {
     "cnn9": (CNN9, _init_glorot),
+    "mnist_cnn": (MnistCNN, lambda m: None),   # PyTorch's layer defaults, in both frameworks
+    "cifar_cnn": (CifarCNN, lambda m: None),
     "alexnet": (AlexNet, lambda m: None),   # PyTorch's layer defaults: U(+-1/sqrt(fan_in))
     "vgg16": (VGG, lambda m: _init_modern(m, 0.01)),
     "squeezenet": (SqueezeNet, _init_squeezenet),

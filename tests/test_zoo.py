@@ -33,6 +33,10 @@ def input_hw(name: str) -> tuple[int, int]:
     return ZOO[name].input_hw if name in ZOO else (224, 224)
 
 
+def channels(name: str) -> int:
+    return ZOO[name].channels if name in ZOO else 3
+
+
 @pytest.fixture(scope="module")
 def built():
     """name -> (torch model, keras model), seed 0, built on first use."""
@@ -132,12 +136,13 @@ def test_batch_2_outputs_have_the_right_shape_and_agree_across_frameworks(built,
     cached models (BN statistics, Keras weights); later tests only count and trace."""
     tm, km = built(name)
     h, w = input_hw(name)
+    c = channels(name)
     classes = ZOO[name].num_classes if name in ZOO else 1000
     assert not tm.training
-    assert tuple(km.input_shape) == (None, h, w, 3)
+    assert tuple(km.input_shape) == (None, h, w, c)
     randomise_batchnorm(tm, h, w)
     zoo_keras.copy_torch_weights_to_keras(tm, km)
-    x = np.random.default_rng(0).standard_normal((2, 3, h, w)).astype("float32")
+    x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype("float32")
     with torch.no_grad():
         expected = tm(torch.from_numpy(x)).numpy()
     got = km(x.transpose(0, 2, 3, 1), training=False).numpy()
@@ -166,6 +171,29 @@ def test_cnn9_flops_by_hand(built):
     assert expected == 68_950_224
     assert zoo_torch.count_flops(built("cnn9")[0], (1, 3, 32, 32)) == expected
     assert zoo_torch.count_flops(built("cnn9")[0], (3, 32, 32)) == expected   # batch is ignored
+
+
+def test_dlaas_default_nets_flops_by_hand(built):
+    """MACs of TensorFlow's default MNIST and CIFAR-10 nets (DLaaS Tables IV-V):
+        mnist_cnn  conv1 32*1*5*5*28*28 = 627,200; conv2 64*32*5*5*14*14 = 10,035,200;
+                   fc 3136*1024 = 3,211,264; fc 1024*10 = 10,240           -> 13,883,904 MACs
+        cifar_cnn  conv1 64*3*5*5*24*24 = 2,764,800; conv2 64*64*5*5*12*12 = 14,745,600;
+                   fc 2304*384 = 884,736; 384*192 = 73,728; 192*10 = 1,920 -> 18,470,784 MACs"""
+    mnist = 32 * 1 * 25 * 28 * 28 + 64 * 32 * 25 * 14 * 14 + 3136 * 1024 + 1024 * 10
+    cifar = 64 * 3 * 25 * 24 * 24 + 64 * 64 * 25 * 12 * 12 + 2304 * 384 + 384 * 192 + 192 * 10
+    assert (mnist, cifar) == (13_883_904, 18_470_784)
+    assert zoo_torch.count_flops(built("mnist_cnn")[0], (1, 1, 28, 28)) == 2 * mnist
+    assert zoo_torch.count_flops(built("cifar_cnn")[0], (1, 3, 24, 24)) == 2 * cifar
+
+
+def test_keras_lrn_saves_and_loads(tmp_path, built):
+    """cifar_cnn's LocalResponseNorm is a layer of edgestats' own: a saved model must load back."""
+    _, km = built("cifar_cnn")
+    path = tmp_path / "cifar_cnn.keras"
+    km.save(str(path))
+    loaded = keras.models.load_model(str(path), compile=False)
+    x = np.random.default_rng(1).standard_normal((2, 24, 24, 3)).astype("float32")
+    assert np.allclose(km(x, training=False).numpy(), loaded(x, training=False).numpy(), atol=1e-6)
 
 
 def test_alexnet_flops(built):

@@ -19,6 +19,7 @@ from edgestats.collectors.device import read_device_facts
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
+from edgestats.collectors.telemetry import DEFAULT_SAMPLE_HZ, Telemetry
 from edgestats.store import Store
 
 
@@ -45,13 +46,21 @@ def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "edgestats" / "models"
 
 
+def open_telemetry(sweep: Sweep) -> Telemetry:
+    """The sweep's sampler rate and power source (settings sample_hz, power, clock_offset)."""
+    settings = sweep.settings
+    return Telemetry.open(settings.get("power", "auto"), settings.get("sample_hz", DEFAULT_SAMPLE_HZ),
+                          clock_offset_s=settings.get("clock_offset", 0.0))
+
+
 def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = None,
                       on_spawn: Callable[[int], None] | None = None) -> Orchestrator:
+    telemetry = open_telemetry(sweep)   # first: a named power source that is unusable stops here
     facts = read_device_facts()
     with Store.open(db_path) as store:
         device_id = store.register_device(facts)
     return Orchestrator(db_path, device_id=device_id, cache_dir=cache_dir or default_cache_dir(),
-                        timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn)
+                        timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn, telemetry=telemetry)
 
 
 def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:

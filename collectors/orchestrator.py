@@ -30,7 +30,9 @@ from edgestats import __version__
 from edgestats.collectors.device import read_cpu_frequency_state
 from edgestats.collectors.prepare import cached_artifact
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.sampler import SampleBatch
 from edgestats.collectors.spool import SpoolContents, read_spool
+from edgestats.collectors.telemetry import RunTelemetry, Telemetry, run_telemetry
 from edgestats.errors import DatabaseError
 from edgestats.store import Store
 
@@ -80,10 +82,11 @@ def _tail(path: Path, limit: int = 4000) -> str:
     return data.decode("utf-8", "replace")
 
 
-def run_row(config: RunConfig, spool: SpoolContents, meta: dict[str, Any]) -> dict[str, Any]:
+def run_row(config: RunConfig, spool: SpoolContents, meta: dict[str, Any], tele: RunTelemetry | None = None) -> dict[str, Any]:
     """The runs row of a collected run, from its config, its spool and the orchestrator's notes."""
     versions = spool.versions
-    return {
+    telemetry_columns = tele.run_columns if tele is not None else {}
+    return {**telemetry_columns,
         "run_id": meta["run_id"], "sweep_id": meta.get("sweep_id"), "device_id": meta["device_id"],
         "kind": "inference", "status": meta["status"], "error_text": meta["error_text"],
         "framework": config.framework, "framework_version": next(iter(versions.values()), None),
@@ -96,17 +99,22 @@ def run_row(config: RunConfig, spool: SpoolContents, meta: dict[str, Any]) -> di
         "environment": {"versions": versions, "runtime_detail": spool.environment, "model": spool.model,
                         "thread_env": {k: meta["env"].get(k) for k in THREAD_ENV_VARS},
                         "python": sys.version.split()[0], "clock": meta.get("clock"), "cpu": meta.get("cpu"),
-                        "worker_start": spool.start, "torn_spool_lines": spool.torn_lines},
+                        "worker_start": spool.start, "torn_spool_lines": spool.torn_lines,
+                        "sampler": tele.stats if tele is not None else {}},
         "started_at": meta.get("started_at"), "ended_at": meta.get("ended_at"),
         "edgestats_version": __version__, "source": "collect",
     }
 
 
-def phase_rows(spool: SpoolContents) -> pa.Table:
+def phase_list(spool: SpoolContents) -> list[dict[str, Any]]:
     rows = sorted(spool.phases, key=lambda p: p["seq"])
     if spool.start and spool.start.get("spawn_ns"):
         # Process start-up (interpreter + edgestats) is harness time, before pCAMP's phases.
         rows = [{"phase": "process_start", "seq": -1, "start_ns": spool.start["spawn_ns"], "end_ns": spool.start["start_ns"]}, *rows]
+    return rows
+
+
+def phase_rows(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table({
         "seq": pa.array([p["seq"] for p in rows], pa.int32()),
         "phase": [p["phase"] for p in rows],
@@ -115,20 +123,23 @@ def phase_rows(spool: SpoolContents) -> pa.Table:
     })
 
 
-def latency_rows(spool: SpoolContents) -> pa.Table:
+def latency_rows(spool: SpoolContents, energy_gross_j: list[float | None] | None = None) -> pa.Table:
     lat = spool.latencies
     return pa.table({
         "iteration": pa.array([r["i"] for r in lat], pa.int32()),
         "warmup": pa.array([bool(r["w"]) for r in lat], pa.bool_()),
         "start_ns": pa.array([r["s"] for r in lat], pa.int64()),
         "latency_ns": pa.array([r["ns"] for r in lat], pa.int64()),
+        "energy_gross_j": pa.array(energy_gross_j if energy_gross_j is not None else [None] * len(lat), pa.float64()),
     })
 
 
 class Orchestrator:
     def __init__(self, db_path: Path, *, device_id: uuid.UUID, cache_dir: Path, timeout_s: float | None = None,
-                 python: str = sys.executable, on_spawn: Callable[[int], None] | None = None):
+                 python: str = sys.executable, on_spawn: Callable[[int], None] | None = None,
+                 telemetry: Telemetry | None = None):
         self.db_path = Path(db_path)
+        self.telemetry = telemetry
         self.device_id = device_id
         self.cache_dir = cache_dir
         self.timeout_s = timeout_s
@@ -163,16 +174,16 @@ class Orchestrator:
         started = time.monotonic()
         meta["started_at"] = dt.datetime.now(dt.timezone.utc)
         artifact, prep_error = self.prepare(config, paths["config"], paths["log"])
-        returncode, timed_out = None, False
+        returncode, timed_out, batch = None, False, None
         if prep_error is None:
-            returncode, timed_out = self._spawn_and_wait(config, paths, artifact, meta)
+            returncode, timed_out, batch = self._spawn_and_wait(config, paths, artifact, meta)
         meta["ended_at"] = dt.datetime.now(dt.timezone.utc)
         spool = read_spool(paths["spool"])
         if prep_error:
             meta["status"], meta["error_text"] = "error", prep_error
         else:
             meta["status"], meta["error_text"] = classify_exit(returncode, timed_out, spool, _tail(paths["log"]), self.timeout_s)
-        self._store(config, spool, meta)
+        self._store(config, spool, meta, batch)
         self._cleanup(paths)
         return RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), time.monotonic() - started)
 
@@ -181,7 +192,8 @@ class Orchestrator:
         return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
                 "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log")}
 
-    def _spawn_and_wait(self, config: RunConfig, paths: dict[str, Path], artifact: str | None, meta: dict) -> tuple[int | None, bool]:
+    def _spawn_and_wait(self, config: RunConfig, paths: dict[str, Path], artifact: str | None,
+                        meta: dict) -> tuple[int | None, bool, SampleBatch | None]:
         cmd = [self.python, "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
         if artifact:
             cmd += ["--artifact", artifact]
@@ -191,25 +203,27 @@ class Orchestrator:
             cmd += ["--spawn-ns", str(time.monotonic_ns())]
             proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                     env=meta["env"], start_new_session=True)
-        if self.on_spawn:
-            self.on_spawn(proc.pid)
-        deadline = time.monotonic() + self.timeout_s if self.timeout_s else None
-        while True:
-            try:
-                return proc.wait(timeout=0.02), False
-            except subprocess.TimeoutExpired:
-                if deadline is not None and time.monotonic() > deadline:
-                    _kill_tree(proc)
-                    return proc.returncode, True
+        sampler = self.telemetry.start_sampler(proc.pid) if self.telemetry else None
+        try:
+            if self.on_spawn:
+                self.on_spawn(proc.pid)
+            returncode, timed_out = _wait(proc, self.timeout_s)
+        finally:
+            batch = sampler.stop() if sampler else None
+        return returncode, timed_out, batch
 
-    def _store(self, config: RunConfig, spool: SpoolContents, meta: dict[str, Any]) -> None:
+    def _store(self, config: RunConfig, spool: SpoolContents, meta: dict[str, Any], batch: SampleBatch | None = None) -> None:
         # Someone may be reading the DB right now (DuckDB allows one process at a time to hold a
         # file open for writing): wait for them rather than fail; the spool stays until stored.
+        phases = phase_list(spool)
+        tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, meta.get("clock"))
+        rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
+                "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
         deadline = time.monotonic() + STORE_WAIT_S
         while True:
             try:
                 with Store.open(self.db_path) as store:
-                    store.write_run(run_row(config, spool, meta), phases=phase_rows(spool), latencies=latency_rows(spool))
+                    store.write_run(run_row(config, spool, meta, tele), **rows)
                 return
             except DatabaseError as exc:
                 if "in use" not in str(exc) or time.monotonic() > deadline:
@@ -250,6 +264,19 @@ class Orchestrator:
                 recovered.append(RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), 0.0))
             self._cleanup(paths)
         return recovered
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float | None) -> tuple[int | None, bool]:
+    """(exit status, timed out): poll every 20 ms (the harness's per-run overhead), and kill the
+    whole process tree at the deadline."""
+    deadline = time.monotonic() + timeout_s if timeout_s else None
+    while True:
+        try:
+            return proc.wait(timeout=0.02), False
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() > deadline:
+                _kill_tree(proc)
+                return proc.returncode, True
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:

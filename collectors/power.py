@@ -68,6 +68,12 @@ class PowerSource:
         """Rail names, known after a successful is_available()."""
         return []
 
+    def total_rails(self) -> list[str]:
+        """The rails whose sum is the device's total (energy attribution sums these only):
+        by default every rail; sources whose rails nest (RAPL subzones, a Jetson's input
+        rail over its parts) override it so nothing is counted twice."""
+        return self.rails()
+
     def read(self, t_ns: int | None = None) -> PowerReading:
         """Read every rail now; `t_ns` is the sampler's monotonic timestamp (default: now)."""
         energy_j, power_w = self._sample()

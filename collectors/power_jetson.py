@@ -72,6 +72,12 @@ class JetsonSource(PowerSource):
     def rails(self) -> list[str]:
         return list(self._rails)
 
+    def total_rails(self) -> list[str]:
+        """The module's input rail (VDD_IN on TX2/Xavier/Orin, POM_5V_IN on the Nano) measures
+        everything the others measure in part; without one, the rails are disjoint: sum them."""
+        inputs = [rail for rail in self._rails if rail.split("@")[0].upper().endswith("_IN")]
+        return inputs or self.rails()
+
     def _sample(self) -> tuple[dict[str, float], dict[str, float]]:
         if not self._rails:
             raise PowerSourceError("Jetson source read before is_available() found its rails")

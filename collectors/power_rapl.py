@@ -82,6 +82,16 @@ class RaplSource(PowerSource):
     def rails(self) -> list[str]:
         return [zone.rail for zone in self._zones]
 
+    def total_rails(self) -> list[str]:
+        """Packages plus DRAM (outside the package's count on client and server parts alike);
+        core/uncore are inside their package. psys (whole platform) overlaps the packages, so
+        it is the total only where there is no package zone."""
+        packages = [z.rail for z in self._zones if z.sub is None and z.name.startswith("package")]
+        dram = [z.rail for z in self._zones if z.name == "dram"]
+        if packages:
+            return packages + dram
+        return [z.rail for z in self._zones if z.sub is None] or self.rails()
+
     def _sample(self) -> tuple[dict[str, float], dict[str, float]]:
         if not self._zones:
             raise PowerSourceError("RAPL source read before is_available() found its zones")

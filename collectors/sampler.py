@@ -230,6 +230,7 @@ class Sampler:
         self._wake_r, self._wake_w = os.pipe()
         self.t0 = time.monotonic_ns()
         self.tree.prime(self.t0)
+        self._read_sources(self.t0)
         self._thread = threading.Thread(target=self._loop, name=f"edgestats-sampler-{self.pid}", daemon=True)
         self._thread.start()
         return self
@@ -268,20 +269,34 @@ class Sampler:
         finally:
             self.cpu_ns = time.thread_time_ns() - cpu0
 
+    def _read_group(self, group: Group, t: int) -> None:
+        try:
+            group.read(t, self._emit)
+            group.fails = 0
+        except Exception as exc:  # a sensor never stops the run
+            group.fails += 1
+            self.note(group.name, f"{type(exc).__name__}: {exc}")
+            if group.fails >= MAX_FAILS:
+                self.groups.remove(group)
+
+    def _read_sources(self, t: int) -> None:
+        """Read the caller's sources (power) once outside the schedule, at start and at stop, so
+        their series spans the whole time the worker was watched: energy is cut from it per phase
+        by interpolation, which needs a sample either side of every window."""
+        n0 = len(self._values)
+        for group in tuple(self.groups):
+            if isinstance(group, Extra):
+                self._read_group(group, t)
+        if len(self._values) > n0:
+            self._t.extend([t] * (len(self._values) - n0))
+
     def _tick(self, t: int) -> None:
         n0, c0 = len(self._values), time.perf_counter_ns()
         for group in tuple(self.groups):
             if group.budget is not None and t < group.next_ns:
                 continue
             g0 = time.thread_time_ns() if group.budget else 0
-            try:
-                group.read(t, self._emit)
-                group.fails = 0
-            except Exception as exc:  # a sensor never stops the run
-                group.fails += 1
-                self.note(group.name, f"{type(exc).__name__}: {exc}")
-                if group.fails >= MAX_FAILS:
-                    self.groups.remove(group)
+            self._read_group(group, t)
             group.reads += 1
             if group.budget:  # CPU time, not wall: a read that waits on I2C costs the worker nothing
                 cost = time.thread_time_ns() - g0
@@ -306,6 +321,7 @@ class Sampler:
             self._thread.join()
             os.close(self._wake_r)
             os.close(self._wake_w)
+            self._read_sources(time.monotonic_ns())
         for group in getattr(self, "all_groups", []):
             group.close()
         self.batch = SampleBatch(self._t, self._codes, list(self._index), self._values, list(self.unavailable), self.stats())

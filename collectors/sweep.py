@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.runconfig import ACCELERATORS, FRAMEWORKS, PRECISIONS, RunConfig
+from edgestats.collectors.runconfig import (ACCELERATORS, FRAMEWORKS, KINDS, OPTIMIZERS, PRECISIONS,
+                                            TRAINING_FRAMEWORKS, RunConfig)
 from edgestats.collectors.zoo import ZOO
 from edgestats.errors import EdgestatsError
 
@@ -44,7 +45,18 @@ AXES: dict[str, tuple[type, tuple | None]] = {
     "warmup": (int, None),
     "input": (str, None),
     "seed": (int, None),
+    # training (--kind training)
+    "data": (str, None),
+    "epochs": (int, None),
+    "learning_rate": (float, None),
+    "optimizer": (str, OPTIMIZERS),
+    "num_workers": (int, None),
+    "evict_cache": (bool, None),
 }
+TRAINING_ONLY = ("data", "epochs", "learning_rate", "optimizer", "num_workers", "evict_cache")
+INFERENCE_ONLY = ("runtime", "input", "precision")
+# what a training run uses where the sweep does not say
+TRAINING_DEFAULTS = {"batch_size": 32, "learning_rate": 0.01, "optimizer": "sgd", "num_workers": 0}
 # Adapter options (RunConfig.extra), fixed for the sweep: a TOML table, or --option KEY=VALUE.
 ADAPTER_OPTIONS = {
     "input_shape": "one sample's shape for a model file that does not record it, e.g. [3, 224, 224]",
@@ -54,8 +66,10 @@ ADAPTER_OPTIONS = {
     "xnnpack": "use TFLite's XNNPACK delegate (default true)",
 }
 # settings: scalars that shape the sweep rather than a run
-SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str}
-MINIMUM = {"batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0}
+SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str,
+                             "sample_hz": float, "power": str, "clock_offset": float}
+MINIMUM = {"batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
+           "sample_hz": 0, "epochs": 1, "num_workers": 0, "learning_rate": 1e-12}
 
 
 class SweepError(EdgestatsError):
@@ -73,18 +87,30 @@ class Sweep:
         names = list(self.axes)
         combos = itertools.product(*(self.axes[n] for n in names))
         repeat = self.settings.get("repeat", 1)
-        return [RunConfig(**dict(zip(names, values)), repeat_index=k, extra=dict(self.options))
+        fixed = self._training_fixed() if self.settings.get("kind") == "training" else {}
+        return [RunConfig(**{**fixed, **dict(zip(names, values))}, repeat_index=k, extra=dict(self.options))
                 for values in combos for k in range(repeat)]
+
+    def _training_fixed(self) -> dict[str, Any]:
+        """A training run's defaults, made explicit so runs record (and hash) what they used:
+        without --iterations the epochs decide (iterations 0 = no cap); without either, 1 epoch."""
+        fixed: dict[str, Any] = {"kind": "training", **{k: v for k, v in TRAINING_DEFAULTS.items() if k not in self.axes}}
+        if "iterations" not in self.axes:
+            fixed["iterations"] = 0
+            if "epochs" not in self.axes:
+                fixed["epochs"] = 1
+        fixed["warmup"] = 0
+        return fixed
 
 
 def _type_name(t: type) -> str:
-    return {int: "an integer", float: "a number", str: "a string"}[t]
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}[t]
 
 
 def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, where: str) -> Any:
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if not isinstance(value, expected) or isinstance(value, bool):
+    if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
         lists = "" if key in SETTINGS else " (or a list of them)"
         raise SweepError(f"{where}{key}: expected {_type_name(expected)}{lists}, got {type(value).__name__} {value!r}")
     if allowed is not None and value not in allowed:
@@ -118,7 +144,7 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
             sweep.options = _check_options(raw, where)
             continue
         if key in SETTINGS:
-            sweep.settings[key] = _check_value(key, raw, SETTINGS[key], ("inference",) if key == "kind" else None, where)
+            sweep.settings[key] = _check_value(key, raw, SETTINGS[key], KINDS if key == "kind" else None, where)
             continue
         if key not in AXES:
             valid = ", ".join(list(AXES) + list(SETTINGS) + ["options"])
@@ -131,7 +157,38 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
     if "framework" not in sweep.axes or "model" not in sweep.axes:
         raise SweepError(f"{where}a sweep needs at least one framework and one model "
                          f"(frameworks: {', '.join(FRAMEWORKS)}; zoo models: {', '.join(sorted(ZOO))})")
+    _check_kind(sweep, where)
     return sweep
+
+
+def _check_kind(sweep: Sweep, where: str) -> None:
+    """Keys that belong to the other kind of workload, and what a training sweep needs."""
+    kind = sweep.settings.get("kind", "inference")
+    if kind != "training":
+        given = [k for k in TRAINING_ONLY if k in sweep.axes]
+        if given:
+            raise SweepError(f"{where}{', '.join(given)}: only for training; add kind = \"training\" (--kind training)")
+        return
+    given = [k for k in INFERENCE_ONLY if k in sweep.axes and not (k == "precision" and sweep.axes[k] == ["fp32"])]
+    if given:
+        raise SweepError(f"{where}{', '.join(given)}: only for inference; training runs the zoo model in fp32 eagerly")
+    wrong = [f for f in sweep.axes["framework"] if f not in TRAINING_FRAMEWORKS]
+    if wrong:
+        raise SweepError(f"{where}framework: {', '.join(wrong)} cannot train; use one of {', '.join(TRAINING_FRAMEWORKS)}")
+    files = [m for m in sweep.axes["model"] if m not in ZOO]
+    if files:
+        raise SweepError(f"{where}model: training builds a zoo model from code; {', '.join(files)} is not one "
+                         f"(zoo models: {', '.join(sorted(ZOO))})")
+    if "data" not in sweep.axes:
+        raise SweepError(f"{where}training needs a dataset: --data DIR (MNIST IDX files, CIFAR-10 binary batches or "
+                         "an image folder); write one with `edgestats dataset make --format mnist --out DIR --n 2000`")
+    from edgestats.collectors.datasets import DatasetError, open_dataset
+
+    for data in sweep.axes["data"]:
+        try:
+            open_dataset(data)
+        except DatasetError as exc:
+            raise SweepError(f"{where}data: {exc}") from None
 
 
 def _check_options(raw: Any, where: str) -> dict[str, Any]:

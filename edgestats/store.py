@@ -27,7 +27,7 @@ from edgestats.migrations import check_current, migrate
 # same id, so importing or merging twice changes nothing.
 EDGESTATS_NAMESPACE = uuid.UUID("5f0c3c1e-8d2a-4a57-9e57-6a1b2c3d4e5f")
 
-CHILD_TABLES = ("phases", "latencies", "samples", "epochs", "batches")
+CHILD_TABLES = ("phases", "latencies", "samples", "epochs", "batches", "phase_energies", "sensor_notes")
 ROW_TABLES = ("devices", "runs", "run_results", "baselines")
 
 
@@ -211,6 +211,8 @@ class Store:
         samples: Any = None,
         epochs: Any = None,
         batches: Any = None,
+        phase_energies: Any = None,
+        sensor_notes: Any = None,
     ) -> uuid.UUID:
         """Write one run and all its rows in one transaction: all of it lands, or none.
 
@@ -226,7 +228,8 @@ class Store:
         row["run_id"] = run_id
         row.setdefault("edgestats_version", __version__)
         row.setdefault("source", "collect")
-        children = {"phases": phases, "latencies": latencies, "samples": samples, "epochs": epochs, "batches": batches}
+        children = {"phases": phases, "latencies": latencies, "samples": samples, "epochs": epochs, "batches": batches,
+                    "phase_energies": phase_energies, "sensor_notes": sensor_notes}
         with self.transaction():
             if self.has_run(run_id):
                 raise RunExistsError(f"run {run_id} is already stored in {self.path}; nothing was written")

@@ -39,6 +39,9 @@ def collect_command(
     shuffle_seed: int = typer.Option(None, "--shuffle-seed", help="Seed of the run order (default: random, recorded with each run)."),
     option: list[str] = typer.Option([], "--option", "-o", help="Adapter option KEY=VALUE (repeatable): input_shape=[3,224,224], architecture=resnet18, interop_threads=1, jit_compile=true, xnnpack=false."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
+    sample_hz: float = typer.Option(None, "--sample-hz", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
+    power: str = typer.Option(None, "--power", help="Power source for energy: auto, none, rapl, nvml, jetson or csv:PATH (an external meter's log). Default auto: the best available, or none with the reason."),
+    clock_offset: float = typer.Option(None, "--clock-offset", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
 ) -> None:
     """Run inference workloads, one fresh process per run, and store every phase and latency.
 
@@ -54,7 +57,8 @@ def collect_command(
     flags = {"framework": framework, "model": model, "runtime": runtime, "batch_size": batch_size, "threads": threads,
              "precision": precision, "accelerator": accelerator, "input": input_path, "iterations": iterations,
              "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
-             "shuffle_seed": shuffle_seed, "options": parse_option_flags(option) or None}
+             "shuffle_seed": shuffle_seed, "options": parse_option_flags(option) or None,
+             "sample_hz": sample_hz, "power": power, "clock_offset": clock_offset}
     sweep = combine(file_values, flags, sweep_file)
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
     orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)
@@ -65,6 +69,7 @@ def collect_command(
         console.print(f"[yellow]cannot run here[/]: {config.label()}: {reason}")
     console.print(f"{the_plan.total} runs planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
                   f"{len(the_plan.skipped)} cannot run here (shuffle seed {the_plan.shuffle_seed})")
+    console.print(_telemetry_line(orchestrator.telemetry))
     counts: Counter[str] = Counter()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
@@ -82,9 +87,21 @@ def collect_command(
                                    f"{outcome.seconds:.1f} s{why}")
             progress.advance(task)
 
-        execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
+        try:
+            execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
+        finally:
+            orchestrator.telemetry.close()
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
     typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
+
+
+def _telemetry_line(telemetry) -> str:
+    rate = f"{telemetry.sample_hz:g} Hz" if telemetry.sample_hz else "off"
+    if telemetry.power is not None:
+        power = f"{telemetry.power_name} (rails {', '.join(telemetry.rails)})"
+    else:
+        power = f"none: {telemetry.no_energy_reason()}"
+    return f"telemetry: sampler {rate}; energy from {power}"
 
 
 def register(app: typer.Typer) -> None:

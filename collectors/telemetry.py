@@ -139,3 +139,54 @@ def _meter_samples(source: PowerSource, phases: list[dict], clock: dict | None) 
     return pa.table({"t_ns": pa.array([t for t, _ in rows], pa.int64()),
                      "metric": pa.array([f"power_w:{rail}"] * len(rows), pa.string()),
                      "value": pa.array([w for _, w in rows], pa.float64())}), None
+
+
+def describe_sensors(root: Path = Path("/")) -> list[dict[str, Any]]:
+    """Every sensor group the sampler reads, for `edgestats doctor`: usable, or why not."""
+    from edgestats.collectors import procfs
+
+    rows: list[dict[str, Any]] = []
+
+    def row(name: str, usable: bool, detail: str) -> None:
+        rows.append({"name": name, "usable": usable, "detail": detail})
+
+    row("process memory, CPU, I/O", (root / "proc").is_dir(), "RSS/USS, CPU user/system, read bytes/ops of the worker's tree (/proc)")
+    delay = procfs.delayacct_enabled(root)
+    row("per-process I/O wait", delay, "kernel delay accounting is on" if delay else
+        "needs kernel delay accounting: sysctl -w kernel.task_delayacct=1 (system-wide iowait is still recorded)")
+    stat = (root / "proc/stat").is_file()
+    row("system CPU and per-core use", stat, "/proc/stat" if stat else f"{root / 'proc/stat'} is missing")
+    disks = procfs.physical_disks(root)
+    row("disk reads", bool(disks), f"disks: {', '.join(sorted(disks))}" if disks else
+        f"no physical disk under {root / 'sys/block'}")
+    temps, kind = procfs.temperature_inputs(root)
+    row("temperatures", bool(temps), f"{len(temps)} {kind} sensor(s): {', '.join(m.split(':', 1)[1] for m, _ in temps[:6])}"
+        if temps else f"no thermal zone or hwmon temperature under {root / 'sys/class'}")
+    jetson = procfs.jetson_gpu_load(root)
+    if jetson:
+        row("GPU utilisation (Jetson)", True, str(jetson))
+    else:
+        usable, detail = _nvml_gpus()
+        row("GPU utilisation, memory, power (NVML)", usable, detail)
+    return rows
+
+
+def _nvml_gpus() -> tuple[bool, str]:
+    try:
+        import pynvml
+    except ImportError:
+        return False, "pynvml not installed (pip install 'edgestats[nvidia]')"
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        return False, f"NVML not usable: {exc}"
+    try:
+        names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(pynvml.nvmlDeviceGetCount())]
+        return bool(names), ", ".join(n.decode() if isinstance(n, bytes) else str(n) for n in names) or "no GPU found"
+    except Exception as exc:
+        return False, f"NVML query failed: {exc}"
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass

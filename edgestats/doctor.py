@@ -15,6 +15,8 @@ from typing import Any
 from edgestats import __version__
 from edgestats.collectors.device import read_device_facts
 from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, default_jobs, run_probes
+from edgestats.collectors.power import describe_sources
+from edgestats.collectors.telemetry import describe_sensors
 
 # Section order and titles of the text output, by probe kind.
 _SECTIONS = {
@@ -42,6 +44,8 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
         # Import times depend on how many probes shared the CPUs.
         "probe_jobs": min(jobs, len(results)),
         "probes": results,
+        "power_sources": describe_sources(Path(root)),
+        "sensors": describe_sensors(Path(root)),
     }
 
 
@@ -58,6 +62,7 @@ def render_text(report: dict[str, Any]) -> str:
         results = [r for r in probes if r["kind"] == kind]
         if results:
             lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
+    lines += _power_lines(report.get("power_sources", []), report.get("sensors", []))
     if report["probes"]:
         jobs = report["probe_jobs"]
         lines += ["", f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
@@ -82,6 +87,23 @@ def _device_lines(device: dict[str, Any]) -> list[str]:
     }
     width = max(len(k) for k in _DEVICE_ROWS)
     return ["Device"] + [f"  {k.replace('_', ' '):<{width}}  {values[k] if values[k] else '-'}" for k in _DEVICE_ROWS]
+
+
+def _power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) -> list[str]:
+    """Power sources (collect --power, baseline) and the sampler's sensors: usable, or why not."""
+    lines: list[str] = []
+    if sources:
+        width = max(len(s["name"]) for s in sources)
+        lines += ["", "Power sources (--power; auto takes the first usable of rapl, nvml, jetson)"]
+        for s in sources:
+            state = f"yes  rails: {', '.join(s['rails'])}" if s["usable"] and s["name"] != "csv" else (
+                "yes  " + (s["reason"] or "") if s["usable"] else f"no   {s['reason']}")
+            lines.append(f"  {s['name']:<{width}}  {state}")
+    if sensors:
+        width = max(len(s["name"]) for s in sensors)
+        lines += ["", "Sensors (sampled by collect --sample-hz)"]
+        lines += [f"  {s['name']:<{width}}  {'yes' if s['usable'] else 'no '}  {s['detail']}" for s in sensors]
+    return lines
 
 
 def _power_mode(device: dict[str, Any], facts: dict[str, Any]) -> str | None:

@@ -172,3 +172,33 @@ def test_probe_child_starts_with_nothing_heavy_loaded() -> None:
             "print(sorted(m for m in ('numpy', 'pyarrow', 'duckdb', 'psutil') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
+    sources = {s["name"]: s for s in cli_report["power_sources"]}
+    assert set(sources) == {"rapl", "nvml", "jetson", "csv"}
+    for source in sources.values():
+        assert source["usable"] or source["reason"], source   # usable, or why not
+    sensors = {s["name"]: s for s in cli_report["sensors"]}
+    assert sensors["process memory, CPU, I/O"]["usable"] is True
+    assert all(s["detail"] for s in sensors.values())
+
+
+def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
+    from edgestats.collectors.power import describe_sources
+    from edgestats.collectors.telemetry import describe_sensors
+    from edgestats.doctor import _power_lines
+    from test_power import LAPTOP_ZONES, make_rapl_tree
+
+    make_rapl_tree(tmp_path, LAPTOP_ZONES)
+    zone = tmp_path / "sys/class/thermal/thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "type").write_text("x86_pkg_temp\n")
+    (zone / "temp").write_text("45000\n")
+    sources = describe_sources(tmp_path)
+    sensors = describe_sensors(tmp_path)
+    text = "\n".join(_power_lines(sources, sensors))
+    assert re.search(r"rapl\s+yes\s+rails: package-0, core, uncore, dram, psys", text), text
+    assert re.search(r"jetson\s+no\s+no INA3221", text), text
+    assert re.search(r"temperatures\s+yes\s+1 thermal sensor\(s\): x86_pkg_temp", text), text
+    assert re.search(r"system CPU and per-core use\s+no\s+.*proc/stat is missing", text), text

@@ -1,0 +1,271 @@
+"""hyperparams: how a response (training time, accuracy, time per epoch, testing time, latency)
+depends on factors (batch size, iterations or epochs, learning rate, threads, workers …), the
+DLaaS study's tables made into fitted models.
+
+Per group (--by), on the runs whose response and factors are all known (the others are counted
+in n_excluded):
+
+- OLS in statsmodels: response ~ factors (+ their pairwise interactions when asked), numeric
+  factors log10-scaled where they span two decades or more (learning rate 1e-4..1e-2, batch
+  size 50..5000), text factors as categories. Per term: estimate, interval, p-value; R²; the
+  type-II ANOVA table.
+- main effects: the mean response at each level of each factor, with a t interval.
+- proportionality (for a time response and an iterations/epochs factor): time ~ iterations at
+  each fixed batch size — slope (time per iteration), intercept, R², and whether the intercept's
+  interval holds 0 with R² ≥ 0.99 (the paper's "training time is proportional to #iterations").
+- best: the configuration (factor values) with the min or max mean response, among those that
+  satisfy --constraint (e.g. max accuracy with training_time_s <= 600).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from edgestats.analysis.intervals import finite_or_none, mean_t
+from edgestats.analysis.load import AnalysisInputError
+from edgestats.analysis.result import AnalysisResult, iter_groups, not_enough_entry, rows_frame
+
+NAME = "hyperparams"
+DECADES_FOR_LOG = 2.0         # max/min ≥ 100: the factor acts on a log scale
+# Factors that act multiplicatively (DESIGN.md §6); others (iterations: time is linear in them)
+# stay linear unless --log asks.
+LOG_CANDIDATES = ("learning_rate", "batch_size")
+PROPORTIONAL_R2 = 0.99
+MAX_MAIN_EFFECT_LEVELS = 20   # more distinct values than this is a continuum, not levels
+ITERATION_FACTORS = ("iterations", "epochs")
+_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_OPS = {"<=": np.less_equal, ">=": np.greater_equal, "<": np.less, ">": np.greater, "=": np.equal, "==": np.equal,
+        "!=": np.not_equal}
+
+
+@dataclass(frozen=True)
+class Condition:
+    column: str
+    op: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.column} {self.op} {self.value:g}"
+
+
+def parse_constraint(text: str | None, columns: list[str]) -> list[Condition]:
+    """`training_time_s <= 600` (several joined by 'and'); each side a run column and a number."""
+    if not text or not text.strip():
+        return []
+    conditions = []
+    for part in re.split(r"\s+and\s+", text.strip(), flags=re.IGNORECASE):
+        match = _CONSTRAINT.match(part)
+        if not match:
+            raise AnalysisInputError(f"--constraint {text!r}: write COLUMN OP NUMBER (OP one of <= < >= > = !=), "
+                                     "joined by 'and', e.g. \"training_time_s <= 600\"")
+        column, op, value = match.groups()
+        if column not in columns:
+            raise AnalysisInputError(f"--constraint: {column!r} is not a run column; use one of {', '.join(columns)}")
+        conditions.append(Condition(column, op, float(value)))
+    return conditions
+
+
+def choose_scale(values: np.ndarray, requested: str = "auto", factor: str = "learning_rate") -> str:
+    """'log' for a learning rate or batch size that is positive and spans ≥ 2 decades, or for any
+    factor when asked; else 'linear'."""
+    if requested in ("log", "linear"):
+        if requested == "log" and (len(values) == 0 or values.min() <= 0):
+            raise AnalysisInputError("a factor with values ≤ 0 cannot be log-scaled; drop --log for it")
+        return requested
+    if factor in LOG_CANDIDATES and len(values) and values.min() > 0 and math.log10(values.max() / values.min()) >= DECADES_FOR_LOG:
+        return "log"
+    return "linear"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+def design(rows: pl.DataFrame, response: str, factors: list[str], scales: dict[str, str], interactions: bool):
+    """(pandas frame, formula, {formula term name -> reported term name}, notes)."""
+    data = {"y": rows[response].cast(pl.Float64).to_numpy()}
+    terms, names, notes = [], {"Intercept": "intercept"}, []
+    for factor in factors:
+        column = rows[factor]
+        if column.n_unique() < 2:
+            notes.append(f"{factor} takes one value here ({column[0]}): left out of the model")
+            continue
+        if column.dtype.is_numeric():
+            values = column.cast(pl.Float64).to_numpy()
+            if scales.get(factor) == "log":
+                data[f"log10_{_safe(factor)}"] = np.log10(values)
+                term, shown = f"log10_{_safe(factor)}", f"log10({factor})"
+            else:
+                data[_safe(factor)] = values
+                term, shown = _safe(factor), factor
+        else:
+            data[_safe(factor)] = column.cast(pl.String).to_numpy()
+            term, shown = f"C({_safe(factor)})", factor
+        terms.append(term)
+        names[term] = shown
+    formula_terms = list(terms)
+    if interactions:
+        formula_terms += [f"{a}:{b}" for i, a in enumerate(terms) for b in terms[i + 1:]]
+    formula = "y ~ " + (" + ".join(formula_terms) if formula_terms else "1")
+    return data, formula, names, notes
+
+
+def _term_name(raw: str, names: dict[str, str]) -> str:
+    """'C(framework)[T.torch]' -> 'framework[torch]'; 'log10_batch_size:iterations' -> 'log10(batch_size):iterations'."""
+    parts = []
+    for piece in raw.split(":"):
+        match = re.match(r"^(C\(\w+\))\[T\.(.*)\]$", piece)
+        parts.append(f"{names.get(match.group(1), match.group(1))}[{match.group(2)}]" if match else names.get(piece, piece))
+    return ":".join(parts)
+
+
+def fit_ols(rows: pl.DataFrame, response: str, factors: list[str], scales: dict[str, str], interactions: bool,
+            level: float) -> dict:
+    """OLS with per-term intervals and the type-II ANOVA; a 'reason' instead when it cannot be fitted."""
+    import pandas as pd
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    data, formula, names, notes = design(rows, response, factors, scales, interactions)
+    frame = pd.DataFrame(data)
+    n = len(frame)
+    if np.all(frame["y"].to_numpy() == frame["y"].iloc[0]):
+        return {"reason": f"not enough data: all {n} runs have the same {response}, so nothing can be explained", "notes": notes}
+    model = smf.ols(formula, data=frame).fit()
+    if model.df_resid < 1:
+        return {"reason": f"not enough data: {n} runs for {len(model.params)} parameters leave no residual "
+                          "degrees of freedom for intervals", "notes": notes}
+    ci = model.conf_int(alpha=1 - level)
+    terms = [{"term": _term_name(raw, names), "estimate": float(model.params[raw]), "ci_low": float(ci.loc[raw, 0]),
+              "ci_high": float(ci.loc[raw, 1]), "p_value": finite_or_none(model.pvalues[raw])} for raw in model.params.index]
+    anova = []
+    if len(model.params) > 1:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                table = sm.stats.anova_lm(model, typ=2)
+            except (ValueError, np.linalg.LinAlgError):
+                table = None
+        if table is not None:
+            anova = [{"term": _term_name(str(t), names) if t != "Residual" else "residual", "df": float(r["df"]),
+                      "sum_sq": float(r["sum_sq"]), "f": finite_or_none(r.get("F")), "p_value": finite_or_none(r.get("PR(>F)"))}
+                     for t, r in table.iterrows()]
+    shown = " + ".join(_term_name(t.strip(), names) for t in formula.split("~", 1)[1].split("+"))
+    return {"model": f"{response} ~ {shown}", "r_squared": finite_or_none(model.rsquared),
+            "adj_r_squared": finite_or_none(model.rsquared_adj), "terms": terms, "anova": anova, "notes": notes}
+
+
+def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
+    """Mean response at each level of each factor (marginal over the others), t intervals."""
+    out = []
+    for factor in factors:
+        if rows[factor].n_unique() > MAX_MAIN_EFFECT_LEVELS:
+            continue
+        for (value,), sub in rows.sort(factor).group_by([factor], maintain_order=True):
+            estimate = mean_t(sub[response].to_numpy(), level)
+            out.append({"factor": factor, "value": value, **estimate.as_dict()})
+    return out
+
+
+def proportionality(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
+    """time ~ iterations (raw scale) at each batch size: is the time per iteration constant?"""
+    import statsmodels.api as sm
+
+    if not response.endswith("_s"):
+        return []
+    out = []
+    for factor in [f for f in ITERATION_FACTORS if f in rows.columns and (f in factors)]:
+        fixed = ["batch_size"] if "batch_size" in rows.columns and rows["batch_size"].is_not_null().any() else []
+        points = rows.filter(pl.col(factor).is_not_null())
+        for group, sub in iter_groups(points, fixed):
+            x, y = sub[factor].cast(pl.Float64).to_numpy(), sub[response].cast(pl.Float64).to_numpy()
+            base = {"factor": factor, "fixed": group, "n": len(x), "level": level}
+            if len(x) < 3 or np.unique(x).size < 2:
+                out.append({**base, "reason": f"not enough data: {len(x)} runs at {np.unique(x).size} {factor} values "
+                                              "(a line with intervals needs 3 runs and 2 values)"})
+                continue
+            fit = sm.OLS(y, sm.add_constant(x)).fit()
+            ci = fit.conf_int(alpha=1 - level)
+            intercept = {"estimate": float(fit.params[0]), "ci_low": float(ci[0][0]), "ci_high": float(ci[0][1])}
+            slope = {"estimate": float(fit.params[1]), "ci_low": float(ci[1][0]), "ci_high": float(ci[1][1])}
+            r2 = finite_or_none(fit.rsquared)
+            out.append({**base, "slope": slope, "intercept": intercept, "r_squared": r2,
+                        "proportional": bool(r2 is not None and r2 >= PROPORTIONAL_R2 and intercept["ci_low"] <= 0 <= intercept["ci_high"])})
+    return out
+
+
+def best_configuration(rows: pl.DataFrame, response: str, factors: list[str], goal: str,
+                       conditions: list[Condition]) -> dict:
+    """The factor values with the min/max mean response among configurations meeting the constraint."""
+    extra = [c.column for c in conditions if c.column not in (response, *factors)]
+    configs = (rows.group_by(factors, maintain_order=True)
+               .agg(pl.col(response).mean().alias("_value"), pl.len().alias("_n"),
+                    *[pl.col(c).mean().alias(f"_c_{c}") for c in {*extra, *(c.column for c in conditions)} if c not in factors]))
+    keep = np.ones(configs.height, dtype=bool)
+    for condition in conditions:
+        column = condition.column if condition.column in factors else f"_c_{condition.column}"
+        values = configs[column].cast(pl.Float64).to_numpy()
+        keep &= np.nan_to_num(_OPS[condition.op](values, condition.value), nan=False).astype(bool) & np.isfinite(values)
+    candidates = configs.filter(pl.Series(keep))
+    constraint = " and ".join(map(str, conditions)) or None
+    if candidates.height == 0:
+        return {"goal": goal, "constraint": constraint, "n_satisfying": 0,
+                "reason": f"no configuration satisfies {constraint}"}
+    pick = candidates.sort("_value", descending=goal == "max").row(0, named=True)
+    return {"goal": goal, "config": {f: pick[f] for f in factors}, "value": pick["_value"], "n": pick["_n"],
+            "constraint": constraint, "n_satisfying": candidates.height, "n_configurations": configs.height}
+
+
+def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: list[str], level: float = 0.95,
+                interactions: bool = False, best: str | None = None, constraint: str | None = None,
+                scales: dict[str, str] | None = None) -> AnalysisResult:
+    """One entry per group; see the module docstring."""
+    columns = [c for c in runs.columns if c not in ("run_idx", "run_id")]
+    for name, option in [(response, "--response"), *((f, "--factor") for f in factors)]:
+        if name not in columns:
+            raise AnalysisInputError(f"{option} {name}: not a run column; use one of {', '.join(columns)}")
+    if not factors:
+        raise AnalysisInputError("hyperparams needs at least one --factor (e.g. --factor batch_size --factor iterations)")
+    if best not in (None, "min", "max"):
+        raise AnalysisInputError(f"--best {best!r}: use min or max")
+    conditions = parse_constraint(constraint, columns)
+    if conditions and best is None:
+        raise AnalysisInputError("--constraint chooses among configurations for --best: add --best min or --best max")
+    entries, term_rows, effect_rows, proportional_rows, point_rows = [], [], [], [], []
+    for group, sub in iter_groups(runs, by):
+        complete = sub.drop_nulls([response, *factors]).filter(pl.col(response).cast(pl.Float64).is_finite())
+        excluded = sub.height - complete.height
+        base = {"group": group, "response": response, "n": complete.height, "n_unit": "runs", "n_excluded": excluded,
+                "level": level}
+        if complete.height == 0:
+            entries.append(not_enough_entry(f"no run has both {response} and {', '.join(factors)}", **base))
+            continue
+        scale_of = {f: choose_scale(complete[f].cast(pl.Float64).to_numpy(), (scales or {}).get(f, "auto"), f)
+                    for f in factors if complete[f].dtype.is_numeric()}
+        fit = fit_ols(complete, response, factors, scale_of, interactions, level)
+        entry = {**base, "scale": scale_of, **{k: v for k, v in fit.items() if k != "notes"}}
+        if fit.get("notes"):
+            entry["notes"] = fit["notes"]
+        entry["main_effects"] = main_effects(complete, response, factors, level)
+        entry["proportionality"] = proportionality(complete, response, factors, level)
+        if best:
+            entry["best"] = best_configuration(complete, response, factors, best, conditions)
+        entries.append(entry)
+        tags = {**group, "response": response}
+        term_rows += [{**tags, **t, "level": level, "n": complete.height, "r_squared": fit.get("r_squared")} for t in fit.get("terms", [])]
+        effect_rows += [{**tags, **e} for e in entry["main_effects"]]
+        proportional_rows += [{**tags, "factor": p["factor"], **{f"fixed_{k}": v for k, v in p["fixed"].items()},
+                               "n": p["n"], "level": level, "r_squared": p.get("r_squared"), "proportional": p.get("proportional"),
+                               **({"estimate": p["slope"]["estimate"], "ci_low": p["slope"]["ci_low"], "ci_high": p["slope"]["ci_high"]}
+                                  if "slope" in p else {"reason": p.get("reason")})} for p in entry["proportionality"]]
+        point_rows += complete.select(*[c for c in dict.fromkeys([*by, *factors, response])]).to_dicts()
+    frames = {"terms": rows_frame(term_rows), "main_effects": rows_frame(effect_rows),
+              "proportionality": rows_frame(proportional_rows), "points": rows_frame(point_rows)}
+    return AnalysisResult(NAME, level, entries, frames)
+

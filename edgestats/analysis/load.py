@@ -1,0 +1,306 @@
+"""Reading the frames the analyses need from a results DB.
+
+Aggregation happens in DuckDB: per-run figures come from the `run_summary` view, phases are
+summed per run and phase, batches per run and epoch, telemetry per run; only steady-state
+latencies (for the pooled quantiles of `summary` and the rank tests of `tradeoff`) come back
+as one column, through Arrow, never row by row. SQL is built by the functions below, which
+return strings (tested without a DB), and run in `load_data()`.
+
+The DB is opened read-only. `--where` is checked to be a single expression before it is put in
+a query, and the connection could not write even if it were not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from edgestats.errors import EdgestatsError
+from edgestats.store import Store, quote_ident
+
+# Statuses whose figures are results: a diverged run (NaN loss) is a result (DESIGN.md §5);
+# error / timeout / killed runs hold partial data and are left out.
+RESULT_STATUSES = ("ok", "diverged")
+
+# What a "configuration" is when no --by is given (summary, breakdown, tradeoff candidates).
+CONFIG_COLUMNS = ("device", "framework", "runtime", "model", "batch_size", "threads", "precision")
+
+# run_summary columns every analysis relies on; a DB whose views predate them must be migrated.
+REQUIRED_SUMMARY_COLUMNS = (
+    "run_id", "device", "kind", "status", "framework", "runtime", "model", "batch_size", "threads", "precision",
+    "n_latencies", "latency_median_ms", "latency_p90_ms", "latency_p99_ms", "latency_mean_ms",
+    "rss_peak_bytes", "rss_mean_bytes", "energy_j", "energy_per_inference_j",
+)
+# Columns added to run_summary by the telemetry work; NULL when an older view lacks them.
+OPTIONAL_SUMMARY_COLUMNS = {
+    "energy_per_inference_ci_low_j": "DOUBLE", "energy_per_inference_ci_high_j": "DOUBLE",
+    "energy_unavailable_reason": "VARCHAR", "uss_peak_bytes": "DOUBLE", "cpu_total_mean_pct": "DOUBLE",
+    "cpu_total_peak_pct": "DOUBLE", "cpu_user_mean_pct": "DOUBLE", "cpu_system_mean_pct": "DOUBLE",
+    "cpu_iowait_mean_pct": "DOUBLE", "mean_power_w": "DOUBLE",
+}
+# Per-run figures taken from training_summary and run_results next to run_summary's.
+TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_pct")
+RESULT_COLUMNS = ("load_time_s", "total_time_s", "fetch_stall_s", "compute_s", "e2e_s")
+# Filters that have their own option (--device NAME ...), on top of --where.
+FILTER_COLUMNS = ("device", "kind", "framework", "runtime", "model", "dataset", "precision", "storage")
+
+
+class AnalysisInputError(EdgestatsError):
+    """The DB or the options cannot give the frames an analysis needs."""
+
+
+@dataclass
+class AnalysisData:
+    """The frames analyses run on. `runs` has one row per selected run, keyed by run_idx; the
+    others refer to it by run_idx. A frame that was not needed is None."""
+
+    runs: pl.DataFrame
+    latencies: pl.DataFrame | None = None     # run_idx, latency_ms (steady state)
+    phases: pl.DataFrame | None = None        # run_idx, phase, seq, duration_s
+    phase_energy: pl.DataFrame | None = None  # run_idx, phase, duration_s, energy_j (+ ci), mean_power_w, source, reason
+    epochs: pl.DataFrame | None = None        # run_idx, epoch, stall_s, fetch_s, compute_s, e2e_s, n_batches
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_columns(self) -> list[str]:
+        return [c for c in self.runs.columns if c not in ("run_idx", "run_id")]
+
+
+# -- SQL builders -------------------------------------------------------------------------------
+
+def sql_literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def filters_sql(filters: dict[str, list[str]]) -> str:
+    """`col IN (...)` for each per-column option, ANDed; 'TRUE' when there are none."""
+    parts = [f"CAST({quote_ident(column)} AS VARCHAR) IN ({', '.join(sql_literal(v) for v in values)})"
+             for column, values in filters.items() if values]
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+def check_where(where: str | None) -> str:
+    """The user's --where as a parenthesised expression; anything that is not one expression (a
+    second statement, a dangling parenthesis) is refused before it reaches the DB."""
+    if where is None or not where.strip():
+        return "TRUE"
+    probe = f"SELECT * FROM run_summary WHERE ({where})"
+    try:
+        statements = duckdb.extract_statements(probe)
+    except duckdb.Error as exc:
+        raise AnalysisInputError(f"--where {where!r} is not a SQL expression: {exc}") from None
+    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT or ";" in where:
+        raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. \"framework = 'pytorch'\"")
+    return f"({where})"
+
+
+def runs_sql(summary_columns: list[str], where: str, filters: str, samples_cpu: bool) -> str:
+    """One row per selected run: run_summary, the training figures and the reported results.
+
+    `summary_columns` are the columns the DB's run_summary has; optional ones it lacks are NULL.
+    With `samples_cpu`, the mean CPU use comes from the telemetry (for views without it)."""
+    missing = [f"CAST(NULL AS {t}) AS {quote_ident(c)}" for c, t in OPTIONAL_SUMMARY_COLUMNS.items()
+               if c not in summary_columns]
+    training = ", ".join(f"t.{quote_ident(c)}" for c in TRAINING_COLUMNS)
+    results = ", ".join(f"res.{quote_ident(c)}" for c in RESULT_COLUMNS)
+    cpu_source = ("cpu.cpu_total_mean_pct" if samples_cpu else "s.cpu_total_mean_pct")
+    cpu_join = ("LEFT JOIN (SELECT run_id, avg(value) AS cpu_total_mean_pct FROM samples "
+                "WHERE metric = 'cpu_total_pct' AND run_id IN (SELECT run_id FROM selected) GROUP BY run_id) cpu USING (run_id)"
+                if samples_cpu else "")
+    extra = ", ".join(missing)
+    statuses = ", ".join(sql_literal(s) for s in RESULT_STATUSES)
+    return f"""
+WITH selected AS (
+    SELECT *{', ' + extra if extra else ''} FROM run_summary
+    WHERE status IN ({statuses}) AND {filters} AND {where}
+)
+SELECT
+    CAST(row_number() OVER (ORDER BY s.run_id) - 1 AS INTEGER) AS run_idx,
+    s.* EXCLUDE (cpu_total_mean_pct),
+    coalesce({cpu_source}, res.cpu_total_pct) AS cpu_total_mean_pct,
+    {training},
+    {results}
+FROM selected s
+LEFT JOIN training_summary t USING (run_id)
+LEFT JOIN run_results res USING (run_id)
+{cpu_join}
+ORDER BY run_idx"""
+
+
+def latencies_sql(relation: str) -> str:
+    """Steady-state latencies (warm-up excluded, as run_summary does) of the selected runs."""
+    return (f"SELECT r.run_idx, l.latency_ns / 1e6 AS latency_ms FROM latencies l "
+            f"JOIN {relation} r USING (run_id) WHERE NOT l.warmup")
+
+
+def phases_sql(relation: str) -> str:
+    """Seconds per run and phase (a phase recorded twice is summed); open windows are left out."""
+    return (f"SELECT r.run_idx, p.phase, min(p.seq) AS seq, sum(p.end_ns - p.start_ns) / 1e9 AS duration_s "
+            f"FROM phases p JOIN {relation} r USING (run_id) WHERE p.end_ns IS NOT NULL GROUP BY ALL")
+
+
+def phase_energy_sql(relation: str, columns: list[str]) -> str:
+    """Energy and mean power per run and phase. A phase's energy is NULL when any of its windows
+    has none (a partial sum would understate it); mean power is duration-weighted. `columns`
+    are those the DB's phase_energy view has (the interval and mean power came later)."""
+    power = ("sum(e.mean_power_w * e.duration_s) / nullif(sum(CASE WHEN e.mean_power_w IS NOT NULL THEN e.duration_s END), 0)"
+             if "mean_power_w" in columns else "CAST(NULL AS DOUBLE)")
+    bounds = ",\n       ".join(
+        f"CASE WHEN count(e.{c}) = count(*) THEN sum(e.{c}) END AS {c}" if c in columns else f"CAST(NULL AS DOUBLE) AS {c}"
+        for c in ("energy_ci_low_j", "energy_ci_high_j"))
+    return f"""
+SELECT r.run_idx, e.phase, min(e.seq) AS seq, sum(e.duration_s) AS duration_s,
+       CASE WHEN count(e.energy_j) = count(*) THEN sum(e.energy_j) END AS energy_j,
+       {bounds},
+       {power} AS mean_power_w,
+       any_value(e.source) AS source,
+       any_value(e.energy_unavailable_reason) AS energy_unavailable_reason
+FROM phase_energy e JOIN {relation} r USING (run_id)
+WHERE e.end_ns IS NOT NULL
+GROUP BY ALL"""
+
+
+def epochs_sql(relation: str) -> str:
+    """Per run and epoch: cumulative fetch stall, fetch, compute (s) over its batches, and the
+    epoch's end-to-end time (its training window when recorded, else the sum of batch E2E)."""
+    return f"""
+SELECT r.run_idx, b.epoch,
+       sum(b.stall_ns) / 1e9 AS stall_s, sum(b.fetch_ns) / 1e9 AS fetch_s, sum(b.compute_ns) / 1e9 AS compute_s,
+       coalesce(any_value(e.train_end_ns - e.train_start_ns) / 1e9, sum(b.e2e_ns) / 1e9) AS e2e_s,
+       count(*) AS n_batches
+FROM batches b JOIN {relation} r USING (run_id)
+LEFT JOIN epochs e ON e.run_id = b.run_id AND e.epoch = b.epoch
+GROUP BY ALL"""
+
+
+def view_columns_sql(view: str) -> str:
+    return (f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+            f"AND schema_name = 'main' AND table_name = {sql_literal(view)} ORDER BY column_index")
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Needs:
+    latencies: bool = False
+    phases: bool = False
+    phase_energy: bool = False
+    epochs: bool = False
+
+
+def _columns(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
+    return [r[0] for r in con.execute(view_columns_sql(view)).fetchall()]
+
+
+def _check_summary(columns: list[str], db: Path) -> None:
+    lacking = [c for c in REQUIRED_SUMMARY_COLUMNS if c not in columns]
+    if lacking:
+        raise AnalysisInputError(
+            f"{db}: the run_summary view lacks {', '.join(lacking)} (it was made by an older edgestats). "
+            f"Re-create the views once with `edgestats migrate {db}`, then analyse again."
+        )
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
+    return con.sql(sql).pl()
+
+
+def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, list[str]] | None = None,
+              needs: Needs = Needs()) -> AnalysisData:
+    """Open the DB read-only and read the selected runs and what `needs` asks for."""
+    db = Path(db)
+    where_sql = check_where(where)
+    with Store.open(db, read_only=True) as store:
+        con = store.con
+        summary_columns = _columns(con, "run_summary")
+        _check_summary(summary_columns, db)
+        samples_cpu = "cpu_total_mean_pct" not in summary_columns
+        sql = runs_sql(summary_columns, where_sql, filters_sql(filters or {}), samples_cpu)
+        try:
+            runs = _frame(con, sql)
+        except duckdb.Error as exc:
+            if where:
+                raise AnalysisInputError(f"--where {where!r} failed on run_summary: {exc}") from None
+            raise
+        runs = _derive(runs)
+        data = AnalysisData(runs=runs)
+        if runs.height == 0:
+            return data
+        relation = "_edgestats_selected_runs"
+        con.register(relation, pa.table({"run_id": runs["run_id"].cast(pl.String).to_arrow(),
+                                         "run_idx": runs["run_idx"].to_arrow()}))
+        # UUIDs come back as strings through the registered table; compare as UUIDs.
+        relation_sql = f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"
+        if needs.latencies and (runs["n_latencies"].fill_null(0) > 0).any():
+            data.latencies = _frame(con, latencies_sql(relation_sql))
+        if needs.phases:
+            data.phases = _frame(con, phases_sql(relation_sql))
+        if needs.phase_energy:
+            energy_columns = _columns(con, "phase_energy")
+            if "energy_j" in energy_columns:
+                data.phase_energy = _frame(con, phase_energy_sql(relation_sql, energy_columns))
+            else:
+                data.notes.append("the DB has no phase_energy view with energy_j: run `edgestats migrate` on it")
+        if needs.epochs:
+            data.epochs = _frame(con, epochs_sql(relation_sql))
+    return data
+
+
+def _derive(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per-run figures computed from others: time per epoch, throughput, memory in MiB."""
+    epochs = pl.coalesce(pl.col("n_epochs"), pl.col("epochs")).cast(pl.Float64)
+    latency_s = pl.col("latency_mean_ms") / 1000.0
+    return runs.with_columns(
+        pl.col("run_id").cast(pl.String),
+        pl.when(epochs > 0).then(pl.col("training_time_s") / epochs).alias("epoch_time_s"),
+        pl.when(latency_s > 0).then(pl.col("batch_size").fill_null(1).cast(pl.Float64) / latency_s)
+        .alias("throughput_per_s"),
+        (pl.col("rss_peak_bytes") / 1048576.0).alias("mem_peak_mb"),
+        (pl.col("rss_mean_bytes") / 1048576.0).alias("mem_mean_mb"),
+    )
+
+
+def check_group_columns(by: list[str] | tuple[str, ...], runs: pl.DataFrame, option: str = "--by") -> list[str]:
+    """The group keys, each a run column; an unknown one is an error listing the valid ones."""
+    valid = [c for c in runs.columns if c not in ("run_idx", "run_id")]
+    unknown = [c for c in by if c not in valid]
+    if unknown:
+        raise AnalysisInputError(f"{option} {', '.join(unknown)}: not a run column; use one of {', '.join(valid)}")
+    return list(by)
+
+
+def varying_columns(runs: pl.DataFrame, candidates: tuple[str, ...] | list[str]) -> list[str]:
+    """Those candidate columns that are present and take more than one value (NULL counts)."""
+    return [c for c in candidates if c in runs.columns and runs[c].n_unique() > 1]
+
+
+class LatencyIndex:
+    """Steady-state latencies of each run, sorted once, so a group's pooled sample is a few
+    slices (O(n) overall) rather than a filter of the whole column per group."""
+
+    def __init__(self, latencies: pl.DataFrame | None):
+        if latencies is None or latencies.height == 0:
+            self.values = np.empty(0)
+            self.bounds: dict[int, tuple[int, int]] = {}
+            return
+        ordered = latencies.sort("run_idx")
+        idx = ordered["run_idx"].to_numpy()
+        self.values = ordered["latency_ms"].to_numpy().astype(float)
+        runs, starts, counts = np.unique(idx, return_index=True, return_counts=True)
+        self.bounds = {int(r): (int(s), int(s + c)) for r, s, c in zip(runs, starts, counts)}
+
+    def count(self, run_idxs) -> int:
+        return sum(self.bounds[i][1] - self.bounds[i][0] for i in run_idxs if i in self.bounds)
+
+    def pooled(self, run_idxs) -> np.ndarray:
+        parts = [self.values[slice(*self.bounds[i])] for i in run_idxs if i in self.bounds]
+        return np.concatenate(parts) if parts else np.empty(0)

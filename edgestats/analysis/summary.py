@@ -1,0 +1,104 @@
+"""summary: per configuration, latency median / mean / p90 / p99, throughput, memory and energy
+per inference, each with its interval.
+
+Collected runs have every steady-state latency: a configuration's latencies are pooled and its
+quantiles get intervals over them (n counts latencies). Imported runs have one figure per run:
+then the intervals are across runs (n counts runs), and p90/p99 are not available (a per-run
+median says nothing about a run's tail). Memory and energy are per-run figures: their intervals
+are always across runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from edgestats.analysis.intervals import BootstrapSettings, Estimate, mean_t, quantile_ci
+from edgestats.analysis.load import LatencyIndex
+from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, rows_frame, unavailable
+
+NAME = "summary"
+QUANTILES = {"latency_median_ms": 0.5, "latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
+
+
+def _no_value(level: float, n: int, n_unit: str, method: str, note: str) -> Estimate:
+    return Estimate(None, None, None, level, n, n_unit, method, note)
+
+
+def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings,
+                      label: str) -> dict[str, Estimate]:
+    """Median, p90, p99 and mean latency of one configuration's runs."""
+    pooled = latencies.pooled(runs["run_idx"].to_list())
+    if len(pooled):
+        out = {metric: quantile_ci(pooled, q, level=level, settings=settings, n_unit="latencies", label=f"{label}|{metric}")
+               for metric, q in QUANTILES.items()}
+        out["latency_mean_ms"] = mean_t(pooled, level, n_unit="latencies")
+        without = int((runs["n_latencies"].fill_null(0) == 0).sum())
+        if without:
+            for estimate in out.values():
+                estimate.note = (estimate.note + "; " if estimate.note else "") + \
+                    f"{without} run(s) without per-inference rows left out"
+        return out
+    per_run = runs["latency_median_ms"].to_numpy()
+    out = {"latency_median_ms": quantile_ci(per_run, 0.5, level=level, settings=settings, n_unit="runs",
+                                            label=f"{label}|median-of-runs")}
+    tail_note = "one figure per run (imported): a run's tail latency is not known"
+    out["latency_p90_ms"] = _no_value(level, len(per_run), "runs", "none", tail_note)
+    out["latency_p99_ms"] = _no_value(level, len(per_run), "runs", "none", tail_note)
+    out["latency_mean_ms"] = mean_t(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
+    return out
+
+
+def throughput_estimate(runs: pl.DataFrame, mean_latency: Estimate, level: float) -> Estimate:
+    """Inferences (samples) per second. With one batch size, batch_size / mean latency and its
+    interval mapped through the same (monotone) function; otherwise a t interval across runs."""
+    batch_sizes = runs["batch_size"].fill_null(1).unique().to_list()
+    if len(batch_sizes) == 1 and mean_latency.estimate:
+        per_s = float(batch_sizes[0]) * 1000.0
+        low = per_s / mean_latency.ci_high if mean_latency.ci_high else None
+        high = per_s / mean_latency.ci_low if mean_latency.ci_low and mean_latency.ci_low > 0 else None
+        if low is None or high is None:
+            low = high = None
+        return Estimate(per_s / mean_latency.estimate, low, high, level, mean_latency.n, mean_latency.n_unit,
+                        "batch_size / mean latency" + (f" ({mean_latency.method})" if low is not None else ""),
+                        mean_latency.note)
+    return mean_t(runs["throughput_per_s"].to_numpy(), level, n_unit="runs")
+
+
+def energy_estimate(runs: pl.DataFrame, level: float) -> Estimate:
+    """Energy per inference: across runs (t); for a single run, the interval the store gives it."""
+    values = runs["energy_per_inference_j"].to_numpy().astype(float)
+    measured = values[np.isfinite(values)]
+    if len(measured) == 0:
+        reasons = sorted({r for r in runs["energy_unavailable_reason"].to_list() if r}) if "energy_unavailable_reason" in runs.columns else []
+        why = "; ".join(reasons) or "no power source"
+        return _no_value(level, 0, "runs", "none", f"not enough data: energy was not measured for these runs ({why})")
+    if len(measured) == 1:
+        row = runs.filter(pl.col("energy_per_inference_j").is_not_null()).row(0, named=True)
+        low, high = row.get("energy_per_inference_ci_low_j"), row.get("energy_per_inference_ci_high_j")
+        if low is not None and high is not None and abs(level - 0.95) < 1e-9:  # the view's interval is a 95 % one
+            return Estimate(float(measured[0]), float(low), float(high), level, 1, "runs", "idle-baseline interval",
+                            "one run: the interval is the idle baseline's uncertainty, not run-to-run spread")
+    return mean_t(measured, level, n_unit="runs")
+
+
+def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[str], level: float = 0.95,
+              settings: BootstrapSettings | None = None) -> AnalysisResult:
+    settings = settings or BootstrapSettings()
+    measured = runs.filter(pl.col("latency_median_ms").is_not_null())
+    if measured.height == 0:
+        return unavailable(NAME, level, "no selected run has a latency (summary needs inference runs)", n=runs.height)
+    index = LatencyIndex(latencies)
+    entries, rows = [], []
+    for group, sub in iter_groups(measured, by):
+        label = group_label(NAME, group)
+        estimates = latency_estimates(sub, index, level=level, settings=settings, label=label)
+        estimates["throughput_per_s"] = throughput_estimate(sub, estimates["latency_mean_ms"], level)
+        estimates["rss_peak_bytes"] = mean_t(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
+        estimates["rss_mean_bytes"] = mean_t(sub["rss_mean_bytes"].to_numpy(), level, n_unit="runs")
+        estimates["energy_per_inference_j"] = energy_estimate(sub, level)
+        n_latencies = index.count(sub["run_idx"].to_list())
+        entries.append({"group": group, "n": sub.height, "n_unit": "runs", "n_latencies": n_latencies, "level": level,
+                        "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()]})
+        rows += [estimate_row(group, e, metric=m, n_runs=sub.height) for m, e in estimates.items()]
+    return AnalysisResult(NAME, level, entries, {"metrics": rows_frame(rows)})

@@ -1,0 +1,177 @@
+"""tradeoff: memory against latency (pCAMP's Insight 2) and "no single winner" made precise.
+
+- pareto: per device, each configuration's median latency and mean peak RSS, and which
+  configurations no other one beats on both.
+- winners: per stratum (default device × model × batch size: only like is compared with like),
+  for every metric the best candidate (framework/runtime) and the runner-up, a two-sided
+  Mann–Whitney U test between them (rank-based: latencies are skewed), Holm-corrected across
+  every test in the table, with the probability of superiority and the ratio of medians as
+  effect sizes. A stratum has a single winner only when one candidate is significantly best on
+  every metric measured.
+
+Latency compares the pooled steady-state latencies where every candidate has them (n counts
+latencies), per-run figures otherwise (n counts runs); the other metrics are per run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from edgestats.analysis.intervals import BootstrapSettings, finite_or_none, quantile_ci
+from edgestats.analysis.load import LatencyIndex
+from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
+
+NAME = "tradeoff"
+# metric -> True when lower is better
+METRICS = {"latency_median_ms": True, "rss_peak_bytes": True, "energy_per_inference_j": True, "throughput_per_s": False}
+CANDIDATE_COLUMNS = ("framework", "runtime")
+
+
+def pareto_mask(latency: np.ndarray, memory: np.ndarray) -> np.ndarray:
+    """True for points that no other point beats on both (lower is better), ties kept."""
+    order = np.lexsort((memory, latency))
+    keep = np.zeros(len(latency), dtype=bool)
+    best_memory, last_kept = np.inf, None
+    for i in order:
+        if memory[i] < best_memory:
+            keep[i] = True
+            best_memory, last_kept = memory[i], (latency[i], memory[i])
+        elif last_kept == (latency[i], memory[i]):  # an exact tie with a Pareto point
+            keep[i] = True
+    return keep
+
+
+def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], device: list[str]) -> pl.DataFrame:
+    """One row per configuration: median latency, mean peak RSS, n_runs, and the pareto flag."""
+    measured = runs.filter(pl.col("latency_median_ms").is_not_null() & pl.col("rss_peak_bytes").is_not_null())
+    rows = []
+    for group, sub in iter_groups(measured, list(dict.fromkeys([*device, *config]))):
+        pooled = index.pooled(sub["run_idx"].to_list())
+        latency = float(np.median(pooled)) if len(pooled) else float(sub["latency_median_ms"].median())
+        rows.append({**group, "latency_median_ms": latency, "rss_peak_bytes": float(sub["rss_peak_bytes"].mean()),
+                     "n_runs": sub.height})
+    points = rows_frame(rows)
+    if points.height == 0:
+        return points
+    flags = []
+    for _, sub in iter_groups(points.with_row_index("_i"), device):
+        mask = pareto_mask(sub["latency_median_ms"].to_numpy(), sub["rss_peak_bytes"].to_numpy())
+        flags += list(zip(sub["_i"].to_list(), mask.tolist()))
+    flag_of = dict(flags)
+    return points.with_columns(pl.Series("pareto", [flag_of[i] for i in range(points.height)]))
+
+
+def _values(sub: pl.DataFrame, metric: str, index: LatencyIndex, pooled_latency: bool) -> np.ndarray:
+    if metric == "latency_median_ms" and pooled_latency:
+        return index.pooled(sub["run_idx"].to_list())
+    values = sub[metric].to_numpy().astype(float)
+    return values[np.isfinite(values)]
+
+
+def compare_metric(stratum: pl.DataFrame, metric: str, lower_is_better: bool, candidates: list[str],
+                   index: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str) -> dict | None:
+    """Best vs runner-up on one metric in one stratum; None when fewer than two candidates have it."""
+    pooled = metric == "latency_median_ms" and all(
+        index.count(sub["run_idx"].to_list()) > 0 for _, sub in iter_groups(stratum, candidates))
+    n_unit = "latencies" if pooled else "runs"
+    scored = []
+    for candidate, sub in iter_groups(stratum, candidates):
+        values = _values(sub, metric, index, pooled)
+        if len(values):
+            scored.append((float(np.median(values)), candidate, values))
+    if len(scored) < 2:
+        return None
+    scored.sort(key=lambda item: item[0] if lower_is_better else -item[0])
+    (best_median, best, best_values), (runner_median, runner, runner_values) = scored[0], scored[1]
+    result = {"metric": metric, "direction": "lower" if lower_is_better else "higher", "n_unit": n_unit,
+              "candidates": len(scored), "test": "mann-whitney-u (two-sided)"}
+    for key, candidate, values in (("best", best, best_values), ("runner_up", runner, runner_values)):
+        estimate = quantile_ci(values, 0.5, level=level, settings=settings, n_unit=n_unit, label=f"{label}|{metric}|{candidate}")
+        result[key] = {"candidate": candidate, **estimate.as_dict()}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result["ratio_of_medians"] = finite_or_none(runner_median / best_median) if best_median else None
+    if len(best_values) < 2 or len(runner_values) < 2:
+        result.update(p_value=None, prob_superiority=None,
+                      note=f"not enough data for a test: {len(best_values)} vs {len(runner_values)} {n_unit} (each side needs at least 2)")
+        return result
+    test = stats.mannwhitneyu(best_values, runner_values, alternative="two-sided")
+    # U counts pairs where the first sample is larger: the best is "better" in the other direction.
+    u_better = len(best_values) * len(runner_values) - test.statistic if lower_is_better else test.statistic
+    result.update(p_value=finite_or_none(test.pvalue),
+                  prob_superiority=float(u_better / (len(best_values) * len(runner_values))))
+    return result
+
+
+def holm_adjust(entries: list[dict], alpha: float) -> None:
+    """Holm's step-down correction across every test in the table (in place)."""
+    from statsmodels.stats.multitest import multipletests
+
+    tests = [m for e in entries for m in e.get("metrics", []) if m.get("p_value") is not None]
+    if not tests:
+        return
+    reject, adjusted, _, _ = multipletests([m["p_value"] for m in tests], alpha=alpha, method="holm")
+    for metric, significant, p_holm in zip(tests, reject, adjusted):
+        metric["p_holm"] = float(p_holm)
+        metric["significant"] = bool(significant)
+
+
+def single_winner(metrics: list[dict]) -> dict | None:
+    """The candidate that is significantly best on every metric compared, if there is one."""
+    if not metrics or not all(m.get("significant") for m in metrics):
+        return None
+    winners = {tuple(sorted(m["best"]["candidate"].items())) for m in metrics}
+    return dict(next(iter(winners))) if len(winners) == 1 else None
+
+
+def tradeoff(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, config: list[str], strata: list[str],
+             level: float = 0.95, settings: BootstrapSettings | None = None) -> AnalysisResult:
+    settings = settings or BootstrapSettings()
+    index = LatencyIndex(latencies)
+    candidates = [c for c in CANDIDATE_COLUMNS if c in runs.columns and runs[c].is_not_null().any() and c not in strata]
+    measured = runs.filter(pl.col("latency_median_ms").is_not_null() | pl.col("rss_peak_bytes").is_not_null())
+    if measured.height == 0 or not candidates:
+        why = "no selected run has latency or memory" if measured.height == 0 else "no framework/runtime to compare"
+        return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
+    device = ["device"] if "device" in runs.columns else []
+    points = pareto_points(measured, index, config, device)
+    entries: list[dict] = []
+    for group, sub in iter_groups(points, device) if points.height else []:
+        front = sub.filter(pl.col("pareto")).drop("pareto").to_dicts()
+        entries.append({"part": "pareto", "group": group, "n": sub.height, "n_unit": "configurations", "level": level,
+                        "x": "latency_median_ms", "y": "rss_peak_bytes", "pareto": front})
+    winner_entries, rows = [], []
+    for group, stratum in iter_groups(measured, strata):
+        label = group_label(NAME, group)
+        metrics = [m for metric, lower in METRICS.items() if metric in stratum.columns
+                   and (m := compare_metric(stratum, metric, lower, candidates, index, level=level, settings=settings, label=label))]
+        if not metrics:
+            winner_entries.append(not_enough_entry("fewer than two candidates measured here", group=group, n=stratum.height,
+                                                   level=level, part="winners"))
+            continue
+        winner_entries.append({"part": "winners", "group": group, "n": stratum.height, "n_unit": "runs", "level": level,
+                               "candidate_keys": candidates, "metrics": metrics})
+    holm_adjust(winner_entries, 1 - level)
+    for entry in winner_entries:
+        if "metrics" not in entry:
+            continue
+        for metric in entry["metrics"]:
+            metric.setdefault("p_holm", None)
+            metric.setdefault("significant", False if metric.get("p_value") is not None else None)
+            rows.append({**entry["group"], "metric": metric["metric"], "best": _text(metric["best"]["candidate"]),
+                         "runner_up": _text(metric["runner_up"]["candidate"]), "estimate": metric["best"]["estimate"],
+                         "ci_low": metric["best"]["ci_low"], "ci_high": metric["best"]["ci_high"],
+                         "runner_up_estimate": metric["runner_up"]["estimate"], "ratio_of_medians": metric["ratio_of_medians"],
+                         "p_value": metric["p_value"], "p_holm": metric["p_holm"], "significant": metric["significant"],
+                         "level": level, "n": metric["best"]["n"], "n_runner_up": metric["runner_up"]["n"], "n_unit": metric["n_unit"]})
+        winner = single_winner(entry["metrics"])
+        entry["single_winner"] = winner
+        if winner is None:
+            entry["note"] = "no single winner: no candidate is significantly best on every metric"
+    entries += winner_entries
+    return AnalysisResult(NAME, level, entries, {"pareto": points, "winners": rows_frame(rows)})
+
+
+def _text(candidate: dict) -> str:
+    return " / ".join(str(v) for v in candidate.values())

@@ -1,0 +1,122 @@
+"""`edgestats analyze DB`: statistics with confidence intervals over a results DB.
+
+Thin: the options become an AnalysisOptions, `edgestats.analysis.run_analyses` does the work,
+and the results are printed as JSON (--json) or as tables of their figure frames. The analysis
+stack (polars, scipy, statsmodels) is imported inside the command, so `edgestats --help` and
+device-side commands never load it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from edgestats.cli.common import handle_errors
+
+ANALYSIS_NAMES = "summary, breakdown, energy, tradeoff, hyperparams, pipeline"
+MAX_ROWS = 40  # per table in the text output; --json has everything
+
+
+@handle_errors
+def analyze_command(
+    db: Path = typer.Argument(..., metavar="DB", help="Results DB (opened read-only).", show_default=False),
+    only: Optional[str] = typer.Option(None, "--only", metavar="NAME", help=f"Run one analysis: {ANALYSIS_NAMES}."),
+    as_json: bool = typer.Option(False, "--json", help="Print {analysis: [entries]} as JSON on stdout (docs/cli/analyze.md)."),
+    where: Optional[str] = typer.Option(None, "--where", metavar="SQL",
+                                        help="Select runs with an expression on run_summary columns, e.g. \"framework = 'pytorch'\"."),
+    by: List[str] = typer.Option([], "--by", metavar="COL", help="Group key (repeatable), any run column: device, framework, runtime, model, batch_size, threads, precision, dataset …"),
+    level: float = typer.Option(0.95, "--level", help="Confidence level of every interval."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling (results are reproducible for a seed)."),
+    resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples per interval."),
+    bca_max_n: int = typer.Option(500, "--bca-max-n", help="Largest sample bootstrapped with BCa; bigger ones use order statistics (quantiles) or the percentile bootstrap (ratios)."),
+    device: List[str] = typer.Option([], "--device", help="Only runs on this device (repeatable)."),
+    framework: List[str] = typer.Option([], "--framework", help="Only this framework (repeatable)."),
+    runtime: List[str] = typer.Option([], "--runtime", help="Only this runtime (repeatable)."),
+    model: List[str] = typer.Option([], "--model", help="Only this model (repeatable)."),
+    dataset: List[str] = typer.Option([], "--dataset", help="Only this dataset (repeatable)."),
+    kind: List[str] = typer.Option([], "--kind", help="Only inference or training runs."),
+    response: Optional[str] = typer.Option(None, "--response", metavar="COL", help="hyperparams: the response, e.g. training_time_s, accuracy_pct, epoch_time_s, testing_time_s, latency_median_ms."),
+    factor: List[str] = typer.Option([], "--factor", metavar="COL", help="hyperparams: a factor (repeatable), e.g. batch_size, iterations, learning_rate, threads."),
+    interaction: bool = typer.Option(False, "--interaction", help="hyperparams: add every pairwise interaction of the factors."),
+    best: Optional[str] = typer.Option(None, "--best", metavar="min|max", help="hyperparams: report the configuration with the min or max mean response per group."),
+    constraint: Optional[str] = typer.Option(None, "--constraint", metavar="TEXT", help="hyperparams: only configurations meeting it count for --best, e.g. \"training_time_s <= 600\"."),
+    log: List[str] = typer.Option([], "--log", metavar="COL", help="hyperparams: log10-scale this factor (default: when it spans two decades)."),
+    linear: List[str] = typer.Option([], "--linear", metavar="COL", help="hyperparams: never log-scale this factor."),
+) -> None:
+    """Statistics with confidence intervals over the runs of a results DB.
+
+    Without --only, runs every analysis the data supports: summary (latency, throughput,
+    memory, energy per configuration), breakdown (load vs inference), energy (time–energy
+    correlation, energy per phase), tradeoff (memory vs latency, best framework per metric with
+    Holm-corrected rank tests), hyperparams (OLS/ANOVA of a response on factors) and pipeline
+    (fetch stalls vs workers, resources vs batch size). Every estimate comes with its interval,
+    its n and what n counts. Only ok and diverged runs are used.
+    """
+    from edgestats.analysis import AnalysisOptions, dumps, run_analyses
+
+    filters = {k: v for k, v in {"device": device, "framework": framework, "runtime": runtime, "model": model,
+                                 "dataset": dataset, "kind": kind}.items() if v}
+    options = AnalysisOptions(only=only, where=where, filters=filters, by=list(by), level=level, seed=seed,
+                              n_resamples=resamples, bca_max_n=bca_max_n, response=response, factors=list(factor),
+                              interactions=interaction, best=best, constraint=constraint, log_factors=list(log),
+                              linear_factors=list(linear))
+    results = run_analyses(db, options)
+    if as_json:
+        typer.echo(dumps(results))
+    else:
+        print_results(results)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _readable(frame):
+    """Estimate and interval in one column, so a table fits a terminal."""
+    import polars as pl
+
+    if {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
+        interval = pl.format("{} [{}, {}]", *[pl.col(c).map_elements(_cell, return_dtype=pl.String) for c in
+                                             ("estimate", "ci_low", "ci_high")])
+        frame = frame.with_columns(
+            pl.when(pl.col("ci_low").is_null()).then(pl.col("estimate").map_elements(_cell, return_dtype=pl.String))
+            .otherwise(interval).alias("estimate [ci]"))
+        frame = frame.drop("estimate", "ci_low", "ci_high", "level", "method", strict=False)
+    return frame
+
+
+def print_results(results) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for name, result in results.items():
+        if not result.available:
+            console.print(f"[bold]{name}[/bold]: skipped — {result.entries[0].get('reason', 'not enough data')}")
+            continue
+        for part, frame in result.frames.items():
+            if frame.height == 0:
+                continue
+            shown = _readable(frame)
+            table = Table(title=f"{name}: {part} (level {result.level:g})", title_justify="left")
+            for column in shown.columns:
+                table.add_column(column, overflow="fold")
+            for row in shown.head(MAX_ROWS).iter_rows():
+                table.add_row(*map(_cell, row))
+            console.print(table)
+            if shown.height > MAX_ROWS:
+                console.print(f"… {shown.height - MAX_ROWS} more rows: use --json, or narrow with --where / --only")
+        for note in dict.fromkeys(result.notes):
+            console.print(f"note: {note}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("analyze", no_args_is_help=True)(analyze_command)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from edgestats import __version__
-from edgestats.cli import baseline, collect, dataset, db_commands, doctor, export
+from edgestats.cli import analyze, baseline, collect, dataset, db_commands, doctor, export
 from edgestats.cli.common import state
 
 app = typer.Typer(
@@ -37,7 +37,7 @@ def _root(
     state.debug = debug
 
 
-for _module in (collect, baseline, dataset, db_commands, export, doctor):
+for _module in (collect, baseline, dataset, db_commands, export, doctor, analyze):
     _module.register(app)
 
 

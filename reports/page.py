@@ -61,7 +61,7 @@ class Section:
     title: str
     sentence: str
     figures: list[Figure] = field(default_factory=list)
-    table: pl.DataFrame | None = None
+    tables: list[tuple[str, pl.DataFrame]] = field(default_factory=list)   # (caption, figures)
     notes: list[str] = field(default_factory=list)
 
 
@@ -143,7 +143,7 @@ def header_html(overview: Overview) -> str:
 # -- sections -----------------------------------------------------------------------------------
 
 
-def table_html(frame: pl.DataFrame) -> str:
+def table_html(caption: str, frame: pl.DataFrame) -> str:
     shown = frame.head(MAX_TABLE_ROWS)
     formatted = report_table(shown)
     align = right_aligned(shown, formatted)
@@ -156,7 +156,7 @@ def table_html(frame: pl.DataFrame) -> str:
     if frame.height > MAX_TABLE_ROWS:
         more = (f"<p class=note>First {MAX_TABLE_ROWS} of {frame.height:,} rows; all of them are in analysis.json "
                 "and in the files of <code>--tables csv</code>.</p>")
-    return f"<div class=table-wrap><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"
+    return f"<div class=table-wrap><table><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"
 
 
 def figure_html(section: Section, figure: Figure) -> str:
@@ -169,8 +169,7 @@ def section_html(section: Section) -> str:
     parts = [f'<section id="{element_id(section.key)}"><h2>{esc(section.title)}</h2>',
              f"<p class=sentence>{esc(section.sentence)}</p>"]
     parts += [figure_html(section, f) for f in section.figures]
-    if section.table is not None and section.table.height:
-        parts.append(table_html(section.table))
+    parts += [table_html(caption, frame) for caption, frame in section.tables if frame.height]
     parts += [f"<p class=note>{esc(note)}</p>" for note in section.notes]
     parts.append("</section>")
     return "\n".join(parts)
@@ -212,7 +211,7 @@ dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em;
 dl.facts dt { color: #555; } dl.facts dd { margin: 0; }
 table { border-collapse: collapse; margin: .8em 0; font-size: .92em; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #e4e4e4; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } .num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f6f6f6; } caption { text-align: left; font-weight: 600; padding: .3em 0; } .num { text-align: right; font-variant-numeric: tabular-nums; }
 .table-wrap { overflow-x: auto; }
 figure { margin: 1.2em 0; } figcaption { font-weight: 600; margin-bottom: .4em; }
 .chart { min-height: 60px; overflow-x: auto; }

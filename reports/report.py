@@ -1,0 +1,227 @@
+"""`write_report`: the analysis results of one DB as index.html, analysis.json, and on request
+every chart as PNG/SVG and every table as LaTeX/Markdown/CSV.
+
+The page is built from the results alone, plus two reads of the DB itself: the header (what the
+file holds) and the power trace of one run (raw samples, which no analysis returns).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from edgestats.analysis import dumps
+from edgestats.errors import EdgestatsError
+from edgestats.reports import charts
+from edgestats.reports.charts_common import estimate_interval_chart, facet_column, label_column, no_data_chart, varying
+from edgestats.reports.images import IMAGE_FORMATS, write_images
+from edgestats.reports.overview import read_overview
+from edgestats.reports.page import Figure, Section, element_id, render_page
+from edgestats.reports.power import read_power_trace
+from edgestats.reports.sentences import SENTENCES, unavailable_sentence
+from edgestats.reports.tables import TABLE_FORMATS, write_tables
+
+TITLES = {
+    "summary": "Latency, throughput, memory and energy per configuration",
+    "breakdown": "Where the time goes: import, model load, inference (pCAMP Table 3)",
+    "energy": "Time and energy",
+    "tradeoff": "Memory–latency trade-off and winners",
+    "hyperparams": "Hyperparameters: main effects on accuracy and training time",
+    "pipeline": "Data pipeline: fetch stalls, CPU and memory",
+}
+# Frames that are raw per-run points for a chart, not figures for a table.
+NOT_TABLES = {("energy", "points")}
+# Columns of result frames that mean nothing to a reader of a table.
+HIDDEN_COLUMNS = ("run_idx",)
+
+
+class ReportError(EdgestatsError):
+    """The report cannot be written where or as asked."""
+
+
+@dataclass
+class ReportFiles:
+    index: Path
+    analysis_json: Path
+    images: list[Path] = field(default_factory=list)
+    tables: list[Path] = field(default_factory=list)
+    chart_errors: list[str] = field(default_factory=list)
+
+
+# -- charts per analysis -------------------------------------------------------------------------
+
+ChartBuilder = Callable[[Any], "alt.TopLevelMixin"]
+
+
+def _frame(result: Any, key: str) -> pl.DataFrame | None:
+    frame = result.frames.get(key)
+    return frame if frame is not None and frame.height else None
+
+
+def figures_for(name: str, result: Any) -> list[tuple[str, str, Callable[[], Any]]]:
+    """(key, title, build) for each chart an analysis' frames support; frames without a
+    dedicated builder but with intervals get the generic estimate-and-interval chart."""
+    out: list[tuple[str, str, Callable[[], Any]]] = []
+    frames = {k: f for k, f in result.frames.items() if f is not None and f.height}
+    handled: set[str] = set()
+
+    def add(frame_key: str, key: str, title: str, build: Callable[[pl.DataFrame], Any]) -> None:
+        if frame_key in frames:
+            handled.add(frame_key)
+            out.append((key, title, lambda f=frames[frame_key]: build(f)))
+
+    if name == "summary":
+        add("metrics", "latency", "Steady-state latency per configuration: median with its interval, bar to p90, line to p99",
+            charts.latency_distribution_chart)
+    elif name == "breakdown":
+        add("phases", "phases", "Mean seconds per phase (stacked), each with its interval", charts.phase_breakdown_chart)
+        if "ratios" in frames:
+            handled.add("ratios")
+            out.append(("ratio", "Model load ÷ steady-state run (above 1: loading costs more)",
+                        lambda f=frames["ratios"]: charts.ratio_chart(f, ratio_name="load_model / steady",
+                                                                      title="load_model / steady (log scale)")))
+    elif name == "energy":
+        if "points" in frames:
+            handled.update({"points", "fit"})
+            out.append(("time-energy", "Energy per inference against latency, with the fitted line and its band",
+                        lambda: charts.time_energy_chart(frames["points"], frames.get("fit", pl.DataFrame()), result.level)))
+        add("phases", "phase-energy", "Energy above idle per phase, with intervals", charts.phase_energy_chart)
+        add("correlation", "correlation", "Correlation of latency and energy per inference, with intervals",
+            charts.correlation_chart)
+    elif name == "tradeoff":
+        add("pareto", "pareto", "Peak memory against median latency; the Pareto front dashed", charts.pareto_chart)
+        add("winners", "winners", "Best and runner-up per metric: best's median with its interval, runner-up hollow",
+            charts.winners_chart)
+    else:
+        for frame_key, (key, title, build) in charts.BUILDERS.get(name, {}).items():
+            add(frame_key, key, title, build)
+        points = frames.get("points")
+        if name == "hyperparams" and points is not None and {"iterations", "epochs"} & set(points.columns):
+            handled.add("points")
+            out.append(("vs-iterations", "The response against iterations, one line per batch size, with intervals",
+                        lambda: charts.response_vs_iterations_chart(points, responses(result), result.level)))
+    for frame_key, frame in frames.items():
+        if frame_key not in handled and {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
+            out.append((frame_key, f"{frame_key.replace('_', ' ')} with intervals",
+                        lambda f=frame: generic_interval_chart(f)))
+    return out
+
+
+def responses(result: Any) -> list[str]:
+    """The responses a hyperparams result modelled (their columns in its points frame)."""
+    effects = result.frames.get("main_effects")
+    named = effects["response"].unique(maintain_order=True).to_list() if effects is not None and "response" in effects.columns else []
+    return [r for r in named if r in result.frames["points"].columns]
+
+
+def generic_interval_chart(frame: pl.DataFrame):
+    """Estimates with intervals of any tidy frame: one row per group, faceted when the frame
+    has several devices or frameworks."""
+    keys = [c for c in frame.columns if c not in charts.ESTIMATE_COLUMNS and frame.schema[c] in (pl.String, pl.Int64, pl.Int32, pl.Boolean, pl.Float64)
+            and c not in ("p_value", "p_holm", "share_of_total", "n_runs", "r_squared")]
+    facet_by = facet_column(frame.select(keys))
+    labelled = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
+    labelled = labelled.with_columns(*(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
+    columns = ["config", *([facet_by] if facet_by else []), "estimate", "ci_low", "ci_high", "level", "n"]
+    return estimate_interval_chart(labelled.select([c for c in columns if c in labelled.columns]).filter(
+        pl.col("estimate").is_not_null()), category="config", x_title="estimate", facet_by=facet_by)
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+def table_frames(name: str, result: Any) -> list[tuple[str, str, pl.DataFrame]]:
+    """(key, caption, frame) of every figure frame worth a table."""
+    out = []
+    for key, frame in result.frames.items():
+        if frame is None or frame.height == 0 or (name, key) in NOT_TABLES:
+            continue
+        out.append((f"{name}-{key}", f"{name}: {key.replace('_', ' ')}", frame.drop([c for c in HIDDEN_COLUMNS if c in frame.columns])))
+    return out
+
+
+def build_section(name: str, result: Any, errors: list[str]) -> Section:
+    available = getattr(result, "available", True)
+    if not available:
+        return Section(name, TITLES.get(name, name), unavailable_sentence(result), notes=list(getattr(result, "notes", [])))
+    figures = []
+    for key, title, build in figures_for(name, result):
+        try:
+            figures.append(Figure(key, title, build().to_dict()))
+        except Exception as exc:  # noqa: BLE001  (one bad chart must not cost the user the whole report)
+            errors.append(f"{name}/{key}: {exc!r}\n{traceback.format_exc()}")
+            figures.append(Figure(key, title, no_data_chart(f"this chart could not be drawn: {exc}").to_dict()))
+    sentence = SENTENCES.get(name, lambda r: "")(result)
+    tables = [(caption, frame) for _, caption, frame in table_frames(name, result)]
+    return Section(name, TITLES.get(name, name), sentence, figures, tables, list(getattr(result, "notes", [])))
+
+
+def power_section(db: Path, run_id: str | None) -> Section:
+    trace = read_power_trace(db, run_id)
+    title = "Power over time of one run (pCAMP Figures 1 and 3)"
+    if trace is None:
+        return Section("power", title, "No run in this DB has power samples, so there is no power trace to draw "
+                       "(collect with a power source, e.g. --power rapl, or --power csv:PATH for a meter's log).")
+    idle = (f"the dashed line is the device's idle baseline ({trace.idle_power_w:.2f} W), so the area between the curve "
+            "and it is the energy attributed to the workload" if trace.idle_power_w is not None
+            else "no idle baseline was measured for this device (run `edgestats baseline`), so energy above idle is unknown")
+    sentence = (f"The power of run {trace.run_id} ({trace.label}), averaged into {trace.power.height} time buckets, "
+                f"with each phase's window shaded; {idle}.")
+    return Section("power", title, sentence, [Figure("trace", "Power over time, phases shaded", charts.power_over_time_chart(trace).to_dict())])
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename: an interrupted run never leaves half a page."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def prepare_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ReportError(f"--out {out_dir} is a file; give a folder for the report (it is created if missing).")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"cannot create the report folder {out_dir}: {exc.strerror}; choose another --out.") from None
+
+
+def write_report(db: str | Path, out_dir: str | Path, results: dict[str, Any], *, images: Iterable[str] = (),
+                 tables: str | None = None, power_run_id: str | None = None) -> ReportFiles:
+    """Write `out_dir/index.html` and `out_dir/analysis.json`; with `images` ("png", "svg") every
+    chart under `images/`, with `tables` ("latex", "markdown", "csv") every table under `tables/`."""
+    db, out_dir, images = Path(db), Path(out_dir), list(images)
+    if any(f not in IMAGE_FORMATS for f in images):
+        raise ReportError(f"unknown image format in {images}: use {', '.join(IMAGE_FORMATS)}")
+    if tables is not None and tables not in TABLE_FORMATS:
+        raise ReportError(f"--tables {tables}: use one of {', '.join(TABLE_FORMATS)}")
+    prepare_out_dir(out_dir)
+    errors: list[str] = []
+    sections = [build_section(name, result, errors) for name, result in results.items()]
+    sections.append(power_section(db, power_run_id))
+    index = out_dir / "index.html"
+    _write_atomic(index, render_page(read_overview(db), sections))
+    analysis_json = out_dir / "analysis.json"
+    _write_atomic(analysis_json, dumps(results) + "\n")   # the same document as `analyze --json`
+    files = ReportFiles(index, analysis_json, chart_errors=errors)
+    specs = {element_id(s.key, f.key): f.spec for s in sections for f in s.figures}
+    files.images = write_images(specs, out_dir, images)
+    if tables:
+        frames = {key: (caption, frame) for name, result in results.items() if getattr(result, "available", True)
+                  for key, caption, frame in table_frames(name, result)}
+        files.tables = write_tables(frames, out_dir, tables)
+    return files

@@ -98,7 +98,11 @@ def device_energy(samples: Any, rails: Sequence[str]) -> tuple[CumulativeEnergy 
     if not rails:
         return None, "the power source reported no rails"
     wanted = {f"{ENERGY_PREFIX}{r}" for r in rails} | {f"{POWER_PREFIX}{r}" for r in rails}
-    cols = samples.to_pydict() if hasattr(samples, "to_pydict") else samples
+    if hasattr(samples, "to_pydict"):   # Arrow: keep only the power rows before leaving Arrow
+        import pyarrow.compute as pc
+
+        samples = samples.filter(pc.is_in(samples["metric"], value_set=pa_strings(wanted))).to_pydict()
+    cols = samples
     by_metric = series_by_metric(cols["t_ns"], cols["metric"], cols["value"], wanted)
     per_rail = []
     for rail in rails:
@@ -110,6 +114,12 @@ def device_energy(samples: Any, rails: Sequence[str]) -> tuple[CumulativeEnergy 
         else:
             return None, f"fewer than two energy or power samples of rail {rail!r} were stored for this run"
     return sum_series(per_rail), None
+
+
+def pa_strings(values: set[str]):
+    import pyarrow as pa
+
+    return pa.array(sorted(values), pa.string())
 
 
 def sum_series(series: Sequence[CumulativeEnergy]) -> CumulativeEnergy:

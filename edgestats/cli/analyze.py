@@ -44,6 +44,10 @@ def analyze_command(
     constraint: Optional[str] = typer.Option(None, "--constraint", metavar="TEXT", help="hyperparams: only configurations meeting it count for --best, e.g. \"training_time_s <= 600\"."),
     log: List[str] = typer.Option([], "--log", metavar="COL", help="hyperparams: log10-scale this factor (default: when it spans two decades)."),
     linear: List[str] = typer.Option([], "--linear", metavar="COL", help="hyperparams: never log-scale this factor."),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Write the report here: DIR/index.html (one self-contained page, works offline) and DIR/analysis.json."),
+    png: bool = typer.Option(False, "--png", help="With --out: every chart as DIR/images/*.png too."),
+    svg: bool = typer.Option(False, "--svg", help="With --out: every chart as DIR/images/*.svg too."),
+    tables: Optional[str] = typer.Option(None, "--tables", metavar="latex|markdown|csv", help="With --out: every table, with its intervals, as DIR/tables/* in this format (for papers)."),
 ) -> None:
     """Statistics with confidence intervals over the runs of a results DB.
 
@@ -62,11 +66,32 @@ def analyze_command(
                               n_resamples=resamples, bca_max_n=bca_max_n, response=response, factors=list(factor),
                               interactions=interaction, best=best, constraint=constraint, log_factors=list(log),
                               linear_factors=list(linear))
+    if (png or svg or tables) and out is None:
+        raise typer.BadParameter("--png, --svg and --tables write into the report folder: add --out DIR", param_hint="--out")
+    if tables is not None and tables not in ("latex", "markdown", "csv"):
+        raise typer.BadParameter("use latex, markdown or csv", param_hint="--tables")
     results = run_analyses(db, options)
     if as_json:
         typer.echo(dumps(results))
-    else:
+    elif out is None:
         print_results(results)
+    if out is not None:
+        write_report_files(db, out, results, images=[f for f, on in (("png", png), ("svg", svg)) if on], tables=tables)
+
+
+def write_report_files(db: Path, out: Path, results, *, images: list[str], tables: str | None) -> None:
+    """The report, and where it is: on stderr when --json owns stdout."""
+    from edgestats.reports import write_report
+
+    files = write_report(db, out, results, images=images, tables=tables)
+    say = lambda text: typer.echo(text, err=True)  # noqa: E731  (stdout may be JSON)
+    say(f"report: {files.index} (open it in a browser; it needs no network) and {files.analysis_json}")
+    if files.images:
+        say(f"  {len(files.images)} images in {files.images[0].parent}")
+    if files.tables:
+        say(f"  {len(files.tables)} {tables} tables in {files.tables[0].parent}")
+    for error in files.chart_errors:
+        say(f"  warning: a chart could not be drawn (please report it): {error.splitlines()[0]}")
 
 
 def _cell(value: object) -> str:

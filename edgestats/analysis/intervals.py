@@ -171,7 +171,10 @@ def _quantile_statistic(q: float) -> Callable[[np.ndarray, int], np.ndarray]:
 def bootstrap(samples: Sequence[np.ndarray], statistic: Callable, *, level: float, settings: BootstrapSettings,
               label: str, paired: bool = False, method: str = "BCa") -> tuple[float, float] | None:
     """scipy's bootstrap interval, vectorised, seeded by `label`; None when it is degenerate
-    (scipy warns and returns NaN when e.g. every resample gives the same statistic)."""
+    (scipy warns and returns NaN when e.g. every resample gives the same statistic).
+
+    Callers pass samples sorted: resampling draws indices, so the same values in another order
+    (DuckDB returns grouped rows in no fixed order) would give another interval."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -197,7 +200,7 @@ def quantile_ci(values: Any, q: float, *, level: float = DEFAULT_LEVEL, settings
         return _no_interval(estimate, len(x), n_unit, level, "bootstrap-bca", problem)
     if len(x) > settings.bca_max_n:
         return order_statistic_ci(x, q, level, n_unit)
-    interval = bootstrap([x], _quantile_statistic(q), level=level, settings=settings, label=f"q{q}:{label}")
+    interval = bootstrap([np.sort(x)], _quantile_statistic(q), level=level, settings=settings, label=f"q{q}:{label}")
     if interval is None:
         fallback = order_statistic_ci(x, q, level, n_unit)
         fallback.note = "BCa was degenerate for this sample; order-statistic interval instead" if fallback.has_interval else fallback.note
@@ -237,7 +240,8 @@ def paired_ratio_of_means(numerator: Any, denominator: Any, *, level: float = DE
     if problem:
         return _no_interval(estimate, n, n_unit, level, "bootstrap-bca", problem)
     method = "BCa" if n <= settings.bca_max_n else "percentile"
-    interval = bootstrap([num, den], _ratio_of_means, level=level, settings=settings, label=f"ratio:{label}",
+    order = np.lexsort((den, num))
+    interval = bootstrap([num[order], den[order]], _ratio_of_means, level=level, settings=settings, label=f"ratio:{label}",
                          paired=True, method=method)
     name = f"bootstrap-{method.lower()}"
     if interval is None:
@@ -263,7 +267,7 @@ def ratio_of_medians(numerator: Any, denominator: Any, *, level: float = DEFAULT
         if problem:
             return _no_interval(estimate, n, n_unit, level, "bootstrap-bca", problem + " (on one side of the ratio)")
     method = "BCa" if max(len(num), len(den)) <= settings.bca_max_n else "percentile"
-    interval = bootstrap([num, den], _ratio_of_medians, level=level, settings=settings, label=f"mratio:{label}",
+    interval = bootstrap([np.sort(num), np.sort(den)], _ratio_of_medians, level=level, settings=settings, label=f"mratio:{label}",
                          method=method)
     name = f"bootstrap-{method.lower()}"
     if interval is None:

@@ -88,6 +88,24 @@ def filters_sql(filters: dict[str, list[str]]) -> str:
     return " AND ".join(parts) if parts else "TRUE"
 
 
+def parentheses_balanced(text: str) -> bool:
+    """True when every ( outside quotes closes inside the text: `a) OR (b` would otherwise
+    escape the parentheses check_where puts around it."""
+    depth, quote = 0, None
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and quote is None
+
+
 def check_where(where: str | None) -> str:
     """The user's --where as a parenthesised expression; anything that is not one expression (a
     second statement, a dangling parenthesis) is refused before it reaches the DB."""
@@ -97,8 +115,11 @@ def check_where(where: str | None) -> str:
     try:
         statements = duckdb.extract_statements(probe)
     except duckdb.Error as exc:
-        raise AnalysisInputError(f"--where {where!r} is not a SQL expression: {exc}") from None
-    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT or ";" in where:
+        first_line = str(exc).splitlines()[0]
+        raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. "
+                                 f"\"framework = 'pytorch'\" ({first_line})") from None
+    if (len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT or ";" in where
+            or not parentheses_balanced(where)):
         raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. \"framework = 'pytorch'\"")
     return f"({where})"
 
@@ -229,7 +250,9 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
             runs = _frame(con, sql)
         except duckdb.Error as exc:
             if where:
-                raise AnalysisInputError(f"--where {where!r} failed on run_summary: {exc}") from None
+                first_line = str(exc).splitlines()[0]
+                raise AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); "
+                                         "it may use the columns of run_summary (edgestats sql DB \"DESCRIBE run_summary\")") from None
             raise
         runs = _derive(runs)
         data = AnalysisData(runs=runs)

@@ -1,0 +1,141 @@
+"""energy and tradeoff against scipy / statsmodels on hand-built frames, degenerate input included."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+import statsmodels.api as sm
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from analysis_builders import latencies_frame, runs_frame
+from edgestats.analysis.energy import energy
+from edgestats.analysis.intervals import BootstrapSettings
+from edgestats.analysis.tradeoff import pareto_mask, tradeoff
+
+CONFIG = ["device", "framework", "model"]
+SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=2)
+
+
+def energy_runs():
+    """Two devices × four frameworks × two repeats; energy grows with latency (pCAMP Insight 3)."""
+    rng = np.random.default_rng(8)
+    rows = []
+    for device, watts in (("FogNode", 30.0), ("Jetson TX2", 8.0)):
+        for framework, latency in (("tensorflow", 27.0), ("pytorch", 38.0), ("mxnet", 35.0), ("caffe2", 108.0)):
+            for _ in range(2):
+                ms = latency * (1 + 0.03 * rng.standard_normal())
+                rows.append({"device": device, "framework": framework, "model": "alexnet", "latency_median_ms": ms,
+                             "latency_mean_ms": ms, "energy_per_inference_j": watts * ms / 1000 * (1 + 0.05 * rng.standard_normal())})
+    return runs_frame(rows)
+
+
+def test_time_energy_correlation_and_fit_match_scipy_and_statsmodels():
+    runs = energy_runs()
+    result = energy(runs, None, config=CONFIG, by=["device"])
+    parts = {(e["part"], e["group"]["device"]): e for e in result.to_json()}
+    fog = parts[("correlation", "FogNode")]
+    means = (runs.filter(pl.col("device") == "FogNode").group_by("framework")
+             .agg(pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean()))
+    reference = stats.pearsonr(means["latency_median_ms"], means["energy_per_inference_j"])
+    assert fog["n"] == 4 and fog["n_unit"] == "configurations"
+    assert fog["pearson"]["estimate"] == pytest.approx(reference.statistic)
+    assert (fog["pearson"]["ci_low"], fog["pearson"]["ci_high"]) == pytest.approx(tuple(reference.confidence_interval()))
+    rho = stats.spearmanr(means["latency_median_ms"], means["energy_per_inference_j"]).statistic
+    assert fog["spearman"]["estimate"] == pytest.approx(rho) and rho > 0  # slower is hungrier (Insight 3)
+    fit = parts[("fit", "Jetson TX2")]
+    sub = runs.filter(pl.col("device") == "Jetson TX2")
+    ols = sm.OLS(sub["energy_per_inference_j"].to_numpy(), sm.add_constant(sub["latency_median_ms"].to_numpy())).fit()
+    slope = next(t for t in fit["terms"] if t["term"] == "slope_j_per_ms")
+    assert slope["estimate"] == pytest.approx(ols.params[1]) and slope["ci_low"] == pytest.approx(ols.conf_int()[1][0])
+    assert slope["estimate"] == pytest.approx(0.008, rel=0.1)  # ≈ 8 W: J per ms of latency
+    assert fit["r_squared"] == pytest.approx(ols.rsquared)
+    assert {"correlation", "fit", "points"} <= set(result.frames)
+
+
+def test_null_energy_is_not_enough_data_never_zero():
+    runs = runs_frame([{"latency_median_ms": 10.0, "energy_unavailable_reason": "no power source was recorded for this run"}])
+    phase_energy = pl.DataFrame({"run_idx": [0], "phase": ["load_model"], "seq": [1], "duration_s": [2.0], "energy_j": [None],
+                                 "energy_ci_low_j": [None], "energy_ci_high_j": [None], "mean_power_w": [None],
+                                 "source": [None], "energy_unavailable_reason": ["no power source was recorded for this run"]},
+                                schema_overrides={"energy_j": pl.Float64, "energy_ci_low_j": pl.Float64,
+                                                  "energy_ci_high_j": pl.Float64, "mean_power_w": pl.Float64, "source": pl.String})
+    result = energy(runs, phase_energy, config=CONFIG, by=[])
+    (entry,) = result.to_json()
+    assert not result.available and entry["reason"].startswith("not enough data: no selected run has energy measured")
+
+
+def test_energy_per_phase_with_t_intervals_and_mean_power():
+    runs = runs_frame([{"latency_median_ms": 10.0, "energy_per_inference_j": e} for e in (0.30, 0.32, 0.31)])
+    load = [12.0, 13.0, 12.5]
+    steady = [3.0, 3.3, 3.1]
+    phase_energy = pl.DataFrame({
+        "run_idx": [0, 1, 2] * 2, "phase": ["load_model"] * 3 + ["steady"] * 3, "seq": [1] * 3 + [8] * 3,
+        "duration_s": [1.0] * 3 + [0.1] * 3, "energy_j": load + steady, "energy_ci_low_j": [None] * 6,
+        "energy_ci_high_j": [None] * 6, "mean_power_w": [None] * 6, "source": ["rapl"] * 6,
+        "energy_unavailable_reason": [None] * 6}, schema_overrides={"energy_ci_low_j": pl.Float64, "energy_ci_high_j": pl.Float64,
+                                                                   "mean_power_w": pl.Float64, "energy_unavailable_reason": pl.String})
+    result = energy(runs, phase_energy, config=CONFIG, by=[])
+    (profile,) = [e for e in result.to_json() if e["part"] == "phases"]
+    phases = {p["phase"]: p for p in profile["phases"]}
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(load), scale=stats.sem(load))
+    assert (phases["load_model"]["energy_j"]["ci_low"], phases["load_model"]["energy_j"]["ci_high"]) == pytest.approx((low, high))
+    # pCAMP Figure 3: loading draws less power than inference, though it takes longer
+    assert phases["load_model"]["mean_power_w"]["estimate"] == pytest.approx(12.5)
+    assert phases["steady"]["mean_power_w"]["estimate"] == pytest.approx(31.33333, rel=1e-4)
+
+
+def test_pareto_mask_by_hand():
+    latency = np.array([10.0, 20.0, 15.0, 30.0, 10.0])
+    memory = np.array([500.0, 100.0, 600.0, 100.0, 500.0])
+    assert pareto_mask(latency, memory).tolist() == [True, True, False, False, True]
+
+
+def test_winners_are_tested_rank_based_and_holm_corrected():
+    rng = np.random.default_rng(11)
+    rows, per_run = [], {}
+    for model in ("alexnet", "squeezenet"):
+        for framework, centre, memory in (("mxnet", 29.0, 900e6), ("tensorflow", 53.0, 2100e6), ("pytorch", 53.5, 450e6)):
+            for _ in range(3):
+                values = rng.lognormal(np.log(centre), 0.05, 40)
+                per_run[len(rows)] = values.tolist()
+                rows.append({"device": "MacBook", "framework": framework, "model": model, "n_latencies": 40,
+                             "latency_median_ms": float(np.median(values)), "latency_mean_ms": float(values.mean()),
+                             "rss_peak_bytes": memory * (1 + 0.02 * rng.standard_normal())})
+    runs = runs_frame(rows)
+    result = tradeoff(runs, latencies_frame(per_run), config=CONFIG, strata=["device", "model"], settings=SETTINGS)
+    winners = [e for e in result.to_json() if e["part"] == "winners"]
+    alexnet = next(e for e in winners if e["group"]["model"] == "alexnet")
+    metrics = {m["metric"]: m for m in alexnet["metrics"]}
+    latency = metrics["latency_median_ms"]
+    assert latency["best"]["candidate"] == {"framework": "mxnet"} and latency["n_unit"] == "latencies"
+    best = np.concatenate([per_run[i] for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == "mxnet"])
+    second_name = latency["runner_up"]["candidate"]["framework"]
+    second = np.concatenate([per_run[i] for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == second_name])
+    assert latency["p_value"] == pytest.approx(stats.mannwhitneyu(best, second).pvalue)
+    assert latency["prob_superiority"] == pytest.approx(1.0)
+    memory = metrics["rss_peak_bytes"]
+    assert memory["best"]["candidate"] == {"framework": "pytorch"} and memory["n_unit"] == "runs"
+    # Holm across the whole table (2 strata × 2 metrics)
+    tests = [m for e in winners for m in e["metrics"] if m["p_value"] is not None]
+    expected = multipletests([m["p_value"] for m in tests], method="holm")[1]
+    assert [m["p_holm"] for m in tests] == pytest.approx(list(expected))
+    # mxnet wins latency, pytorch memory: no single winner (pCAMP: "no obvious single winners")
+    assert alexnet["single_winner"] is None and alexnet["note"].startswith("no single winner")
+    pareto = result.frames["pareto"]
+    points = list(zip(pareto["latency_median_ms"], pareto["rss_peak_bytes"]))
+    dominated = [any(a <= x and b <= y and (a, b) != (x, y) for a, b in points) for x, y in points]
+    assert pareto["pareto"].to_list() == [not d for d in dominated]  # brute force agrees
+    assert set(pareto.filter(pl.col("pareto"))["framework"]) == {"mxnet", "pytorch"}  # tensorflow: slow and big
+
+
+def test_tradeoff_with_one_candidate_or_one_run_per_candidate():
+    one = runs_frame([{"latency_median_ms": 5.0, "rss_peak_bytes": 1e8}])
+    (entry, *_rest) = [e for e in tradeoff(one, None, config=CONFIG, strata=["device"]).to_json() if e.get("part") == "winners"]
+    assert entry["reason"].startswith("not enough data")
+    two = runs_frame([{"framework": f, "latency_median_ms": v, "rss_peak_bytes": 1e8} for f, v in (("a", 5.0), ("b", 6.0))])
+    (entry,) = [e for e in tradeoff(two, None, config=CONFIG, strata=["device"]).to_json() if e["part"] == "winners"]
+    latency = entry["metrics"][0]
+    assert latency["best"]["candidate"] == {"framework": "a"} and latency["p_value"] is None
+    assert "each side needs at least 2" in latency["note"]

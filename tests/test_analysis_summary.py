@@ -1,0 +1,154 @@
+"""summary and breakdown on hand-built frames, on a real DB, and on pCAMP's Table 3 / published rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from analysis_builders import import_sample, latencies_frame, runs_frame
+from edgestats.analysis import AnalysisOptions, run_analyses
+from edgestats.analysis.breakdown import breakdown
+from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks
+from edgestats.analysis.summary import summarise
+from edgestats.store import Store
+
+SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=3)
+CONFIG = ["device", "framework", "model"]
+
+
+def metrics_of(entry: dict) -> dict:
+    return {m["metric"]: m for m in entry["metrics"]}
+
+
+def test_collected_runs_pool_their_latencies():
+    rng = np.random.default_rng(0)
+    a, b = rng.lognormal(1.0, 0.2, 150), rng.lognormal(1.0, 0.2, 90)
+    runs = runs_frame([
+        {"n_latencies": 150, "latency_median_ms": float(np.median(a)), "latency_mean_ms": float(a.mean()), "rss_peak_bytes": 2e8, "batch_size": 4},
+        {"n_latencies": 90, "latency_median_ms": float(np.median(b)), "latency_mean_ms": float(b.mean()), "rss_peak_bytes": 3e8, "batch_size": 4},
+    ])
+    result = summarise(runs, latencies_frame({0: a.tolist(), 1: b.tolist()}), by=CONFIG, settings=SETTINGS)
+    (entry,) = result.to_json()
+    assert entry["n"] == 2 and entry["n_unit"] == "runs" and entry["n_latencies"] == 240
+    metrics = metrics_of(entry)
+    pooled = np.sort(np.concatenate([a, b]))
+    median = metrics["latency_median_ms"]
+    assert median["estimate"] == pytest.approx(np.quantile(pooled, 0.5))
+    assert median["method"] == "order-statistic" and median["n"] == 240 and median["n_unit"] == "latencies"
+    r, s = order_statistic_ranks(240, 0.5, 0.95)
+    assert (median["ci_low"], median["ci_high"]) == (pooled[r - 1], pooled[s - 1])
+    assert metrics["latency_p99_ms"]["estimate"] == pytest.approx(np.quantile(pooled, 0.99))
+    # throughput = batch_size / mean latency, its interval mapped from the mean's
+    mean = metrics["latency_mean_ms"]
+    assert metrics["throughput_per_s"]["estimate"] == pytest.approx(4000 / pooled.mean())
+    assert metrics["throughput_per_s"]["ci_low"] == pytest.approx(4000 / mean["ci_high"])
+    assert metrics["rss_peak_bytes"]["estimate"] == pytest.approx(2.5e8) and metrics["rss_peak_bytes"]["n"] == 2
+    energy = metrics["energy_per_inference_j"]
+    assert energy["estimate"] is None and energy["note"].startswith("not enough data: energy was not measured")
+    frame = result.frames["metrics"]
+    assert {"metric", "estimate", "ci_low", "ci_high", "level", "n", "n_unit", *CONFIG} <= set(frame.columns)
+
+
+def test_imported_runs_give_intervals_across_runs():
+    runs = runs_frame([{"latency_median_ms": v, "latency_mean_ms": v, "energy_per_inference_j": e}
+                       for v, e in [(10.0, 0.5), (12.0, 0.6), (11.0, 0.55), (13.5, 0.7)]])
+    (entry,) = summarise(runs, None, by=CONFIG, settings=SETTINGS).to_json()
+    metrics = metrics_of(entry)
+    assert metrics["latency_median_ms"]["n_unit"] == "runs" and metrics["latency_median_ms"]["n"] == 4
+    assert metrics["latency_median_ms"]["estimate"] == pytest.approx(11.5)
+    assert metrics["latency_p90_ms"]["estimate"] is None and "tail" in metrics["latency_p90_ms"]["note"]
+    assert metrics["energy_per_inference_j"]["estimate"] == pytest.approx(0.5875)
+    assert metrics["energy_per_inference_j"]["ci_low"] < 0.5875 < metrics["energy_per_inference_j"]["ci_high"]
+
+
+def test_one_run_with_one_latency_is_reported_without_an_interval():
+    runs = runs_frame([{"n_latencies": 1, "latency_median_ms": 5.0, "latency_mean_ms": 5.0}])
+    result = summarise(runs, latencies_frame({0: [5.0]}), by=CONFIG)
+    text = json.dumps(result.to_json(), allow_nan=False)
+    metrics = metrics_of(result.to_json()[0])
+    assert metrics["latency_median_ms"]["estimate"] == 5.0 and metrics["latency_median_ms"]["ci_low"] is None
+    assert "not enough data" in metrics["latency_median_ms"]["note"] and "NaN" not in text
+
+
+def test_summary_without_latencies_says_so():
+    result = summarise(runs_frame([{"kind": "training", "training_time_s": 10.0}]), None, by=CONFIG)
+    assert not result.available and result.to_json()[0]["reason"].startswith("not enough data")
+
+
+TABLE3 = {  # pCAMP Table 3, PyTorch on Jetson TX2 (s)
+    "alexnet": {"import": 0.77, "load_model": 9.50, "load_first_input": 0.12, "first_inference": 2.34,
+                "load_second_input": 0.075, "second_inference": 0.006, "steady": 1.35, "total": 14.17},
+    "squeezenet": {"import": 0.74, "load_model": 6.20, "load_first_input": 0.15, "first_inference": 1.76,
+                   "load_second_input": 0.07, "second_inference": 0.019, "steady": 1.45, "total": 10.41},
+}
+
+
+def write_table3(db: Path, repeats: int = 1, jitter: float = 0.0) -> None:
+    rng = np.random.default_rng(5)
+    with Store.open(db) as store:
+        device = store.register_device({"name": "Jetson TX2"})
+        for model, phases in TABLE3.items():
+            for _ in range(repeats):
+                start, starts, ends = 0, [], []
+                for phase, seconds in phases.items():
+                    seconds *= 1 + jitter * rng.standard_normal()
+                    begin = 0 if phase == "total" else start
+                    end = begin + int(phases["total"] * 1e9) if phase == "total" else begin + int(seconds * 1e9)
+                    starts.append(begin)
+                    ends.append(end)
+                    start = end if phase != "total" else start
+                store.write_run({"device_id": device, "kind": "inference", "status": "ok", "framework": "pytorch",
+                                 "model": model, "batch_size": 1, "iterations": 100},
+                                phases=pa.table({"seq": pa.array(range(len(phases)), pa.int32()), "phase": list(phases),
+                                                 "start_ns": starts, "end_ns": ends}))
+
+
+def test_breakdown_reproduces_pcamp_insight_1(tmp_path):
+    """Table 3: loading AlexNet takes 9.50 s, 100 inferences 1.35 s — load costs 7× the run."""
+    db = tmp_path / "t3.duckdb"
+    write_table3(db)
+    result = run_analyses(db, AnalysisOptions(only="breakdown"))["breakdown"]
+    entries = {e["group"]["model"]: e for e in result.to_json()}
+    alexnet = entries["alexnet"]
+    assert alexnet["load_over_steady"]["estimate"] == pytest.approx(9.50 / 1.35, rel=1e-6)
+    assert alexnet["load_exceeds_steady"] is True
+    assert alexnet["load_over_steady"]["ci_low"] is None and "1 runs" in alexnet["load_over_steady"]["note"]
+    shares = {p["phase"]: p["share_of_total"] for p in alexnet["phases"]}
+    assert shares["load_model"] == pytest.approx(9.50 / 14.17, rel=1e-6)
+    # other = total - the four named phases: input loads, the second inference and 9 ms unaccounted
+    assert shares["other"] == pytest.approx((14.17 - 0.77 - 9.50 - 2.34 - 1.35) / 14.17, rel=1e-4)
+    assert entries["squeezenet"]["load_over_steady"]["estimate"] == pytest.approx(6.20 / 1.45, rel=1e-6)
+    assert set(result.frames["ratios"]["ratio"]) == {"load_model / steady", "load_model / one inference"}
+
+
+def test_breakdown_interval_across_repeated_runs(tmp_path):
+    db = tmp_path / "t3r.duckdb"
+    write_table3(db, repeats=6, jitter=0.05)
+    (alexnet, _) = run_analyses(db, AnalysisOptions(only="breakdown", n_resamples=999))["breakdown"].to_json()
+    ratio = alexnet["load_over_steady"]
+    assert ratio["n"] == 6 and ratio["method"] == "bootstrap-bca"
+    assert 1 < ratio["ci_low"] < ratio["estimate"] < ratio["ci_high"]
+    assert alexnet["confident"] is True
+
+
+def test_breakdown_on_imported_pcamp_rows(tmp_path):
+    db = import_sample(tmp_path / "p.duckdb", "pcamp_inference.csv", "inference")
+    entries = run_analyses(db, AnalysisOptions(only="breakdown", by=["device", "model"]))["breakdown"].to_json()
+    tx2 = next(e for e in entries if e["group"] == {"device": "Jetson TX2", "model": "alexnet"})
+    # one model load costs as much as ~700 inferences of 13.5 ms
+    assert tx2["load_over_one_inference"]["estimate"] == pytest.approx(9.50 / 0.0135)
+    assert tx2["load_over_steady"]["estimate"] is None  # no iteration count in the row: no steady time
+
+
+def test_summary_on_a_real_db(results_db):
+    result = run_analyses(results_db, AnalysisOptions(only="summary", seed=1))["summary"]
+    entries = result.to_json()
+    assert {e["group"]["framework"] for e in entries} == {"pytorch", "onnxruntime"}
+    pytorch = next(e for e in entries if e["group"]["framework"] == "pytorch")
+    assert pytorch["n"] == 2 and pytorch["n_latencies"] == 90  # 2 runs × 45 steady (5 warm-up left out)
+    again = run_analyses(results_db, AnalysisOptions(only="summary", seed=1))["summary"].to_json()
+    assert again == entries

@@ -32,6 +32,7 @@ from edgestats.collectors.prepare import cached_artifact
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sampler import SampleBatch
 from edgestats.collectors.spool import SpoolContents, read_spool
+from edgestats.collectors.training_rows import diverged_text, training_outcome, with_training
 from edgestats.collectors.telemetry import RunTelemetry, Telemetry, run_telemetry
 from edgestats.errors import DatabaseError
 from edgestats.store import Store
@@ -49,6 +50,8 @@ class RunOutcome:
     error_text: str | None
     n_latencies: int
     seconds: float
+    n_batches: int = 0                  # training runs: optimizer steps stored
+    accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
 
 
 def worker_env(config: RunConfig) -> dict[str, str]:
@@ -70,7 +73,7 @@ def classify_exit(returncode: int | None, timed_out: bool, spool: SpoolContents,
         hint = " (e.g. the kernel's OOM killer)" if -returncode == signal.SIGKILL else ""
         return "killed", f"killed by {name}{hint}"
     if returncode == 0 and spool.finished:
-        return "ok", None
+        return ("diverged", diverged_text(spool.diverged)) if spool.diverged else ("ok", None)
     text = spool.error or (log_tail.strip() or f"worker exited with status {returncode} without a message")
     return "error", text
 
@@ -152,6 +155,8 @@ class Orchestrator:
 
     def prepare(self, config: RunConfig, config_file: Path, log: Path) -> tuple[str | None, str | None]:
         """(artifact path, None) or (None, why it failed). Runs in a separate process, once."""
+        if config.kind == "training":
+            return None, None   # training builds the zoo model from code in the worker
         cached, artifact = cached_artifact(config, self.cache_dir)
         if cached:
             return artifact, None
@@ -185,7 +190,8 @@ class Orchestrator:
             meta["status"], meta["error_text"] = classify_exit(returncode, timed_out, spool, _tail(paths["log"]), self.timeout_s)
         self._store(config, spool, meta, batch)
         self._cleanup(paths)
-        return RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), time.monotonic() - started)
+        return RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), time.monotonic() - started,
+                          *training_outcome(spool))
 
     def _paths(self, run_id: uuid.UUID) -> dict[str, Path]:
         base = self.spool_dir / str(run_id)
@@ -219,11 +225,15 @@ class Orchestrator:
         tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, meta.get("clock"))
         rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
                 "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
+        run = run_row(config, spool, meta, tele)
+        if config.kind == "training":  # epochs, batches and per-run totals (training_rows.py)
+            run, training = with_training(run, config, spool)
+            rows.update(training)
         deadline = time.monotonic() + STORE_WAIT_S
         while True:
             try:
                 with Store.open(self.db_path) as store:
-                    store.write_run(run_row(config, spool, meta, tele), **rows)
+                    store.write_run(run, **rows)
                 return
             except DatabaseError as exc:
                 if "in use" not in str(exc) or time.monotonic() > deadline:
@@ -255,7 +265,7 @@ class Orchestrator:
             if not done:
                 meta["env"] = worker_env(config)
                 if spool.finished:
-                    meta["status"], meta["error_text"] = "ok", None
+                    meta["status"], meta["error_text"] = ("diverged", diverged_text(spool.diverged)) if spool.diverged else ("ok", None)
                 elif spool.error:
                     meta["status"], meta["error_text"] = "error", spool.error
                 else:

@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 FRAMEWORKS = ("pytorch", "tensorflow", "tflite", "onnxruntime")
+KINDS = ("inference", "training")
+TRAINING_FRAMEWORKS = ("pytorch", "tensorflow")
+OPTIMIZERS = ("sgd", "adam")    # sgd: with momentum 0.9 (the DLaaS study's SGD runs)
 PRECISIONS = ("fp32", "fp16", "int8")
 ACCELERATORS = ("cpu", "cuda")
 
@@ -31,6 +34,17 @@ class RunConfig:
     seed: int = 0                    # model weights and synthetic input
     repeat_index: int = 0            # k of --repeat K: the same configuration, a fresh process
     extra: dict[str, Any] = field(default_factory=dict)  # options an adapter understands
+    # training (kind "training"); for training, iterations caps the optimizer steps (0: no cap)
+    # and warmup is unused. Fields added after inference runs were first stored are left out of
+    # the hash while they hold their default (see NEW_FIELD_DEFAULTS), so stored inference sweeps
+    # still resume.
+    kind: str = "inference"
+    data: str | None = None          # the dataset directory (--data)
+    epochs: int | None = None
+    learning_rate: float | None = None
+    optimizer: str | None = None     # sgd (momentum 0.9) | adam
+    num_workers: int | None = None   # DataLoader workers / tf.data parallel calls; 0: no pipelining
+    evict_cache: bool = False        # drop the dataset from the page cache before the first epoch
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -41,10 +55,26 @@ class RunConfig:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def config_hash(self) -> str:
-        """Identity of the run for resuming: every field, repeat index included."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:32]
+        """Identity of the run for resuming: every field, repeat index included; a field added
+        since the first release counts only when it differs from its default, so the hash of an
+        inference configuration is what it was when its runs were stored."""
+        data = {k: v for k, v in asdict(self).items()
+                if not (k in NEW_FIELD_DEFAULTS and v == NEW_FIELD_DEFAULTS[k])}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
     def label(self) -> str:
         runtime = f"/{self.runtime}" if self.runtime else ""
         threads = f" t{self.threads}" if self.threads else ""
+        if self.kind == "training":
+            length = f" e{self.epochs}" if self.epochs else ""
+            length += f" i{self.iterations}" if self.iterations else ""
+            return (f"train {self.framework} {self.model} b{self.batch_size}{threads} {self.optimizer} "
+                    f"lr{self.learning_rate:g}{length} w{self.num_workers}{' cold' if self.evict_cache else ''} "
+                    f"#{self.repeat_index}")
         return f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} {self.precision} #{self.repeat_index}"
+
+
+# Fields added after the first release, with their defaults: left out of config_hash() while at
+# the default. Never remove an entry, and give every new field one.
+NEW_FIELD_DEFAULTS: dict[str, Any] = {"kind": "inference", "data": None, "epochs": None, "learning_rate": None,
+                                      "optimizer": None, "num_workers": None, "evict_cache": False}

@@ -15,6 +15,13 @@ Record types (key "t"):
   env      the adapter's environment (math library, threads, devices)
   error    text (the exception and its traceback)
   end      end_ns: the worker finished every phase
+Training runs (train_worker.py) also write:
+  dataset  the dataset's description (format, files, bytes, splits) and its storage (mount)
+  hyper    the hyperparameters the run used (optimizer, learning rate, momentum, ...)
+  batch    e (epoch), b (batch), s (monotonic start), f (fetch + preprocess ns), st (stall ns),
+           c (compute ns), e2e (ns), n (samples), l (loss)
+  epoch    one row of the epochs table (windows, losses, accuracies, cache residency)
+  diverged epoch, batch, loss: the loss became NaN or infinite and training stopped there
 """
 
 from __future__ import annotations
@@ -53,6 +60,11 @@ class SpoolContents:
     error: str | None = None
     finished: bool = False
     torn_lines: int = 0
+    dataset: dict[str, Any] = field(default_factory=dict)
+    hyper: dict[str, Any] = field(default_factory=dict)
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    diverged: dict[str, Any] | None = None
 
 
 def read_spool(path: Path) -> SpoolContents:
@@ -90,3 +102,13 @@ def _apply(contents: SpoolContents, record: dict[str, Any]) -> None:
         contents.error = record.get("text")
     elif kind == "end":
         contents.finished = True
+    elif kind == "batch":
+        contents.batches.append(record)
+    elif kind == "epoch":
+        contents.epochs.append(record)
+    elif kind == "dataset":
+        contents.dataset.update(record)
+    elif kind == "hyper":
+        contents.hyper.update(record)
+    elif kind == "diverged":
+        contents.diverged = record

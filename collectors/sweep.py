@@ -189,6 +189,8 @@ def _check_kind(sweep: Sweep, where: str) -> None:
             open_dataset(data)
         except DatasetError as exc:
             raise SweepError(f"{where}data: {exc}") from None
+    # absolute, so the worker and the stored config name the same directory wherever collect ran
+    sweep.axes["data"] = [str(Path(d).resolve()) for d in sweep.axes["data"]]
 
 
 def _check_options(raw: Any, where: str) -> dict[str, Any]:

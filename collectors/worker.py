@@ -12,6 +12,8 @@ Phases, each on time.monotonic_ns() (CLOCK_MONOTONIC, shared with the orchestrat
   warmup (--warmup inferences, stored and marked), steady (--iterations inferences), total.
 Each inference's latency is time.perf_counter_ns() around adapter.infer(), which returns only
 when the work is done (GPU synchronised).
+
+A training run (config.kind "training") walks train_worker.py's phases instead.
 """
 
 from __future__ import annotations
@@ -84,7 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     spool = SpoolWriter(args.spool)
     spool.write("start", pid=os.getpid(), spawn_ns=args.spawn_ns, start_ns=start_ns)
     try:
-        run(config, spool, args.artifact)
+        if config.kind == "training":
+            from edgestats.collectors.train_worker import run_training
+            run_training(config, spool, PhaseClock(spool))
+        else:
+            run(config, spool, args.artifact)
     except BaseException as exc:  # recorded, then the exit status tells the orchestrator
         spool.write("error", text="".join(traceback.format_exception(exc)).strip())
         spool.close()

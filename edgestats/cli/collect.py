@@ -1,4 +1,4 @@
-"""`edgestats collect`: run inference workloads on this device into a results DB."""
+"""`edgestats collect`: run inference and training workloads on this device into a results DB."""
 
 from __future__ import annotations
 
@@ -12,25 +12,24 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import execute, open_orchestrator, plan
 from edgestats.collectors.sweep import combine, load_sweep_file, parse_option_flags
-from edgestats.errors import EdgestatsError
 
-STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta"}
+STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
 
 @handle_errors
 def collect_command(
     sweep_file: Path = typer.Argument(None, help="A TOML sweep file with a [sweep] table (lists are axes, scalars fixed)."),
     db: Path = typer.Option(..., "--db", help="Results DB to write (created if missing)."),
-    kind: str = typer.Option("inference", "--kind", help="Workload kind. Only inference is collected so far."),
+    kind: str = typer.Option(None, "--kind", help="inference (default) or training (zoo models trained on --data)."),
     framework: list[str] = typer.Option([], "--framework", "-f", help="pytorch, tensorflow, tflite, onnxruntime (repeatable: an axis)."),
-    model: list[str] = typer.Option([], "--model", "-m", help="Zoo model (alexnet, squeezenet, mobilenet_v2, resnet18, cnn9) or a model file (.pt, .onnx, .tflite, .keras). Repeatable."),
+    model: list[str] = typer.Option([], "--model", "-m", help="Zoo model (alexnet, squeezenet, mobilenet_v2, mobilenet_v3_small, resnet18, cnn9, mnist_cnn, cifar_cnn, ...) or a model file (.pt, .onnx, .tflite, .keras). Repeatable."),
     runtime: list[str] = typer.Option([], "--runtime", help="Runtime variant, e.g. torchscript or tf-eager (repeatable)."),
     batch_size: list[int] = typer.Option([], "--batch-size", "-b", help="Batch size (repeatable)."),
     threads: list[int] = typer.Option([], "--threads", "-t", help="Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables."),
     precision: list[str] = typer.Option([], "--precision", help="fp32, fp16 or int8 where the runtime supports it (repeatable)."),
     accelerator: list[str] = typer.Option([], "--accelerator", help="cpu or cuda (repeatable)."),
     input_path: str = typer.Option(None, "--input", help="An image file to run on (decoded and resized); default: a synthetic input."),
-    iterations: int = typer.Option(None, "--iterations", "-n", help="Steady-state inferences per run (default 100)."),
+    iterations: list[int] = typer.Option([], "--iterations", "-n", help="Steady-state inferences per run (default 100); training: optimizer steps (default: --epochs decides). Repeatable."),
     warmup: int = typer.Option(None, "--warmup", help="Warm-up inferences before steady state, stored and marked (default 5)."),
     repeat: int = typer.Option(None, "--repeat", help="Fresh processes per configuration, for distributions of cold-start phases."),
     timeout: float = typer.Option(None, "--timeout", help="Seconds a run may take before its process tree is killed (status timeout)."),
@@ -41,24 +40,35 @@ def collect_command(
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
     sample_hz: float = typer.Option(None, "--sample-hz", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
     power: str = typer.Option(None, "--power", help="Power source for energy: auto, none, rapl, nvml, jetson or csv:PATH (an external meter's log). Default auto: the best available, or none with the reason."),
+    data: list[str] = typer.Option([], "--data", help="Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats dataset make` writes one). Repeatable."),
+    epochs: list[int] = typer.Option([], "--epochs", help="Training: epochs (default 1, or as many as --iterations needs). Repeatable."),
+    learning_rate: list[float] = typer.Option([], "--learning-rate", "--lr", help="Training: learning rate (default 0.01). Repeatable."),
+    optimizer: list[str] = typer.Option([], "--optimizer", help="Training: sgd (momentum 0.9, default) or adam. Repeatable."),
+    num_workers: list[int] = typer.Option([], "--num-workers", help="Training: data-loading workers (DataLoader num_workers, tf.data parallel calls); 0 = no pipelining (default). Repeatable."),
+    evict_cache: bool = typer.Option(None, "--evict-cache/--keep-cache", help="Training: drop the dataset from the page cache before the first epoch (cold start; no root needed)."),
     clock_offset: float = typer.Option(None, "--clock-offset", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
 ) -> None:
-    """Run inference workloads, one fresh process per run, and store every phase and latency.
+    """Run inference or training workloads, one fresh process per run, and store every phase,
+    latency, epoch and batch.
 
     Each run walks pCAMP's phases (import, load model, first/second input and inference,
     warm-up, steady state) and stores each inference's latency. A sweep (the file and/or
     repeated flags) is checked before anything runs, shuffled with a recorded seed, and
     resumable: running it again skips runs already stored. Configurations that cannot run
     here are listed and skipped.
+
+    Training (`--kind training --data DIR`) trains a zoo model from scratch per run and stores
+    each epoch (train/test time, loss, accuracy, page-cache residency) and each batch (fetch,
+    stall, compute); a run whose loss becomes NaN is stored as diverged.
     """
-    if kind != "inference":
-        raise EdgestatsError(f"--kind {kind!r}: only inference collection exists so far; training comes with a later release")
     file_values = load_sweep_file(sweep_file) if sweep_file else None
     flags = {"framework": framework, "model": model, "runtime": runtime, "batch_size": batch_size, "threads": threads,
              "precision": precision, "accelerator": accelerator, "input": input_path, "iterations": iterations,
              "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
              "shuffle_seed": shuffle_seed, "options": parse_option_flags(option) or None,
-             "sample_hz": sample_hz, "power": power, "clock_offset": clock_offset}
+             "sample_hz": sample_hz, "power": power, "clock_offset": clock_offset, "kind": kind, "data": data,
+             "epochs": epochs, "learning_rate": learning_rate, "optimizer": optimizer, "num_workers": num_workers,
+             "evict_cache": None if evict_cache is None else [evict_cache]}
     sweep = combine(file_values, flags, sweep_file)
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
     orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)
@@ -83,7 +93,12 @@ def collect_command(
             style = STATUS_STYLE.get(outcome.status, "white")
             first_line = (outcome.error_text or "").strip().splitlines()[-1:] if outcome.error_text else []
             why = f": {first_line[0][:160]}" if first_line else ""
-            progress.console.print(f"[{style}]{outcome.status}[/] {outcome.config.label()} — {outcome.n_latencies} latencies, "
+            if outcome.config.kind == "training":
+                accuracy = f", test accuracy {outcome.accuracy_pct:.1f} %" if outcome.accuracy_pct is not None else ""
+                measured = f"{outcome.n_batches} batches{accuracy}"
+            else:
+                measured = f"{outcome.n_latencies} latencies"
+            progress.console.print(f"[{style}]{outcome.status}[/] {outcome.config.label()} — {measured}, "
                                    f"{outcome.seconds:.1f} s{why}")
             progress.advance(task)
 

@@ -46,11 +46,14 @@ demo: install
 	$(BIN)/edgestats sql merged.duckdb "SELECT device, framework, model, round(latency_median_ms, 3) AS median_ms, source FROM run_summary WHERE kind = 'inference' AND model IN ('squeezenet', 'alexnet') ORDER BY median_ms"
 	$(BIN)/edgestats sql merged.duckdb "SELECT batch_size, iterations, training_time_s, accuracy_pct FROM training_summary ORDER BY batch_size, iterations" --format markdown
 	$(BIN)/edgestats export merged.duckdb --parquet results-parquet --overwrite
+	$(BIN)/edgestats analyze merged.duckdb --out report
 	@echo "collected: $(DB); with the published tables: merged.duckdb (query: $(BIN)/edgestats sql merged.duckdb 'SELECT * FROM run_summary'); Parquet: results-parquet/"
+	@echo "report: open report/index.html in a browser (works offline)"
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/report.py
 	$(BIN)/python bench/fidelity.py --threads 1 --pairs 5
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info results-parquet $(DB) $(DB).wal published.duckdb merged.duckdb
+	rm -rf $(VENV) build dist *.egg-info results-parquet report test-artifacts $(DB) $(DB).wal published.duckdb merged.duckdb

@@ -55,3 +55,10 @@ def test_an_outdated_view_asks_for_migrate(results_db):
     con.close()
     with pytest.raises(AnalysisInputError, match="edgestats migrate"):
         run_analyses(results_db)
+
+
+def test_analysis_imports_no_framework_and_the_cli_no_analysis_stack():
+    from test_import_boundaries import ANALYSIS, FRAMEWORKS, loaded_after
+
+    assert not loaded_after("import edgestats.analysis") & FRAMEWORKS
+    assert not loaded_after("import edgestats.cli.analyze") & (ANALYSIS | FRAMEWORKS)

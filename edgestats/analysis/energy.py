@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from edgestats.analysis.intervals import Estimate, correlation, finite_or_none, mean_t
+from edgestats.analysis.intervals import Estimate, correlation, finite_or_none, t_interval
 from edgestats.analysis.result import AnalysisResult, estimate_row, iter_groups, not_enough_entry, rows_frame
 
 NAME = "energy"
@@ -76,46 +76,59 @@ def fits(runs: pl.DataFrame, by: list[str], level: float) -> tuple[list, list]:
     return entries, rows
 
 
-def single_run_interval(one: pl.DataFrame, level: float) -> Estimate | None:
+def single_run_interval(row: dict, level: float) -> Estimate | None:
     """For one run, the view's interval: it carries the idle baseline's uncertainty (a 95 %
     t interval of the idle mean), not run-to-run spread; only used at level 0.95."""
-    if one.height != 1 or abs(level - BASELINE_LEVEL) > 1e-9 or "energy_ci_low_j" not in one.columns:
+    if row["n_energy"] != 1 or abs(level - BASELINE_LEVEL) > 1e-9:
         return None
-    row = one.row(0, named=True)
-    if row["energy_ci_low_j"] is None or row["energy_ci_high_j"] is None:
+    if row["ci_low_j"] is None or row["ci_high_j"] is None:
         return None
-    return Estimate(row["energy_j"], min(row["energy_ci_low_j"], row["energy_ci_high_j"]),
-                    max(row["energy_ci_low_j"], row["energy_ci_high_j"]), level, 1, "runs", "idle-baseline interval",
+    return Estimate(row["mean_energy_j"], min(row["ci_low_j"], row["ci_high_j"]), max(row["ci_low_j"], row["ci_high_j"]),
+                    level, 1, "runs", "idle-baseline interval",
                     "one run: the interval is the idle baseline's uncertainty, not run-to-run spread")
+
+
+def phase_moments(runs: pl.DataFrame, phase_energy: pl.DataFrame, config: list[str]) -> pl.DataFrame:
+    """Per configuration and phase: n, mean and sd of energy and of mean power over runs, in one
+    polars aggregation (a filter per group and phase would cost a pass each)."""
+    power = pl.when(pl.col("energy_j").is_not_null()).then(
+        pl.coalesce(pl.col("mean_power_w"), pl.col("energy_j") / pl.col("duration_s")))
+    joined = (runs.select("run_idx", *config)
+              .join(phase_energy.filter(pl.col("phase").is_in(PHASES)), on="run_idx")
+              .with_columns(power.alias("_power_w")))
+    return (joined.group_by([*config, "phase"], maintain_order=True)
+            .agg(pl.col("energy_j").count().alias("n_energy"), pl.col("energy_j").mean().alias("mean_energy_j"),
+                 pl.col("energy_j").std().alias("sd_energy_j"), pl.col("_power_w").count().alias("n_power"),
+                 pl.col("_power_w").mean().alias("mean_power_w"), pl.col("_power_w").std().alias("sd_power_w"),
+                 pl.col("energy_ci_low_j").first().alias("ci_low_j"), pl.col("energy_ci_high_j").first().alias("ci_high_j"),
+                 pl.col("run_idx").n_unique().alias("n_runs"),
+                 pl.col("source").drop_nulls().unique().sort().alias("sources"),
+                 pl.col("energy_unavailable_reason").drop_nulls().unique().sort().alias("reasons")))
 
 
 def phase_profile(runs: pl.DataFrame, phase_energy: pl.DataFrame | None, config: list[str], level: float) -> tuple[list, list]:
     if phase_energy is None or phase_energy.height == 0:
         return [], []
-    joined = runs.select("run_idx", *config).join(phase_energy.filter(pl.col("phase").is_in(PHASES)), on="run_idx")
+    moments = phase_moments(runs, phase_energy, config)
     entries, rows = [], []
-    for group, sub in iter_groups(joined, config):
-        measured = sub.filter(pl.col("energy_j").is_not_null())
-        if measured.height == 0:
-            reasons = sorted({r for r in sub["energy_unavailable_reason"].to_list() if r})
+    order = {p: i for i, p in enumerate(PHASES)}
+    for group, sub in iter_groups(moments, config):
+        measured = [r for r in sub.to_dicts() if r["n_energy"] > 0]
+        if not measured:
+            reasons = sorted({r for row in sub.to_dicts() for r in row["reasons"]})
             entries.append(not_enough_entry("energy was not measured for these runs" + (f" ({'; '.join(reasons)})" if reasons else ""),
-                                            group=group, n=sub["run_idx"].n_unique(), level=level, part="phases"))
+                                            group=group, n=int(sub["n_runs"].max()), level=level, part="phases"))
             continue
         phase_list = []
-        for phase in PHASES:
-            one = measured.filter(pl.col("phase") == phase)
-            if one.height == 0:
-                continue
-            energy = single_run_interval(one, level) or mean_t(one["energy_j"].to_numpy(), level)
-            power_values = one["mean_power_w"].to_numpy().astype(float)
-            if not np.isfinite(power_values).any():
-                power_values = (one["energy_j"] / one["duration_s"]).to_numpy()
-            power = mean_t(power_values, level)
-            phase_list.append({"phase": phase, "energy_j": energy.as_dict(), "mean_power_w": power.as_dict(),
-                               "sources": sorted({s for s in one["source"].to_list() if s})})
-            rows.append(estimate_row(group, energy, part="phases", phase=phase, quantity="energy_j"))
-            rows.append(estimate_row(group, power, part="phases", phase=phase, quantity="mean_power_w"))
-        entries.append({"part": "phases", "group": group, "n": measured["run_idx"].n_unique(),
+        for row in sorted(measured, key=lambda r: order[r["phase"]]):
+            energy_estimate = single_run_interval(row, level) or t_interval(
+                row["n_energy"], row["mean_energy_j"], row["sd_energy_j"] or 0.0, level, "runs")
+            power = t_interval(row["n_power"], row["mean_power_w"], row["sd_power_w"] or 0.0, level, "runs")
+            phase_list.append({"phase": row["phase"], "energy_j": energy_estimate.as_dict(), "mean_power_w": power.as_dict(),
+                               "sources": row["sources"]})
+            rows.append(estimate_row(group, energy_estimate, part="phases", phase=row["phase"], quantity="energy_j"))
+            rows.append(estimate_row(group, power, part="phases", phase=row["phase"], quantity="mean_power_w"))
+        entries.append({"part": "phases", "group": group, "n": max(r["n_energy"] for r in measured),
                         "n_unit": "runs", "level": level, "phases": phase_list})
     return entries, rows
 

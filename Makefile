@@ -52,6 +52,7 @@ demo: install
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/analyze.py
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/fidelity.py --threads 1 --pairs 5
 

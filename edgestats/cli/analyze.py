@@ -115,6 +115,8 @@ def _readable(frame):
             pl.when(pl.col("ci_low").is_null()).then(pl.col("estimate").map_elements(_cell, return_dtype=pl.String))
             .otherwise(interval).alias("estimate [ci]"))
         frame = frame.drop("estimate", "ci_low", "ci_high", "level", "method", strict=False)
+    if "note" in frame.columns:  # the longest text last, so the figures stay readable
+        frame = frame.select(pl.exclude("note"), "note")
     return frame
 
 

@@ -38,7 +38,8 @@ def test_worker_and_adapters_import_no_framework_and_no_store():
     adapter modules import nothing heavy until adapter.import_framework() runs."""
     loaded = loaded_after(
         "import edgestats.collectors.worker, edgestats.collectors.adapter_pytorch, edgestats.collectors.adapter_tensorflow, "
-        "edgestats.collectors.adapter_tflite, edgestats.collectors.adapter_onnxruntime"
+        "edgestats.collectors.adapter_tflite, edgestats.collectors.adapter_onnxruntime, "
+        "edgestats.collectors.train_worker, edgestats.collectors.datasets, edgestats.collectors.pagecache"
     )
     heavy = FRAMEWORKS | ANALYSIS | {"duckdb", "pyarrow", "numpy", "PIL"}
     assert not loaded & heavy, f"the worker would pay for {loaded & heavy} outside its import phase"

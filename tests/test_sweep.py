@@ -54,7 +54,7 @@ def test_shuffle_is_reproducible_from_its_seed():
 @pytest.mark.parametrize("text, match", [
     ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatchsize = 4\n', r"unknown key 'batchsize'; valid keys: framework, model"),
     ('[sweep]\nframework = "caffe"\nmodel = "cnn9"\n', r"sweep\.framework: 'caffe' is not valid; use one of pytorch, tensorflow, tflite, onnxruntime"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "vgg99"\n', r"sweep\.model: 'vgg99' is neither a zoo model \(alexnet, cnn9"),
+    ('[sweep]\nframework = "pytorch"\nmodel = "vgg99"\n', r"sweep\.model: 'vgg99' is neither a zoo model \(alexnet, cifar_cnn, cnn9"),
     ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = "8"\n', r"sweep\.batch_size: expected an integer .* got str '8'"),
     ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = [1, 2.5]\n', r"batch_size: expected an integer"),
     ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\niterations = 0\n', r"iterations: 0 must be at least 1"),

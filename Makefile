@@ -55,6 +55,7 @@ bench: install
 	$(BIN)/python bench/analyze.py
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/fidelity.py --threads 1 --pairs 5
+	$(BIN)/python bench/training.py --threads 1 --pairs 10
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info results-parquet report test-artifacts $(DB) $(DB).wal published.duckdb merged.duckdb

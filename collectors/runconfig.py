@@ -68,9 +68,9 @@ class RunConfig:
         if self.kind == "training":
             length = f" e{self.epochs}" if self.epochs else ""
             length += f" i{self.iterations}" if self.iterations else ""
-            return (f"train {self.framework} {self.model} b{self.batch_size}{threads} {self.optimizer} "
-                    f"lr{self.learning_rate:g}{length} w{self.num_workers}{' cold' if self.evict_cache else ''} "
-                    f"#{self.repeat_index}")
+            lr = f" lr{self.learning_rate:g}" if self.learning_rate is not None else ""
+            return (f"train {self.framework} {self.model} b{self.batch_size}{threads} {self.optimizer or 'sgd'}{lr}"
+                    f"{length} w{self.num_workers or 0}{' cold' if self.evict_cache else ''} #{self.repeat_index}")
         return f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} {self.precision} #{self.repeat_index}"
 
 

@@ -291,11 +291,35 @@ def test_killed_training_run_keeps_the_batches_it_measured(tmp_path, mnist_dir):
 
 
 def test_a_stored_training_sweep_resumes_without_rerunning(tmp_path, mnist_dir):
+    """Also: math-library threads are an axis of training runs too (the DLaaS study's #THREADS),
+    set in the worker's environment before the framework loads and recorded."""
     db = tmp_path / "r.duckdb"
     sweep = build_sweep({"kind": "training", "framework": ["pytorch"], "model": ["mnist_cnn"], "data": [str(mnist_dir)],
-                         "iterations": [2], "batch_size": [8]})
+                         "iterations": [2], "batch_size": [8], "threads": [1]})
     orchestrator = open_orchestrator(db, sweep, cache_dir=tmp_path / "cache")
     [outcome] = execute(plan(db, sweep, orchestrator), orchestrator, sweep)
     assert outcome.status == "ok" and outcome.n_batches == 2
+    run = query(db, "SELECT threads, iterations, epochs, environment FROM runs")[0]
+    env = json.loads(run["environment"])
+    assert (run["threads"], run["iterations"], run["epochs"]) == (1, 2, None)
+    assert env["thread_env"]["OMP_NUM_THREADS"] == "1" and env["runtime_detail"]["num_threads"] == 1
     again = plan(db, sweep, orchestrator)
     assert again.to_run == [] and again.already_done == 1
+
+
+def test_training_sweep_file_and_cli_mistakes(tmp_path, mnist_dir):
+    sweep_file = tmp_path / "train.toml"
+    sweep_file.write_text(f'[sweep]\nkind = "training"\nframework = ["pytorch", "tensorflow"]\nmodel = "cnn9"\n'
+                          f'data = "{mnist_dir}"\nevict_cache = [true, false]\nnum_workers = [0, 2]\nepochs = 2\n')
+    from edgestats.collectors.sweep import combine, load_sweep_file
+
+    configs = combine(load_sweep_file(sweep_file), {}, sweep_file).configs()
+    assert len(configs) == 8 and {c.evict_cache for c in configs} == {True, False}
+    assert all(c.kind == "training" and c.epochs == 2 and c.data == str(mnist_dir.resolve()) for c in configs)
+    assert "cold" in configs[0].label() and "lr0.01" in configs[0].label()
+    result = runner.invoke(app, ["collect", "--db", str(tmp_path / "r.duckdb"), "--kind", "training", "-f", "pytorch",
+                                 "-m", "cnn9"])
+    assert result.exit_code == 1 and "training needs a dataset: --data DIR" in result.output
+    result = runner.invoke(app, ["collect", "--db", str(tmp_path / "r.duckdb"), "-f", "pytorch", "-m", "cnn9",
+                                 "--learning-rate", "0.1"])
+    assert result.exit_code == 1 and "learning_rate: only for training" in result.output

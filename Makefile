@@ -55,6 +55,7 @@ bench: install
 	$(BIN)/python bench/analyze.py
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/fidelity.py --threads 1 --pairs 5
+	$(BIN)/python bench/overhead.py --rounds 10
 	$(BIN)/python bench/training.py --threads 1 --pairs 10
 
 clean:

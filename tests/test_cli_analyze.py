@@ -61,3 +61,20 @@ def test_filters_and_missing_db(results_db, tmp_path):
     assert [e["group"]["framework"] for e in no_nan(result.stdout)["summary"]] == ["onnxruntime"]
     missing = runner.invoke(app, ["analyze", str(tmp_path / "nope.duckdb")])
     assert missing.exit_code == 1 and "no such file" in missing.output
+
+
+def test_text_output_keeps_intervals_and_turns_notes_into_footnotes(results_db):
+    """Piped output: wide tables (no 80-column folding), "est [low, high]" cells that rich must not
+    read as markup, and each distinct note once, as a numbered footnote."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from edgestats.cli import app
+
+    result = CliRunner().invoke(app, ["analyze", str(results_db), "--only", "summary"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"\d \[[\d.,]+, [\d.,]+\]", result.output), result.output
+    assert "latency_median_ms " in result.output        # not folded over two lines
+    footnotes = re.findall(r"^\s+\[(\d+)\] (.+)$", result.output, flags=re.M)
+    assert footnotes and len({text for _, text in footnotes}) == len(footnotes)

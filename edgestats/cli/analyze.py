@@ -105,26 +105,34 @@ def _cell(value: object) -> str:
 
 
 def _readable(frame):
-    """Estimate and interval in one column, so a table fits a terminal."""
+    """A frame as the terminal shows it: estimate and interval in one column (formatted as in the
+    report's tables), columns that hold nothing dropped, each distinct note replaced by a
+    footnote number. Returns (frame, notes in footnote order)."""
     import polars as pl
 
+    from edgestats.reports.tables import format_interval
+
     if {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
-        interval = pl.format("{} [{}, {}]", *[pl.col(c).map_elements(_cell, return_dtype=pl.String) for c in
-                                             ("estimate", "ci_low", "ci_high")])
-        frame = frame.with_columns(
-            pl.when(pl.col("ci_low").is_null()).then(pl.col("estimate").map_elements(_cell, return_dtype=pl.String))
-            .otherwise(interval).alias("estimate [ci]"))
+        shown = [format_interval(e, lo, hi) for e, lo, hi in frame.select("estimate", "ci_low", "ci_high").iter_rows()]
+        frame = frame.with_columns(pl.Series("estimate [ci]", shown, dtype=pl.String))
         frame = frame.drop("estimate", "ci_low", "ci_high", "level", "method", strict=False)
-    if "note" in frame.columns:  # the longest text last, so the figures stay readable
-        frame = frame.select(pl.exclude("note"), "note")
-    return frame
+    frame = frame.select([c for c in frame.columns if frame[c].null_count() < frame.height])
+    notes: list[str] = []
+    if "note" in frame.columns:
+        notes = [n for n in dict.fromkeys(frame["note"].to_list()) if n]
+        marks = [f"[{notes.index(n) + 1}]" if n else "" for n in frame["note"].to_list()]
+        frame = frame.drop("note").with_columns(pl.Series("note", marks, dtype=pl.String))
+    return frame, notes
 
 
 def print_results(results) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
+    if not console.is_terminal:   # piped or redirected: no 80-column wrapping of wide tables
+        console = Console(width=max(console.width, 200))
     for name, result in results.items():
         if not result.available:
             console.print(f"[bold]{name}[/bold]: skipped — {result.entries[0].get('reason', 'not enough data')}")
@@ -132,15 +140,17 @@ def print_results(results) -> None:
         for part, frame in result.frames.items():
             if frame.height == 0:
                 continue
-            shown = _readable(frame)
+            shown, notes = _readable(frame.head(MAX_ROWS))
             table = Table(title=f"{name}: {part} (level {result.level:g})", title_justify="left")
             for column in shown.columns:
-                table.add_column(column, overflow="fold")
-            for row in shown.head(MAX_ROWS).iter_rows():
-                table.add_row(*map(_cell, row))
+                table.add_column(Text(column), overflow="fold", justify="right" if column == "estimate [ci]" else "left")
+            for row in shown.iter_rows():   # Text: DB strings and "[low, high]" are never read as markup
+                table.add_row(*(Text(_cell(v)) for v in row))
             console.print(table)
-            if shown.height > MAX_ROWS:
-                console.print(f"… {shown.height - MAX_ROWS} more rows: use --json, or narrow with --where / --only")
+            for k, note in enumerate(notes, start=1):
+                console.print(Text(f"  [{k}] {note}"), highlight=False)
+            if frame.height > MAX_ROWS:
+                console.print(f"… {frame.height - MAX_ROWS} more rows: use --json, or narrow with --where / --only")
         for note in dict.fromkeys(result.notes):
             console.print(f"note: {note}")
 

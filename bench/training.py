@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgestats.collectors import datasets  # noqa: E402
+from edgestats.collectors import dataset_make, datasets  # noqa: E402
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.spool import SpoolWriter  # noqa: E402
 from edgestats.collectors.train_worker import train_epoch, trainer_for  # noqa: E402
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="edgestats-bench-training-") as tmp:
         tmp = Path(tmp)
-        datasets.make_dataset("mnist", tmp / "mnist", args.n, n_test=10)
+        dataset_make.make_dataset("mnist", tmp / "mnist", args.n, n_test=10)
         harness = make_trainer(args.framework, args.model, args.batch_size, tmp / "mnist", args.threads)
         bare = make_trainer(args.framework, args.model, args.batch_size, tmp / "mnist", args.threads)
         bare_epoch = (bare_torch if args.framework == "pytorch" else bare_tensorflow)(bare)

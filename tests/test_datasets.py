@@ -16,6 +16,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.collectors import dataset_make
 from edgestats.collectors import datasets as ds
 from edgestats.collectors import pagecache
 
@@ -78,7 +79,7 @@ def test_cifar10_binary_written_by_hand_reads_back(tmp_path):
 
 
 def test_generated_mnist_follows_the_idx_spec(tmp_path):
-    record = ds.make_dataset("mnist", tmp_path / "m", 40, n_test=10, size=(20, 24), seed=1)
+    record = dataset_make.make_dataset("mnist", tmp_path / "m", 40, n_test=10, size=(20, 24), seed=1)
     assert (record["n_train"], record["n_test"]) == (40, 10)
     raw = (tmp_path / "m" / "train-images-idx3-ubyte").read_bytes()
     assert raw[:4] == bytes([0, 0, 0x08, 0x03])
@@ -93,7 +94,7 @@ def test_generated_mnist_follows_the_idx_spec(tmp_path):
 
 
 def test_generated_cifar10_follows_the_binary_spec(tmp_path):
-    ds.make_dataset("cifar10", tmp_path / "c", 25, n_test=10)
+    dataset_make.make_dataset("cifar10", tmp_path / "c", 25, n_test=10)
     folder = tmp_path / "c" / "cifar-10-batches-bin"
     sizes = [(folder / n).stat().st_size for n in ds.CIFAR_TRAIN_FILES]
     assert sizes == [5 * 3073] * 5 and (folder / "test_batch.bin").stat().st_size == 10 * 3073
@@ -108,7 +109,7 @@ def test_generated_cifar10_follows_the_binary_spec(tmp_path):
 
 
 def test_generated_imagefolder_and_the_holdout_layout(tmp_path):
-    ds.make_dataset("imagefolder", tmp_path / "i", 12, n_test=10, size=(48, 64), num_classes=3)
+    dataset_make.make_dataset("imagefolder", tmp_path / "i", 12, n_test=10, size=(48, 64), num_classes=3)
     data = ds.open_dataset(tmp_path / "i")
     assert (data.format, data.num_classes, data.train.n, data.test.n) == ("imagefolder", 3, 12, 10)
     path, label = data.train.raw(0)
@@ -173,7 +174,7 @@ def test_truncated_or_corrupt_cifar_is_a_clear_error(tmp_path):
 
 
 def test_corrupt_jpeg_is_a_clear_error_naming_the_file(tmp_path):
-    ds.make_dataset("imagefolder", tmp_path / "i", 4, n_test=10, size=(32, 32), num_classes=2)
+    dataset_make.make_dataset("imagefolder", tmp_path / "i", 4, n_test=10, size=(32, 32), num_classes=2)
     data = ds.open_dataset(tmp_path / "i")
     path, _ = data.train.raw(1)
     path.write_bytes(path.read_bytes()[:200])   # truncated mid-scan
@@ -208,21 +209,21 @@ def test_preprocess_converts_any_format_to_any_model_input(tmp_path):
 
 
 def test_generator_scale_size_and_refusals(tmp_path):
-    assert ds.make_dataset("mnist", tmp_path / "a", 100, scale=0.25)["n_train"] == 25
-    assert ds.make_dataset("mnist", tmp_path / "b", 100, scale=4)["n_test"] == 80
+    assert dataset_make.make_dataset("mnist", tmp_path / "a", 100, scale=0.25)["n_train"] == 25
+    assert dataset_make.make_dataset("mnist", tmp_path / "b", 100, scale=4)["n_test"] == 80
     with pytest.raises(ds.DatasetError, match="not empty"):
-        ds.make_dataset("mnist", tmp_path / "a", 10)
+        dataset_make.make_dataset("mnist", tmp_path / "a", 10)
     with pytest.raises(ds.DatasetError, match="always 32x32"):
-        ds.make_dataset("cifar10", tmp_path / "c", 10, size=(64, 64))
+        dataset_make.make_dataset("cifar10", tmp_path / "c", 10, size=(64, 64))
     with pytest.raises(ds.DatasetError, match="WIDTHxHEIGHT"):
-        ds.parse_size("800by600")
-    assert ds.parse_size("800x600") == (600, 800)
+        dataset_make.parse_size("800by600")
+    assert dataset_make.parse_size("800x600") == (600, 800)
 
 
 def test_generated_classes_are_learnable(tmp_path):
     """The synthetic task carries its label: a nearest-centroid classifier on the pixels' 2-D
     spectrum (phase-free orientation energy) beats chance (10 %) by far."""
-    ds.make_dataset("mnist", tmp_path / "m", 400, n_test=100)
+    dataset_make.make_dataset("mnist", tmp_path / "m", 400, n_test=100)
     data = ds.open_dataset(tmp_path / "m")
 
     def features(split):
@@ -253,7 +254,7 @@ def test_dataset_make_command(tmp_path):
 # -- page cache and storage ------------------------------------------------------------------------------
 
 def test_eviction_and_residency_of_a_dataset(tmp_path):
-    ds.make_dataset("imagefolder", tmp_path / "i", 20, n_test=10, size=(120, 160), num_classes=2)
+    dataset_make.make_dataset("imagefolder", tmp_path / "i", 20, n_test=10, size=(120, 160), num_classes=2)
     files = ds.open_dataset(tmp_path / "i").files
     pagecache.evict(files)
     assert pagecache.residency(files) < 0.05

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors import datasets
+from edgestats.collectors import dataset_make
 from edgestats.collectors.collect import execute, open_orchestrator, plan
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolWriter, read_spool
@@ -40,7 +40,7 @@ def query(db: Path, sql: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def mnist_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("data") / "mnist"
-    datasets.make_dataset("mnist", out, 800, n_test=200)
+    dataset_make.make_dataset("mnist", out, 800, n_test=200)
     return out
 
 
@@ -48,7 +48,7 @@ def mnist_dir(tmp_path_factory) -> Path:
 def jpeg_dir(tmp_path_factory) -> Path:
     """800x600 JPEGs, as in the Jetson study: decoding and resizing them dominates a batch."""
     out = tmp_path_factory.mktemp("data") / "jpeg"
-    datasets.make_dataset("imagefolder", out, 96, n_test=16, size=(600, 800))
+    dataset_make.make_dataset("imagefolder", out, 96, n_test=16, size=(600, 800))
     return out
 
 

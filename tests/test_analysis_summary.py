@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -152,3 +153,69 @@ def test_summary_on_a_real_db(results_db):
     assert pytorch["n"] == 2 and pytorch["n_latencies"] == 90  # 2 runs × 45 steady (5 warm-up left out)
     again = run_analyses(results_db, AnalysisOptions(only="summary", seed=1))["summary"].to_json()
     assert again == entries
+
+
+# -- the latency distribution (box plot and ECDF frames) ------------------------------------------
+
+BOX = {"min_ms": 0.0, "q01_ms": 0.01, "q05_ms": 0.05, "q25_ms": 0.25, "median_ms": 0.5, "q75_ms": 0.75,
+       "q95_ms": 0.95, "q99_ms": 0.99, "max_ms": 1.0}
+
+
+def _write_latencies(store: Store, device, model: str, steady_ms: list[float], warmup_ms: list[float]) -> None:
+    values = [*warmup_ms, *steady_ms]
+    store.write_run({"device_id": device, "kind": "inference", "status": "ok", "framework": "pytorch", "model": model,
+                     "batch_size": 1, "threads": 2, "iterations": len(values)},
+                    latencies=pa.table({"iteration": pa.array(range(len(values)), pa.int32()),
+                                        "warmup": [i < len(warmup_ms) for i in range(len(values))],
+                                        "start_ns": [i * 10_000_000 for i in range(len(values))],
+                                        "latency_ns": [int(round(v * 1e6)) for v in values]}))
+
+
+def test_distribution_matches_numpy_quantiles_of_the_steady_latencies(tmp_path):
+    rng = np.random.default_rng(11)
+    a1, a2, b = (np.round(rng.lognormal(1.0, 0.4, n), 6) for n in (37, 23, 5))
+    db = tmp_path / "dist.duckdb"
+    with Store.open(db) as store:
+        device = store.register_device({"name": "pi"})
+        _write_latencies(store, device, "squeezenet", a1.tolist(), warmup_ms=[500.0, 400.0])
+        _write_latencies(store, device, "squeezenet", a2.tolist(), warmup_ms=[300.0])
+        _write_latencies(store, device, "cnn9", b.tolist(), warmup_ms=[])
+    result = run_analyses(db, AnalysisOptions(only="summary"))["summary"]
+    frame = result.frames["distribution"]
+    assert frame["model"].to_list() == ["cnn9", "squeezenet"]  # the metrics frame's group order
+    for model, values in {"squeezenet": np.concatenate([a1, a2]), "cnn9": b}.items():
+        row = frame.filter(pl.col("model") == model).row(0, named=True)
+        assert row["n"] == len(values) and row["n_unit"] == "latencies"  # warm-up left out
+        expected = np.quantile(values, list(BOX.values()))
+        assert [row[c] for c in BOX] == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        ecdf = result.frames["ecdf"].filter(pl.col("model") == model).sort("p")
+        assert ecdf.height == 51 and ecdf["p"].to_list() == pytest.approx(np.linspace(0, 1, 51))
+        assert ecdf["latency_ms"].to_list() == pytest.approx(np.quantile(values, np.linspace(0, 1, 51)), rel=1e-9)
+        entry = next(e for e in result.to_json() if e["group"]["model"] == model)
+        assert entry["distribution"]["median_ms"] == pytest.approx(metrics_of(entry)["latency_median_ms"]["estimate"])
+        assert entry["distribution"]["q99_ms"] == pytest.approx(metrics_of(entry)["latency_p99_ms"]["estimate"])
+
+
+@pytest.mark.parametrize("values", [[4.25], [3.0] * 40], ids=["one latency", "all equal"])
+def test_distribution_of_degenerate_samples_is_flat(values):
+    runs = runs_frame([{"n_latencies": len(values), "latency_median_ms": values[0], "latency_mean_ms": values[0]}])
+    result = summarise(runs, latencies_frame({0: values}), by=CONFIG)
+    (row,) = result.frames["distribution"].to_dicts()
+    assert row["n"] == len(values) and all(row[c] == values[0] for c in BOX)
+    assert set(result.frames["ecdf"]["latency_ms"]) == {values[0]}
+    json.dumps(result.to_json(), allow_nan=False)
+
+
+def test_distribution_of_imported_runs_is_across_their_medians():
+    medians = [10.0, 12.0, 11.0, 13.5]
+    runs = runs_frame([{"latency_median_ms": v, "latency_mean_ms": v} for v in medians]
+                      + [{"model": "cnn9", "n_latencies": 3, "latency_median_ms": 2.0, "latency_mean_ms": 2.0},
+                         {"model": "cnn9", "latency_median_ms": 50.0, "latency_mean_ms": 50.0}])
+    result = summarise(runs, latencies_frame({4: [1.0, 2.0, 3.0]}), by=CONFIG, settings=SETTINGS)
+    rows = {r["model"]: r for r in result.frames["distribution"].to_dicts()}
+    imported = rows["squeezenet"]
+    assert imported["n"] == 4 and imported["n_unit"] == "runs" and "imported" in imported["note"]
+    assert [imported[c] for c in BOX] == pytest.approx(np.quantile(medians, list(BOX.values())))
+    mixed = rows["cnn9"]  # pooled latencies only; the run without rows is left out, as the median does
+    assert mixed["n"] == 3 and mixed["n_unit"] == "latencies" and mixed["max_ms"] == 3.0
+    assert "1 run(s) without per-inference rows left out" in mixed["note"]

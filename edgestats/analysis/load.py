@@ -3,7 +3,9 @@
 Aggregation happens in DuckDB: per-run figures come from the `run_summary` view, phases are
 summed per run and phase, batches per run and epoch, telemetry per run; only steady-state
 latencies (for the pooled quantiles of `summary` and the rank tests of `tradeoff`) come back
-as one column, through Arrow, never row by row. SQL is built by the functions below, which
+as one column, through Arrow, never row by row. The latency distribution per configuration
+(`group_quantiles`) is computed by DuckDB too, on those Arrow columns (no copy), so a group's
+quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by the functions below, which
 return strings (tested without a DB), and run in `load_data()`.
 
 The DB is opened read-only. `--where` is checked to be a single expression before it is put in
@@ -163,6 +165,23 @@ def latencies_sql(relation: str) -> str:
             f"JOIN {relation} r USING (run_id) WHERE NOT l.warmup")
 
 
+def group_values_sql(latencies: str, groups: str) -> str:
+    """(g, value) for `group_quantiles`: the steady latencies of the runs whose group pools them
+    (`pooled`), each run's median latency for the runs of a group that has no per-inference rows
+    (imported results: one figure per run). Non-finite values are left out."""
+    return (f"SELECT g, value FROM (SELECT r.g, l.latency_ms AS value FROM {latencies} l JOIN {groups} r USING (run_idx) "
+            f"WHERE r.pooled UNION ALL SELECT g, latency_median_ms AS value FROM {groups} WHERE NOT pooled) "
+            f"WHERE isfinite(value)")
+
+
+def group_quantiles_sql(values: str, probabilities: list[float]) -> str:
+    """Per group g: the number of values and their quantiles at `probabilities`, as one list.
+    quantile_cont interpolates linearly between order statistics, as numpy.quantile's default
+    ('linear', Hyndman & Fan type 7) does; it is exact, not a sketch."""
+    probs = ", ".join(repr(float(p)) for p in probabilities)
+    return f"SELECT g, count(*) AS n, quantile_cont(value, [{probs}]) AS q FROM ({values}) GROUP BY g ORDER BY g"
+
+
 def phases_sql(relation: str) -> str:
     """Seconds per run and phase (a phase recorded twice is summed); open windows are left out."""
     return (f"SELECT r.run_idx, p.phase, min(p.seq) AS seq, sum(p.end_ns - p.start_ns) / 1e9 AS duration_s "
@@ -276,6 +295,24 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
         if needs.epochs:
             data.epochs = _frame(con, epochs_sql(relation_sql))
     return data
+
+
+def group_quantiles(groups: pl.DataFrame, latencies: pl.DataFrame | None,
+                    probabilities: list[float]) -> dict[int, tuple[int, list[float]]]:
+    """{g: (n, quantiles at `probabilities`)} for each group g of `groups` (run_idx, g, pooled,
+    latency_median_ms; see group_values_sql), computed by an in-memory DuckDB over the frames'
+    Arrow buffers: nothing is copied into Python but the result. A group without a finite value
+    is absent."""
+    if latencies is None:
+        latencies = pl.DataFrame(schema={"run_idx": pl.Int32, "latency_ms": pl.Float64})
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("_edgestats_groups", groups.select("run_idx", "g", "pooled", "latency_median_ms").to_arrow())
+        con.register("_edgestats_latencies", latencies.select("run_idx", "latency_ms").to_arrow())
+        sql = group_quantiles_sql(group_values_sql("_edgestats_latencies", "_edgestats_groups"), probabilities)
+        return {int(g): (int(n), [float(v) for v in q]) for g, n, q in con.execute(sql).fetchall()}
+    finally:
+        con.close()
 
 
 def _derive(runs: pl.DataFrame) -> pl.DataFrame:

@@ -6,6 +6,16 @@ quantiles get intervals over them (n counts latencies). Imported runs have one f
 then the intervals are across runs (n counts runs), and p90/p99 are not available (a per-run
 median says nothing about a run's tail). Memory and energy are per-run figures: their intervals
 are always across runs.
+
+The `distribution` frame describes each configuration's latencies for a box plot: min, p1, p5,
+p25, median, p75, p95, p99, max (linear interpolation, as numpy.quantile). Whiskers are meant to
+run p5–p95 rather than Tukey's 1.5 IQR fences: percentiles need no second pass over the data, mean
+the same thing for every configuration, and with latencies' long right tail Tukey's fences would
+leave many points outside that an aggregated chart cannot draw anyway. `ecdf` gives the quantile
+function on a grid of p = 0, 0.02, ..., 1 (51 points per configuration), enough to draw the
+ECDF without embedding latencies. Both are computed in DuckDB (load.group_quantiles) and have
+no intervals: they describe the sample; the median's, p90's and p99's intervals are in `metrics`.
+Imported groups describe their runs' median latencies (n_unit "runs"), as the median does.
 """
 
 from __future__ import annotations
@@ -14,11 +24,19 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis.intervals import BootstrapSettings, Estimate, mean_t, quantile_ci
-from edgestats.analysis.load import LatencyIndex
+from edgestats.analysis.load import LatencyIndex, group_quantiles
 from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, rows_frame, unavailable
 
 NAME = "summary"
 QUANTILES = {"latency_median_ms": 0.5, "latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
+# Columns of the `distribution` frame (ms) and their probabilities; the box is q25-q75, the
+# whiskers q05-q95 (see the module docstring).
+BOX_QUANTILES = {"min_ms": 0.0, "q01_ms": 0.01, "q05_ms": 0.05, "q25_ms": 0.25, "median_ms": 0.5, "q75_ms": 0.75,
+                 "q95_ms": 0.95, "q99_ms": 0.99, "max_ms": 1.0}
+ECDF_POINTS = 51
+ECDF_GRID = [i / (ECDF_POINTS - 1) for i in range(ECDF_POINTS)]
+PROBABILITIES = sorted(set(BOX_QUANTILES.values()) | set(ECDF_GRID))
+IMPORTED_NOTE = "one figure per run (imported): quantiles of the runs' median latencies, not of single inferences"
 
 
 def _no_value(level: float, n: int, n_unit: str, method: str, note: str) -> Estimate:
@@ -89,8 +107,8 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
     if measured.height == 0:
         return unavailable(NAME, level, "no selected run has a latency (summary needs inference runs)", n=runs.height)
     index = LatencyIndex(latencies)
-    entries, rows = [], []
-    for group, sub in iter_groups(measured, by):
+    entries, rows, members = [], [], []
+    for g, (group, sub) in enumerate(iter_groups(measured, by)):
         label = group_label(NAME, group)
         estimates = latency_estimates(sub, index, level=level, settings=settings, label=label)
         estimates["throughput_per_s"] = throughput_estimate(sub, estimates["latency_mean_ms"], level)
@@ -101,4 +119,31 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
         entries.append({"group": group, "n": sub.height, "n_unit": "runs", "n_latencies": n_latencies, "level": level,
                         "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()]})
         rows += [estimate_row(group, e, metric=m, n_runs=sub.height) for m, e in estimates.items()]
-    return AnalysisResult(NAME, level, entries, {"metrics": rows_frame(rows)})
+        without = int((sub["n_latencies"].fill_null(0) == 0).sum())
+        members.append(sub.select("run_idx", "latency_median_ms").with_columns(
+            pl.lit(g, pl.Int32).alias("g"), pl.lit(n_latencies > 0).alias("pooled"),
+            pl.lit(IMPORTED_NOTE if n_latencies == 0 else
+                   f"{without} run(s) without per-inference rows left out" if without else None, pl.String).alias("note")))
+    distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
+    return AnalysisResult(NAME, level, entries, {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf})
+
+
+def latency_distribution(entries: list[dict], members: pl.DataFrame,
+                         latencies: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The `distribution` and `ecdf` frames of the groups in `entries` (in their order; `members`
+    maps each run to its group g, whether the group pools latencies, and the group's note); each
+    entry gets its "distribution" for the JSON."""
+    quantiles = group_quantiles(members, latencies, PROBABILITIES)
+    notes = dict(members.select("g", "note").unique("g").iter_rows())
+    at = {p: i for i, p in enumerate(PROBABILITIES)}
+    box_rows, ecdf_rows = [], []
+    for g, entry in enumerate(entries):
+        if g not in quantiles:
+            continue
+        n, values = quantiles[g]
+        n_unit = "latencies" if entry["n_latencies"] else "runs"
+        figures = {"n": n, "n_unit": n_unit, **{c: values[at[p]] for c, p in BOX_QUANTILES.items()}, "note": notes.get(g)}
+        entry["distribution"] = figures
+        box_rows.append({**entry["group"], "n_runs": entry["n"], **figures})
+        ecdf_rows += [{**entry["group"], "p": p, "latency_ms": values[at[p]], "n": n, "n_unit": n_unit} for p in ECDF_GRID]
+    return rows_frame(box_rows), rows_frame(ecdf_rows)

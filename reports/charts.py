@@ -56,7 +56,83 @@ def latency_quantile_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | N
     return median.join(tails, on=index, how="left").sort(index), facet_by
 
 
-def latency_distribution_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
+# Columns of summary's `distribution` frame (ms) that are not group keys.
+DISTRIBUTION_COLUMNS = {"n_runs", "n", "n_unit", "note", "min_ms", "q01_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms",
+                        "q95_ms", "q99_ms", "max_ms"}
+VALID_INTERVAL = "isValid(datum.ci_low) && isValid(datum.ci_high)"
+
+
+def latency_box_frame(metrics: pl.DataFrame, distribution: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """One row per configuration: the quantiles of `distribution` next to the median's interval
+    from `metrics` (null where the median has none), a config label and the facet column."""
+    keys = [c for c in distribution.columns if c not in DISTRIBUTION_COLUMNS]
+    median = (metrics.filter(pl.col("metric") == "latency_median_ms")
+              .select(*keys, *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high")), "level"))
+    joined = distribution.join(median, on=keys, how="left", nulls_equal=True)
+    facet_by = facet_column(joined.select(keys))
+    labelled = label_column(joined, [c for c in varying(joined, keys) if c != facet_by] or keys)
+    index = ["config", *([facet_by] if facet_by else [])]
+    quantiles = ["min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms"]
+    return labelled.select(*index, "n", "n_unit", *(pl.col(c).cast(pl.Float64) for c in quantiles),
+                           "ci_low", "ci_high", "level").sort(index), facet_by
+
+
+def latency_distribution_chart(metrics: pl.DataFrame, distribution: pl.DataFrame | None = None
+                               ) -> alt.FacetChart | alt.LayerChart:
+    """A box plot per configuration: box p25–p75, a tick at the median, whiskers p5–p95 and a
+    dotted tail to p99, with the median's confidence interval as a dark bar across the tick
+    (where it has one). Log axis when configurations span decades. Without the `distribution`
+    frame (older callers), the median with its interval, a bar to p90 and a line to p99."""
+    if distribution is None or distribution.height == 0:
+        return latency_quantile_chart(metrics)
+    frame, facet_by = latency_box_frame(metrics, distribution)
+    log = wide_range(pl.concat([frame["q05_ms"], frame["q99_ms"]]))
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("median_ms", op="min"))
+    x_title = "steady-state latency (ms)" + (", log scale" if log else "")
+    fmt = ".4~g"
+    tooltip = [alt.Tooltip("config:N"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N"),
+               *(alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms"), format=fmt)
+                 for c in ("min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")),
+               alt.Tooltip("ci_low:Q", title="median ci_low", format=fmt), alt.Tooltip("ci_high:Q", title="median ci_high", format=fmt),
+               alt.Tooltip("level:Q")]
+    tail = alt.Chart().mark_rule(color="#9aa7b5", strokeDash=[2, 2]).encode(
+        x=alt.X("q95_ms:Q", scale=scale, title=x_title), x2="q99_ms:Q", y=y)
+    whisker = alt.Chart().mark_rule(color="#6b7b8c").encode(x=alt.X("q05_ms:Q", scale=scale), x2="q95_ms:Q", y=y)
+    box = alt.Chart().mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1).encode(
+        x=alt.X("q25_ms:Q", scale=scale), x2="q75_ms:Q", y=y, tooltip=tooltip)
+    interval = alt.Chart().mark_bar(size=5, color="#08519c").transform_filter(VALID_INTERVAL).encode(
+        x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
+    median = alt.Chart().mark_tick(color="#08306b", thickness=2, size=14).encode(
+        x=alt.X("median_ms:Q", scale=scale), y=y, tooltip=tooltip)
+    n_rows = frame["config"].n_unique()
+    layer = alt.layer(tail, whisker, box, interval, median).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=band_height(n_rows))
+    return facet(layer, frame, facet_by)
+
+
+def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
+    """The ECDF of each configuration's latencies: its quantile function on a grid (summary's
+    `ecdf` frame, 51 points per configuration) joined by lines, one line per configuration, per
+    device when several; a log axis when configurations span decades."""
+    keys = [c for c in ecdf.columns if c not in {"p", "latency_ms", "n", "n_unit"}]
+    facet_by = facet_column(ecdf.select(keys))
+    frame = label_column(ecdf, [c for c in varying(ecdf, keys) if c != facet_by] or keys)
+    frame = frame.select("config", *([facet_by] if facet_by else []), "p", "latency_ms", "n", "n_unit").sort(
+        ["config", *([facet_by] if facet_by else []), "p"])
+    log = wide_range(frame["latency_ms"])
+    x = alt.X("latency_ms:Q", title="steady-state latency (ms)" + (", log scale" if log else ""),
+              scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
+    line = alt.Chart().mark_line(strokeWidth=1.5).encode(
+        x=x, y=alt.Y("p:Q", title="fraction of latencies at or below", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("config:N", title="configuration", legend=alt.Legend(labelLimit=LABEL_LIMIT)),
+        order="p:Q", tooltip=[alt.Tooltip("config:N"), alt.Tooltip("p:Q", format=".2f"),
+                              alt.Tooltip("latency_ms:Q", format=".4~g"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N")])
+    layer = alt.layer(line).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=220)
+    return facet(layer, frame, facet_by)
+
+
+def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
     """Per configuration: the median with its interval (thick rule and dot), the spread to the
     p90 (bar) and the tail to the p99 (thin rule). Log axis when configurations span decades."""
     frame, facet_by = latency_quantile_frame(metrics)
@@ -66,7 +142,8 @@ def latency_distribution_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.La
     x_title = "latency (ms)" + (", log scale" if log else "")
     tail = alt.Chart().mark_rule(color="#9aa7b5").encode(x=alt.X("estimate:Q", scale=scale, title=x_title), x2="p99:Q", y=y)
     spread = alt.Chart().mark_bar(size=9, color="#c6dbef").encode(x=alt.X("estimate:Q", scale=scale), x2="p90:Q", y=y)
-    interval = alt.Chart().mark_rule(strokeWidth=3, color="#08519c").encode(x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y)
+    interval = alt.Chart().mark_rule(strokeWidth=3, color="#08519c").transform_filter(VALID_INTERVAL).encode(
+        x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y)
     median = alt.Chart().mark_point(filled=True, size=50, color="#08519c").encode(
         x=alt.X("estimate:Q", scale=scale), y=y,
         tooltip=[alt.Tooltip("config:N"), alt.Tooltip("estimate:Q", title="median ms", format=".4~g"),

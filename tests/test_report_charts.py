@@ -28,7 +28,10 @@ LEVEL = 0.95
 
 # builder name -> (analysis, frame key or None for a frame built otherwise, build(frames) -> chart)
 BUILDERS = {
-    "latency_distribution": ("summary", "metrics", lambda f: charts.latency_distribution_chart(f["metrics"])),
+    "latency_distribution": ("summary", ("metrics", "distribution"),
+                             lambda f: charts.latency_distribution_chart(f["metrics"], f["distribution"])),
+    "latency_ecdf": ("summary", "ecdf", lambda f: charts.latency_ecdf_chart(f["ecdf"])),
+    "latency_quantiles": ("summary", "metrics", lambda f: charts.latency_distribution_chart(f["metrics"])),
     "phase_breakdown": ("breakdown", "phases", lambda f: charts.phase_breakdown_chart(f["phases"])),
     "load_ratio": ("breakdown", "ratios", lambda f: charts.ratio_chart(f["ratios"], ratio_name="load_model / steady",
                                                                        title="load_model / steady")),
@@ -106,8 +109,8 @@ def test_chart_spec_matches_golden(name, frozen_inputs):
 def test_every_chart_draws_its_intervals(frozen_inputs):
     """A chart of estimates must encode ci_low/ci_high (or its band) somewhere in its layers."""
     for name, (analysis, keys, build) in BUILDERS.items():
-        if name in ("pareto", "power_over_time"):
-            continue  # a Pareto front and a raw trace are not estimates
+        if name in ("pareto", "power_over_time", "latency_ecdf"):
+            continue  # a Pareto front, a raw trace and a sample's ECDF are not estimates
         text = json.dumps(build(inputs_for(analysis, keys, frozen_inputs)).to_dict())
         assert ("ci_low" in text and "ci_high" in text) or "band_low" in text or "err_low" in text, name
 

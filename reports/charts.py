@@ -324,32 +324,50 @@ def phase_energy_chart(phases: pl.DataFrame, quantity: str = "energy_j") -> alt.
 
 # -- tradeoff: memory vs latency, the Pareto front, best vs runner-up -----------------------------
 
+PARETO_INTERVALS = ("latency_median_ms_ci_low", "latency_median_ms_ci_high", "rss_peak_bytes_ci_low", "rss_peak_bytes_ci_high")
+
+
 def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
-    """Mean peak RSS against median latency, one dot per configuration, the Pareto front (no
-    other configuration beats these on both) joined by a step line; per device when several."""
-    keys = group_columns(points, {"latency_median_ms", "rss_peak_bytes", "n_runs", "pareto"})
+    """Mean peak RSS against median latency, one dot per configuration with its intervals on
+    both axes (where the analysis gives them), the Pareto front (no other configuration beats
+    these on both) joined by a step line; per device when several."""
+    keys = group_columns(points, {"latency_median_ms", "rss_peak_bytes", "n_runs", "pareto", *PARETO_INTERVALS})
     facet_by = "device" if "device" in points.columns and 1 < points["device"].n_unique() <= 12 else None
     colour_by = next((c for c in ("framework", "runtime") if c in points.columns), None)
+    intervals = [c for c in PARETO_INTERVALS if c in points.columns]
     frame = label_column(points, [c for c in varying(points, keys) if c != facet_by] or keys).with_columns(
-        (pl.col("rss_peak_bytes") / 1048576.0).alias("rss_peak_mb"))
+        (pl.col("rss_peak_bytes") / 1048576.0).alias("rss_peak_mb"),
+        *(pl.col(c).cast(pl.Float64) for c in intervals if c.startswith("latency")),
+        *((pl.col(c).cast(pl.Float64) / 1048576.0).alias(c.replace("bytes", "mb")) for c in intervals if c.startswith("rss")))
     x = alt.X("latency_median_ms:Q", title="median latency (ms)",
               scale=alt.Scale(type="log") if wide_range(frame["latency_median_ms"]) else alt.Scale(zero=False))
     y = alt.Y("rss_peak_mb:Q", title="mean peak RSS (MiB)", scale=alt.Scale(zero=False))
+    colour = alt.Color(f"{colour_by}:N") if colour_by else alt.value("#1f77b4")
     front = alt.Chart().mark_line(interpolate="step-after", color="#d62728", strokeDash=[5, 3]).transform_filter(
         "datum.pareto").encode(x=x, y=y, order="latency_median_ms:Q")
+    fmt = ".4~g"
+    tooltip = [alt.Tooltip("config:N"), alt.Tooltip("latency_median_ms:Q", format=fmt),
+               *(alt.Tooltip(f"{c}:Q", format=fmt) for c in intervals if c.startswith("latency")),
+               alt.Tooltip("rss_peak_mb:Q", format=fmt),
+               *(alt.Tooltip(f"{c.replace('bytes', 'mb')}:Q", format=fmt) for c in intervals if c.startswith("rss")),
+               alt.Tooltip("n_runs:Q"), alt.Tooltip("pareto:N")]
     dots = alt.Chart().mark_point(size=60, filled=True).encode(
-        x=x, y=y, color=alt.Color(f"{colour_by}:N") if colour_by else alt.value("#1f77b4"),
+        x=x, y=y, color=colour,
         shape=alt.Shape("pareto:N", title="on the Pareto front", scale=alt.Scale(domain=[True, False], range=["diamond", "circle"])),
-        tooltip=[alt.Tooltip("config:N"), alt.Tooltip("latency_median_ms:Q", format=".4~g"),
-                 alt.Tooltip("rss_peak_mb:Q", format=".4~g"), alt.Tooltip("n_runs:Q"), alt.Tooltip("pareto:N")])
+        tooltip=tooltip)
     layers = [front, dots]
-    if "latency_median_ms_ci_low" in frame.columns:  # intervals, where the analysis gives them
-        layers.insert(0, alt.Chart().mark_rule(opacity=0.6).encode(x="latency_median_ms_ci_low:Q",
-                                                                     x2="latency_median_ms_ci_high:Q", y=y))
+    if {"latency_median_ms_ci_low", "latency_median_ms_ci_high"} <= set(intervals):  # where the analysis gives them
+        layers.insert(0, alt.Chart().mark_rule(opacity=0.6).transform_filter(
+            "isValid(datum.latency_median_ms_ci_low) && isValid(datum.latency_median_ms_ci_high)").encode(
+            x="latency_median_ms_ci_low:Q", x2="latency_median_ms_ci_high:Q", y=y, color=colour))
+    if {"rss_peak_bytes_ci_low", "rss_peak_bytes_ci_high"} <= set(intervals):
+        layers.insert(0, alt.Chart().mark_rule(opacity=0.6).transform_filter(
+            "isValid(datum.rss_peak_mb_ci_low) && isValid(datum.rss_peak_mb_ci_high)").encode(
+            x=x, y="rss_peak_mb_ci_low:Q", y2="rss_peak_mb_ci_high:Q", color=colour))
     layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=280)
-    data = frame.select(*{"config", "latency_median_ms", "rss_peak_mb", "n_runs", "pareto",
-                          *(c for c in ("latency_median_ms_ci_low", "latency_median_ms_ci_high") if c in frame.columns),
-                          *([colour_by] if colour_by else []), *([facet_by] if facet_by else [])})
+    data = frame.select(*dict.fromkeys(["config", "latency_median_ms", "rss_peak_mb", "n_runs", "pareto",
+                                        *(c.replace("bytes", "mb") for c in intervals),
+                                        *([colour_by] if colour_by else []), *([facet_by] if facet_by else [])]))
     return facet(layer, data.sort("latency_median_ms"), facet_by)
 
 

@@ -139,3 +139,31 @@ def test_tradeoff_with_one_candidate_or_one_run_per_candidate():
     latency = entry["metrics"][0]
     assert latency["best"]["candidate"] == {"framework": "a"} and latency["p_value"] is None
     assert "each side needs at least 2" in latency["note"]
+
+
+def test_pareto_points_carry_summary_s_intervals(results_db):
+    """Each point's latency and memory intervals are the ones summary gives the configuration."""
+    from edgestats.analysis import AnalysisOptions, run_analyses
+
+    results = run_analyses(results_db, AnalysisOptions(seed=2))
+    pareto = results["tradeoff"].frames["pareto"]
+    metrics = results["summary"].frames["metrics"]
+    assert pareto.height >= 2
+    for row in pareto.to_dicts():
+        for metric in ("latency_median_ms", "rss_peak_bytes"):
+            (summary,) = metrics.filter((pl.col("framework") == row["framework"]) & (pl.col("metric") == metric)).to_dicts()
+            assert row[metric] == pytest.approx(summary["estimate"])
+            assert (row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]) == pytest.approx((summary["ci_low"], summary["ci_high"]))
+            if row[f"{metric}_ci_low"] is not None:
+                assert row[f"{metric}_ci_low"] <= row[metric] <= row[f"{metric}_ci_high"]
+    assert pareto["latency_median_ms_ci_low"].is_not_null().all()
+    front = next(e for e in results["tradeoff"].to_json() if e["part"] == "pareto")["pareto"]
+    assert all("latency_median_ms_ci_low" in point for point in front)
+
+
+def test_pareto_point_of_one_run_has_no_memory_interval():
+    runs = runs_frame([{"framework": f, "latency_median_ms": v, "latency_mean_ms": v, "rss_peak_bytes": m}
+                       for f, v, m in [("pytorch", 10.0, 2e8), ("tflite", 12.0, 1e8)]])
+    pareto = tradeoff(runs, None, config=["framework"], strata=["device"]).frames["pareto"]
+    assert pareto["rss_peak_bytes_ci_low"].is_null().all() and pareto["latency_median_ms_ci_low"].is_null().all()
+    assert pareto["pareto"].to_list() == [True, True]

@@ -1,7 +1,8 @@
 """tradeoff: memory against latency (pCAMP's Insight 2) and "no single winner" made precise.
 
-- pareto: per device, each configuration's median latency and mean peak RSS, and which
-  configurations no other one beats on both.
+- pareto: per device, each configuration's median latency and mean peak RSS with their
+  intervals (as summary gives them), and which configurations no other one beats on both (on
+  the estimates: the intervals show how firm each point's place is).
 - winners: per stratum (default device × model × batch size: only like is compared with like),
   for every metric the best candidate (framework/runtime) and the runner-up, a two-sided
   Mann–Whitney U test between them (rank-based: latencies are skewed), Holm-corrected across
@@ -19,7 +20,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from edgestats.analysis.intervals import BootstrapSettings, finite_or_none, quantile_ci
+from edgestats.analysis.intervals import BootstrapSettings, finite_or_none, mean_t, quantile_ci
 from edgestats.analysis.load import LatencyIndex
 from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
 
@@ -43,15 +44,26 @@ def pareto_mask(latency: np.ndarray, memory: np.ndarray) -> np.ndarray:
     return keep
 
 
-def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], device: list[str]) -> pl.DataFrame:
-    """One row per configuration: median latency, mean peak RSS, n_runs, and the pareto flag."""
+def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], device: list[str], *,
+                  level: float = 0.95, settings: BootstrapSettings | None = None) -> pl.DataFrame:
+    """One row per configuration: median latency and mean peak RSS, each with its interval
+    (`X_ci_low`, `X_ci_high`: the same intervals as summary's latency_median_ms and rss_peak_bytes),
+    n_runs, and the pareto flag."""
+    settings = settings or BootstrapSettings()
     measured = runs.filter(pl.col("latency_median_ms").is_not_null() & pl.col("rss_peak_bytes").is_not_null())
     rows = []
     for group, sub in iter_groups(measured, list(dict.fromkeys([*device, *config]))):
         pooled = index.pooled(sub["run_idx"].to_list())
-        latency = float(np.median(pooled)) if len(pooled) else float(sub["latency_median_ms"].median())
-        rows.append({**group, "latency_median_ms": latency, "rss_peak_bytes": float(sub["rss_peak_bytes"].mean()),
-                     "n_runs": sub.height})
+        summary_label = group_label("summary", group)  # summary's seed: the same bootstrap, the same interval
+        latency = (quantile_ci(pooled, 0.5, level=level, settings=settings, n_unit="latencies",
+                               label=f"{summary_label}|latency_median_ms") if len(pooled) else
+                   quantile_ci(sub["latency_median_ms"].to_numpy(), 0.5, level=level, settings=settings, n_unit="runs",
+                               label=f"{summary_label}|median-of-runs"))
+        memory = mean_t(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
+        rows.append({**group, "latency_median_ms": latency.estimate, "latency_median_ms_ci_low": latency.ci_low,
+                     "latency_median_ms_ci_high": latency.ci_high, "rss_peak_bytes": memory.estimate,
+                     "rss_peak_bytes_ci_low": memory.ci_low, "rss_peak_bytes_ci_high": memory.ci_high,
+                     "level": level, "n_runs": sub.height})
     points = rows_frame(rows)
     if points.height == 0:
         return points
@@ -135,7 +147,7 @@ def tradeoff(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, config: list
         why = "no selected run has latency or memory" if measured.height == 0 else "no framework/runtime to compare"
         return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
     device = ["device"] if "device" in runs.columns else []
-    points = pareto_points(measured, index, config, device)
+    points = pareto_points(measured, index, config, device, level=level, settings=settings)
     entries: list[dict] = []
     for group, sub in iter_groups(points, device) if points.height else []:
         front = sub.filter(pl.col("pareto")).drop("pareto").to_dicts()

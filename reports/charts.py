@@ -14,7 +14,8 @@ import numpy as np
 import polars as pl
 
 from edgestats.reports.charts_common import (
-    FACET_CANDIDATES as FACETABLE, LABEL_LIMIT, WIDTH, band_height, facet, facet_column, interval_tooltip, label_column, varying,
+    FACET_CANDIDATES as FACETABLE, LABEL_LIMIT, WIDTH, any_interval, band_height, facet, facet_column, interval_tooltip,
+    label_column, valid_interval, varying,
 )
 from edgestats.reports.power import PowerTrace
 
@@ -59,7 +60,6 @@ def latency_quantile_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | N
 # Columns of summary's `distribution` frame (ms) that are not group keys.
 DISTRIBUTION_COLUMNS = {"n_runs", "n", "n_unit", "note", "min_ms", "q01_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms",
                         "q95_ms", "q99_ms", "max_ms"}
-VALID_INTERVAL = "isValid(datum.ci_low) && isValid(datum.ci_high)"
 
 
 def latency_box_frame(metrics: pl.DataFrame, distribution: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
@@ -101,12 +101,13 @@ def latency_distribution_chart(metrics: pl.DataFrame, distribution: pl.DataFrame
     whisker = alt.Chart().mark_rule(color="#6b7b8c").encode(x=alt.X("q05_ms:Q", scale=scale), x2="q95_ms:Q", y=y)
     box = alt.Chart().mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1).encode(
         x=alt.X("q25_ms:Q", scale=scale), x2="q75_ms:Q", y=y, tooltip=tooltip)
-    interval = alt.Chart().mark_bar(size=5, color="#08519c").transform_filter(VALID_INTERVAL).encode(
+    interval = alt.Chart().mark_bar(size=5, color="#08519c").transform_filter(valid_interval()).encode(
         x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
     median = alt.Chart().mark_tick(color="#08306b", thickness=2, size=14).encode(
         x=alt.X("median_ms:Q", scale=scale), y=y, tooltip=tooltip)
     n_rows = frame["config"].n_unique()
-    layer = alt.layer(tail, whisker, box, interval, median).properties(
+    layers = [tail, whisker, box, *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
+    layer = alt.layer(*layers).properties(
         width=WIDTH if facet_by is None else WIDTH // 2, height=band_height(n_rows))
     return facet(layer, frame, facet_by)
 
@@ -142,7 +143,7 @@ def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerC
     x_title = "latency (ms)" + (", log scale" if log else "")
     tail = alt.Chart().mark_rule(color="#9aa7b5").encode(x=alt.X("estimate:Q", scale=scale, title=x_title), x2="p99:Q", y=y)
     spread = alt.Chart().mark_bar(size=9, color="#c6dbef").encode(x=alt.X("estimate:Q", scale=scale), x2="p90:Q", y=y)
-    interval = alt.Chart().mark_rule(strokeWidth=3, color="#08519c").transform_filter(VALID_INTERVAL).encode(
+    interval = alt.Chart().mark_rule(strokeWidth=3, color="#08519c").transform_filter(valid_interval()).encode(
         x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y)
     median = alt.Chart().mark_point(filled=True, size=50, color="#08519c").encode(
         x=alt.X("estimate:Q", scale=scale), y=y,
@@ -151,7 +152,8 @@ def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerC
                  alt.Tooltip("p90:Q", format=".4~g"), alt.Tooltip("p99:Q", format=".4~g"),
                  alt.Tooltip("level:Q"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N")])
     n_rows = frame["config"].n_unique()
-    layer = alt.layer(tail, spread, interval, median).properties(
+    layers = [tail, spread, *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
+    layer = alt.layer(*layers).properties(
         width=WIDTH if facet_by is None else WIDTH // 2, height=band_height(n_rows))
     return facet(layer, frame, facet_by)
 
@@ -356,13 +358,13 @@ def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
         shape=alt.Shape("pareto:N", title="on the Pareto front", scale=alt.Scale(domain=[True, False], range=["diamond", "circle"])),
         tooltip=tooltip)
     layers = [front, dots]
-    if {"latency_median_ms_ci_low", "latency_median_ms_ci_high"} <= set(intervals):  # where the analysis gives them
+    if any_interval(frame, "latency_median_ms_ci_low", "latency_median_ms_ci_high"):  # where the analysis gives them
         layers.insert(0, alt.Chart().mark_rule(opacity=0.6).transform_filter(
-            "isValid(datum.latency_median_ms_ci_low) && isValid(datum.latency_median_ms_ci_high)").encode(
+            valid_interval("latency_median_ms_ci_low", "latency_median_ms_ci_high")).encode(
             x="latency_median_ms_ci_low:Q", x2="latency_median_ms_ci_high:Q", y=y, color=colour))
-    if {"rss_peak_bytes_ci_low", "rss_peak_bytes_ci_high"} <= set(intervals):
+    if any_interval(frame, "rss_peak_mb_ci_low", "rss_peak_mb_ci_high"):
         layers.insert(0, alt.Chart().mark_rule(opacity=0.6).transform_filter(
-            "isValid(datum.rss_peak_mb_ci_low) && isValid(datum.rss_peak_mb_ci_high)").encode(
+            valid_interval("rss_peak_mb_ci_low", "rss_peak_mb_ci_high")).encode(
             x=x, y="rss_peak_mb_ci_low:Q", y2="rss_peak_mb_ci_high:Q", color=colour))
     layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=280)
     data = frame.select(*dict.fromkeys(["config", "latency_median_ms", "rss_peak_mb", "n_runs", "pareto",

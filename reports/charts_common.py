@@ -44,6 +44,19 @@ def facet_column(frame: pl.DataFrame, exclude: Sequence[str] = ()) -> str | None
     return None
 
 
+def any_interval(frame: pl.DataFrame, low: str, high: str) -> bool:
+    """True when some row has both bounds. A layer whose fields are all null makes Vega warn
+    "Infinite extent" (and draws nothing), so a builder leaves such a layer out; rows without an
+    interval are filtered out of the layer (VALID_INTERVAL) where others have one."""
+    return low in frame.columns and high in frame.columns and frame.select(
+        (pl.col(low).is_not_null() & pl.col(high).is_not_null()).any()).item()
+
+
+def valid_interval(low: str = "ci_low", high: str = "ci_high") -> str:
+    """The Vega expression of a row that has both bounds."""
+    return f"isValid(datum.{low}) && isValid(datum.{high})"
+
+
 def band_height(n_categories: int) -> int:
     return max(MIN_HEIGHT, min(MAX_HEIGHT, ROW_HEIGHT * max(n_categories, 1)))
 

@@ -38,7 +38,7 @@ TITLES = {
     "pipeline": "Data pipeline: fetch stalls, CPU and memory",
 }
 # Frames that are raw per-run points for a chart, not figures for a table.
-NOT_TABLES = {("energy", "points")}
+NOT_TABLES = {("energy", "points"), ("summary", "ecdf")}
 # Columns of result frames that mean nothing to a reader of a table.
 HIDDEN_COLUMNS = ("run_idx",)
 
@@ -79,8 +79,11 @@ def figures_for(name: str, result: Any) -> list[tuple[str, str, Callable[[], Any
             out.append((key, title, lambda f=frames[frame_key]: build(f)))
 
     if name == "summary":
-        add("metrics", "latency", "Steady-state latency per configuration: median with its interval, bar to p90, line to p99",
-            charts.latency_distribution_chart)
+        add("metrics", "latency", "Steady-state latency per configuration: box p25–p75, whiskers p5–p95, dotted to p99, "
+            "median tick with its interval (dark bar)",
+            lambda metrics: charts.latency_distribution_chart(metrics, frames.get("distribution")))
+        handled.add("distribution")
+        add("ecdf", "ecdf", "ECDF of the steady-state latencies per configuration (51 quantiles each)", charts.latency_ecdf_chart)
     elif name == "breakdown":
         add("phases", "phases", "Mean seconds per phase (stacked), each with its interval", charts.phase_breakdown_chart)
         if "ratios" in frames:

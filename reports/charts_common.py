@@ -100,3 +100,18 @@ def no_data_chart(message: str) -> alt.Chart:
     """A small chart that says why there is nothing to draw (a section keeps its place)."""
     return (alt.Chart(pl.DataFrame({"text": [message]})).mark_text(align="left", fontSize=13, color="#666")
             .encode(text="text:N").properties(width=WIDTH, height=30))
+
+
+# Columns of an estimate row that are not group keys.
+ESTIMATE_COLUMNS = {"estimate", "ci_low", "ci_high", "level", "n", "n_unit", "method", "note"}
+
+
+def group_columns(frame: pl.DataFrame, also_not: set[str] = frozenset()) -> list[str]:
+    """The group keys of a tidy result frame: whatever is not an estimate column."""
+    return [c for c in frame.columns if c not in ESTIMATE_COLUMNS and c not in also_not]
+
+
+def wide_range(values: pl.Series, ratio: float = 30.0) -> bool:
+    """True when positive values span more than `ratio`x: such an axis reads better in log."""
+    positive = values.drop_nulls().filter(values.drop_nulls() > 0)
+    return positive.len() > 1 and positive.max() / positive.min() > ratio

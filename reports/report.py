@@ -20,7 +20,8 @@ import polars as pl
 
 from edgestats.analysis import dumps
 from edgestats.errors import EdgestatsError
-from edgestats.reports import charts
+from edgestats.reports import charts, charts_training
+from edgestats.reports.charts_common import ESTIMATE_COLUMNS
 from edgestats.reports.charts_common import estimate_interval_chart, facet_column, label_column, no_data_chart, varying
 from edgestats.reports.images import IMAGE_FORMATS, write_images
 from edgestats.reports.overview import read_overview
@@ -104,13 +105,13 @@ def figures_for(name: str, result: Any) -> list[tuple[str, str, Callable[[], Any
         add("winners", "winners", "Best and runner-up per metric: best's median with its interval, runner-up hollow",
             charts.winners_chart)
     else:
-        for frame_key, (key, title, build) in charts.BUILDERS.get(name, {}).items():
+        for frame_key, (key, title, build) in charts_training.BUILDERS.get(name, {}).items():
             add(frame_key, key, title, build)
         points = frames.get("points")
         if name == "hyperparams" and points is not None and {"iterations", "epochs"} & set(points.columns):
             handled.add("points")
             out.append(("vs-iterations", "The response against iterations, one line per batch size, with intervals",
-                        lambda: charts.response_vs_iterations_chart(points, responses(result), result.level)))
+                        lambda: charts_training.response_vs_iterations_chart(points, responses(result), result.level)))
     for frame_key, frame in frames.items():
         if frame_key not in handled and {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
             out.append((frame_key, f"{frame_key.replace('_', ' ')} with intervals",
@@ -128,7 +129,7 @@ def responses(result: Any) -> list[str]:
 def generic_interval_chart(frame: pl.DataFrame):
     """Estimates with intervals of any tidy frame: one row per group, faceted when the frame
     has several devices or frameworks."""
-    keys = [c for c in frame.columns if c not in charts.ESTIMATE_COLUMNS and frame.schema[c] in (pl.String, pl.Int64, pl.Int32, pl.Boolean, pl.Float64)
+    keys = [c for c in frame.columns if c not in ESTIMATE_COLUMNS and frame.schema[c] in (pl.String, pl.Int64, pl.Int32, pl.Boolean, pl.Float64)
             and c not in ("p_value", "p_holm", "share_of_total", "n_runs", "r_squared")]
     facet_by = facet_column(frame.select(keys))
     labelled = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)

@@ -18,7 +18,7 @@ import pytest
 from report_builders import make_report_db
 
 from edgestats.analysis import run_analyses
-from edgestats.reports import charts
+from edgestats.reports import charts, charts_training
 from edgestats.reports.power import read_power_trace
 from edgestats.reports.report import figures_for, generic_interval_chart
 
@@ -39,11 +39,11 @@ BUILDERS = {
     "correlation": ("energy", "correlation", lambda f: charts.correlation_chart(f["correlation"])),
     "pareto": ("tradeoff", "pareto", lambda f: charts.pareto_chart(f["pareto"])),
     "winners": ("tradeoff", "winners", lambda f: charts.winners_chart(f["winners"])),
-    "main_effects": ("hyperparams", "main_effects", lambda f: charts.main_effects_chart(f["main_effects"])),
-    "vs_iterations": ("hyperparams", "points", lambda f: charts.response_vs_iterations_chart(
+    "main_effects": ("hyperparams", "main_effects", lambda f: charts_training.main_effects_chart(f["main_effects"])),
+    "vs_iterations": ("hyperparams", "points", lambda f: charts_training.response_vs_iterations_chart(
         f["points"], ["training_time_s", "accuracy_pct"], LEVEL)),
-    "workers": ("pipeline", "workers", lambda f: charts.workers_chart(f["workers"])),
-    "resources": ("pipeline", "resources", lambda f: charts.resources_chart(f["resources"])),
+    "workers": ("pipeline", "workers", lambda f: charts_training.workers_chart(f["workers"])),
+    "resources": ("pipeline", "resources", lambda f: charts_training.resources_chart(f["resources"])),
     "generic_interval": ("pipeline", "reductions", lambda f: generic_interval_chart(f["reductions"])),
     "power_over_time": ("power", ("power", "phases"), lambda f: charts.power_over_time_chart(
         charts.PowerTrace("run", "jetson-nano · pytorch · squeezenet · rapl", f["power"], f["phases"], 3.0))),

@@ -1,0 +1,127 @@
+"""Chart builders of the training analyses: hyperparameter main effects, accuracy and training
+time vs iterations (the DLaaS tables), fetch stall vs workers x storage and resources vs batch
+size (the Jetson study). Pure functions, as in charts.py: an analysis frame in, a chart out.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from edgestats.reports.charts import coefficient_chart
+from edgestats.reports.charts_common import (
+    FACET_CANDIDATES as FACETABLE, WIDTH, group_columns, interval_tooltip, label_column, varying, wide_range,
+)
+
+# -- hyperparams: main effects, response vs iterations -------------------------------------------
+
+def _level_order(values: pl.Series) -> list[str]:
+    """Levels sorted as numbers where they are numbers, else as text."""
+    texts = values.cast(pl.String).unique().to_list()
+    try:
+        return sorted(texts, key=float)
+    except (TypeError, ValueError):
+        return sorted(texts, key=str)
+
+
+def main_effects_chart(effects: pl.DataFrame) -> alt.FacetChart:
+    """Mean response at each level of each factor with its interval, one panel per factor
+    (rows: response), levels in numeric order; one colour per group when there are several."""
+    keys = group_columns(effects, {"response", "factor", "value"})
+    frame = label_column(effects, varying(effects, keys) or keys, name="group").with_columns(
+        pl.col("value").cast(pl.String), *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
+    order = _level_order(frame["value"])
+    x = alt.X("value:O", title=None, sort=order)
+    colour = alt.Color("group:N", title="group") if frame["group"].n_unique() > 1 else alt.value("#1f77b4")
+    line = alt.Chart().mark_line(opacity=0.5).encode(x=x, y=alt.Y("estimate:Q", title="mean response", scale=alt.Scale(zero=False)),
+                                                     color=colour, detail="group:N")
+    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=colour)
+    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y="estimate:Q", color=colour,
+                                                               tooltip=interval_tooltip("group", "factor", "value"))
+    data = frame.select("group", "response", "factor", "value", "estimate", "ci_low", "ci_high", "level", "n")
+    return (alt.layer(line, bars, dots, data=data).properties(width=200, height=170)
+            .facet(column=alt.Column("factor:N", title=None), row=alt.Row("response:N", title=None))
+            .resolve_scale(x="independent", y="independent"))
+
+
+def iteration_means(points: pl.DataFrame, responses: list[str], level: float) -> pl.DataFrame:
+    """Mean of each response (with its t interval) per combination of the other columns: what
+    the response-vs-iterations chart draws, however many runs there are."""
+    from edgestats.analysis.intervals import mean_t
+
+    keys = [c for c in points.columns if c not in responses]
+    rows = []
+    for response in responses:
+        measured = points.filter(pl.col(response).is_not_null())
+        for values, sub in measured.group_by(keys, maintain_order=True):
+            e = mean_t(sub[response].cast(pl.Float64).to_numpy(), level)
+            rows.append({**dict(zip(keys, values)), "response": response, "estimate": e.estimate, "ci_low": e.ci_low,
+                         "ci_high": e.ci_high, "level": level, "n": e.n})
+    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
+
+
+def response_vs_iterations_chart(points: pl.DataFrame, responses: list[str], level: float) -> alt.FacetChart:
+    """Each response (accuracy, training time) against iterations or epochs: the mean per
+    combination with its interval, one line per batch size (the DLaaS study's tables), one row
+    per response."""
+    factor = next(c for c in ("iterations", "epochs") if c in points.columns)
+    colour_by = next((c for c in ("batch_size", "learning_rate", "optimizer") if c in points.columns and c != factor), None)
+    # means over every other factor: one point per (iterations, batch size[, device/framework])
+    keep = [factor, *([colour_by] if colour_by else []), *(c for c in FACETABLE if c in points.columns), *responses]
+    means = iteration_means(points.select(keep), responses, level).filter(pl.col(factor).is_not_null())
+    frame = means.with_columns((pl.col(colour_by).cast(pl.String) if colour_by else pl.lit("all")).alias("series"))
+    x = alt.X(f"{factor}:Q", title=factor, scale=alt.Scale(type="log") if wide_range(frame[factor]) else alt.Scale(zero=False))
+    colour = alt.Color("series:N", title=colour_by or "", sort=_level_order(frame["series"]))
+    y = alt.Y("estimate:Q", title="mean", scale=alt.Scale(zero=False))
+    line = alt.Chart().mark_line().encode(x=x, y=y, color=colour, order=f"{factor}:Q")
+    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=colour)
+    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y=y, color=colour,
+                                                               tooltip=interval_tooltip("series", factor, "response"))
+    data = frame.select(factor, "series", "response", "estimate", "ci_low", "ci_high", "level", "n")
+    return (alt.layer(line, bars, dots, data=data).properties(width=WIDTH, height=200)
+            .facet(row=alt.Row("response:N", title=None)).resolve_scale(y="independent"))
+
+
+# -- pipeline: fetch stall vs workers x storage, resources vs batch size --------------------------
+
+def workers_chart(workers: pl.DataFrame) -> alt.FacetChart:
+    """Median fetch stall and E2E time per epoch against num_workers, one line per storage
+    (or group), with intervals; one column per quantity, one row per device when several."""
+    keys = group_columns(workers, {"num_workers", "quantity"})
+    row_by = "device" if "device" in workers.columns and workers["device"].n_unique() > 1 else None
+    frame = label_column(workers, [c for c in varying(workers, keys) if c != row_by] or ["storage"] if "storage" in workers.columns else [],
+                         name="series").with_columns(*(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
+    x = alt.X("num_workers:O", title="num_workers")
+    colour = alt.Color("series:N", title="storage / group")
+    y = alt.Y("estimate:Q", title="median seconds per epoch")
+    line = alt.Chart().mark_line().encode(x=x, y=y, color=colour)
+    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=colour)
+    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y=y, color=colour,
+                                                               tooltip=interval_tooltip("series", "num_workers", "quantity"))
+    data = frame.select("series", "num_workers", "quantity", *([row_by] if row_by else []), "estimate", "ci_low", "ci_high", "level", "n")
+    facet_spec = {"column": alt.Column("quantity:N", title=None)}
+    if row_by:
+        facet_spec["row"] = alt.Row(f"{row_by}:N", title=None)
+    return (alt.layer(line, bars, dots, data=data).properties(width=240, height=200)
+            .facet(**facet_spec).resolve_scale(y="independent"))
+
+
+def resources_chart(resources: pl.DataFrame) -> alt.LayerChart:
+    """Spearman's correlation of each CPU/memory figure with batch size, with intervals."""
+    keys = group_columns(resources, {"x", "y", "p_value"})
+    return coefficient_chart(label_column(resources, ["y", *varying(resources, keys)]),
+                             title="Spearman's rho with batch size")
+
+
+BUILDERS = {
+    "hyperparams": {
+        "main_effects": ("main-effects", "Main effects: mean response at each level of each factor, with intervals",
+                         main_effects_chart),
+        # response_vs_iterations_chart needs the level too: the report adds it (report.figures_for)
+    },
+    "pipeline": {
+        "workers": ("workers", "Fetch stall and E2E time per epoch against workers, per storage", workers_chart),
+        "resources": ("resources", "How CPU use and memory follow batch size (Spearman's ρ, with intervals)", resources_chart),
+    },
+}

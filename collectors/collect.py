@@ -60,7 +60,12 @@ def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = N
     with Store.open(db_path) as store:
         device_id = store.register_device(facts)
     return Orchestrator(db_path, device_id=device_id, cache_dir=cache_dir or default_cache_dir(),
-                        timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn, telemetry=telemetry)
+                        timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn, telemetry=telemetry,
+                        memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")))
+
+
+def _mib_to_bytes(mib: float | None) -> int | None:
+    return round(mib * 2**20) if mib else None
 
 
 def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:

@@ -34,6 +34,7 @@ from edgestats.collectors.sampler import SampleBatch
 from edgestats.collectors.spool import SpoolContents, read_spool
 from edgestats.collectors.training_rows import diverged_text, training_outcome, with_training
 from edgestats.collectors.telemetry import RunTelemetry, Telemetry, run_telemetry
+from edgestats.collectors.worker import MEMORY_LIMIT_ENV
 from edgestats.errors import DatabaseError
 from edgestats.store import Store
 
@@ -102,6 +103,7 @@ def run_row(config: RunConfig, spool: SpoolContents, meta: dict[str, Any], tele:
         "environment": {"versions": versions, "runtime_detail": spool.environment, "model": spool.model,
                         "thread_env": {k: meta["env"].get(k) for k in THREAD_ENV_VARS},
                         "python": sys.version.split()[0], "clock": meta.get("clock"), "cpu": meta.get("cpu"),
+                        "memory_limit_bytes": meta.get("memory_limit_bytes"),
                         "worker_start": spool.start, "torn_spool_lines": spool.torn_lines,
                         "sampler": tele.stats if tele is not None else {}},
         "started_at": meta.get("started_at"), "ended_at": meta.get("ended_at"),
@@ -140,8 +142,9 @@ def latency_rows(spool: SpoolContents, energy_gross_j: list[float | None] | None
 class Orchestrator:
     def __init__(self, db_path: Path, *, device_id: uuid.UUID, cache_dir: Path, timeout_s: float | None = None,
                  python: str = sys.executable, on_spawn: Callable[[int], None] | None = None,
-                 telemetry: Telemetry | None = None):
+                 telemetry: Telemetry | None = None, memory_limit_bytes: int | None = None):
         self.db_path = Path(db_path)
+        self.memory_limit_bytes = memory_limit_bytes
         self.telemetry = telemetry
         self.device_id = device_id
         self.cache_dir = cache_dir
@@ -173,7 +176,10 @@ class Orchestrator:
         run_id = uuid.uuid4()
         paths = self._paths(run_id)
         meta = {"run_id": str(run_id), "sweep_id": str(sweep_id) if sweep_id else None, "device_id": str(self.device_id),
-                "sweep": sweep or {}, "config": asdict(config), "env": worker_env(config)}
+                "sweep": sweep or {}, "config": asdict(config), "env": worker_env(config),
+                "memory_limit_bytes": self.memory_limit_bytes}
+        if self.memory_limit_bytes:
+            meta["env"][MEMORY_LIMIT_ENV] = str(self.memory_limit_bytes)
         paths["config"].write_text(json.dumps(asdict(config)))
         paths["meta"].write_text(json.dumps({k: v for k, v in meta.items() if k != "env"}))
         started = time.monotonic()
@@ -188,6 +194,9 @@ class Orchestrator:
             meta["status"], meta["error_text"] = "error", prep_error
         else:
             meta["status"], meta["error_text"] = classify_exit(returncode, timed_out, spool, _tail(paths["log"]), self.timeout_s)
+            if meta["status"] == "error" and self.memory_limit_bytes and _out_of_memory(meta["error_text"]):
+                meta["error_text"] = (f"out of memory under --memory-limit-mb {self.memory_limit_bytes / 2**20:g}:\n"
+                                      + meta["error_text"])
         self._store(config, spool, meta, batch)
         self._cleanup(paths)
         return RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), time.monotonic() - started,
@@ -274,6 +283,13 @@ class Orchestrator:
                 recovered.append(RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), 0.0))
             self._cleanup(paths)
         return recovered
+
+
+def _out_of_memory(error_text: str | None) -> bool:
+    """Whether a worker's error is a failed allocation (Python's MemoryError, or a framework's
+    allocator refusing: PyTorch "can't allocate memory", TensorFlow "OOM when allocating")."""
+    text = error_text or ""
+    return any(s in text for s in ("MemoryError", "can't allocate memory", "OOM when allocating", "std::bad_alloc"))
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float | None) -> tuple[int | None, bool]:

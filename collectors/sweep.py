@@ -67,8 +67,8 @@ ADAPTER_OPTIONS = {
 }
 # settings: scalars that shape the sweep rather than a run
 SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str,
-                             "sample_hz": float, "power": str, "clock_offset": float}
-MINIMUM = {"batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
+                             "sample_hz": float, "power": str, "clock_offset": float, "memory_limit_mb": float}
+MINIMUM = {"memory_limit_mb": 1, "batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
            "sample_hz": 0, "epochs": 1, "num_workers": 0, "learning_rate": 1e-12}
 
 

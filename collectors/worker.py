@@ -74,6 +74,22 @@ def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
     spool.write("env", **adapter.environment())
 
 
+MEMORY_LIMIT_ENV = "EDGESTATS_MEMORY_LIMIT_BYTES"
+
+
+def apply_memory_limit() -> None:
+    """Cap this process's (and its children's) heap and anonymous mappings at the bytes the
+    orchestrator passed (--memory-limit-mb), so a board with less memory than this machine can be
+    emulated: an allocation past it fails inside the framework, and the run is stored as an error
+    with what it measured. RLIMIT_DATA, not RLIMIT_AS: frameworks reserve far more address space
+    than they touch."""
+    limit = os.environ.get(MEMORY_LIMIT_ENV)
+    if limit:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (int(limit), int(limit)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m edgestats.collectors.worker")
     parser.add_argument("config", type=Path, help="the run's RunConfig as a JSON file")
@@ -82,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spawn-ns", type=int, default=None)
     args = parser.parse_args(argv)
     start_ns = time.monotonic_ns()
+    apply_memory_limit()
     config = RunConfig.from_dict(json.loads(args.config.read_text()))
     spool = SpoolWriter(args.spool)
     spool.write("start", pid=os.getpid(), spawn_ns=args.spawn_ns, start_ns=start_ns)

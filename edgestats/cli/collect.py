@@ -46,6 +46,7 @@ def collect_command(
     optimizer: list[str] = typer.Option([], "--optimizer", help="Training: sgd (momentum 0.9, default) or adam. Repeatable."),
     num_workers: list[int] = typer.Option([], "--num-workers", help="Training: data-loading workers (DataLoader num_workers, tf.data parallel calls); 0 = no pipelining (default). Repeatable."),
     evict_cache: bool = typer.Option(None, "--evict-cache/--keep-cache", help="Training: drop the dataset from the page cache before the first epoch (cold start; no root needed)."),
+    memory_limit_mb: float = typer.Option(None, "--memory-limit-mb", help="Cap each worker's heap at this many MiB (RLIMIT_DATA), e.g. to emulate a board with less memory; an allocation past it is stored as an error with what the run measured."),
     clock_offset: float = typer.Option(None, "--clock-offset", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
 ) -> None:
     """Run inference or training workloads, one fresh process per run, and store every phase,
@@ -66,7 +67,8 @@ def collect_command(
              "precision": precision, "accelerator": accelerator, "input": input_path, "iterations": iterations,
              "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
              "shuffle_seed": shuffle_seed, "options": parse_option_flags(option) or None,
-             "sample_hz": sample_hz, "power": power, "clock_offset": clock_offset, "kind": kind, "data": data,
+             "sample_hz": sample_hz, "power": power, "clock_offset": clock_offset,
+             "memory_limit_mb": memory_limit_mb, "kind": kind, "data": data,
              "epochs": epochs, "learning_rate": learning_rate, "optimizer": optimizer, "num_workers": num_workers,
              "evict_cache": None if evict_cache is None else [evict_cache]}
     sweep = combine(file_values, flags, sweep_file)

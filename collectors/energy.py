@@ -160,6 +160,14 @@ def inference_energies(series: CumulativeEnergy | None, starts_ns: Sequence[int 
     return [None if s is None else series.between(s, s + ns) for s, ns in zip(starts_ns, latencies_ns)]
 
 
+def window_energies(series: CumulativeEnergy | None, starts_ns: Sequence[int | None],
+                    ends_ns: Sequence[int | None]) -> list[float | None]:
+    """Gross joules over each [start, end] window (None: no series, an open window, not covered)."""
+    if series is None:
+        return [None] * len(starts_ns)
+    return [None if s is None or e is None else series.between(s, e) for s, e in zip(starts_ns, ends_ns)]
+
+
 def _span(series: CumulativeEnergy) -> str:
     if not series.t_ns:
         return "none"

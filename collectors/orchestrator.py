@@ -33,7 +33,7 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sampler import SampleBatch
 from edgestats.collectors.spool import SpoolContents, read_spool
 from edgestats.collectors.training_rows import diverged_text, training_outcome, with_training
-from edgestats.collectors.telemetry import RunTelemetry, Telemetry, run_telemetry
+from edgestats.collectors.telemetry import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV
 from edgestats.errors import DatabaseError
 from edgestats.store import Store
@@ -237,6 +237,8 @@ class Orchestrator:
         run = run_row(config, spool, meta, tele)
         if config.kind == "training":  # epochs, batches and per-run totals (training_rows.py)
             run, training = with_training(run, config, spool)
+            if training.get("epochs") is not None:
+                training["epochs"] = with_epoch_energy(training["epochs"], tele.series)
             rows.update(training)
         deadline = time.monotonic() + STORE_WAIT_S
         while True:

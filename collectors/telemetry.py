@@ -14,7 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from edgestats.collectors.energy import device_energy, inference_energies, phase_energy_rows
+from edgestats.collectors.energy import (CumulativeEnergy, device_energy, inference_energies, phase_energy_rows,
+                                         window_energies)
 from edgestats.collectors.power import PowerSource, PowerSourceError, select_power_source
 from edgestats.collectors.power_csv import ClockAnchor
 from edgestats.collectors.sampler import SampleBatch, Sampler
@@ -82,6 +83,7 @@ class RunTelemetry:
     sensor_notes: dict[str, list]
     run_columns: dict[str, Any]
     stats: dict[str, Any]
+    series: CumulativeEnergy | None = None   # the device total, for windows cut later (epochs)
 
 
 def run_telemetry(telemetry: Telemetry | None, batch: SampleBatch | None, phases: list[dict],
@@ -115,7 +117,17 @@ def run_telemetry(telemetry: Telemetry | None, batch: SampleBatch | None, phases
                "energy_unavailable_reason": reason}
     return RunTelemetry(samples, energies, per_inference,
                         {"sensor": [s for s, _ in notes], "reason": [r for _, r in notes]},
-                        columns, batch.stats if batch is not None else {})
+                        columns, batch.stats if batch is not None else {}, series)
+
+
+def with_epoch_energy(epochs: pa.Table, series: CumulativeEnergy | None) -> pa.Table:
+    """The epochs table plus the gross energy of each epoch's training and testing windows."""
+    def column(start: str, end: str) -> pa.Array:
+        starts, ends = epochs[start].to_pylist(), epochs[end].to_pylist()
+        return pa.array(window_energies(series, starts, ends), pa.float64())
+
+    return (epochs.append_column("train_energy_gross_j", column("train_start_ns", "train_end_ns"))
+                  .append_column("test_energy_gross_j", column("test_start_ns", "test_end_ns")))
 
 
 def _meter_samples(source: PowerSource, phases: list[dict], clock: dict | None) -> tuple[pa.Table | None, str | None]:

@@ -131,6 +131,19 @@ FROM inference_energy
 WHERE NOT warmup AND energy_gross_j IS NOT NULL
 GROUP BY run_id;
 
+-- Energy of each training epoch (training and testing windows), baseline subtracted as above.
+CREATE OR REPLACE VIEW epoch_energy AS
+SELECT
+    e.run_id, e.epoch,
+    (e.train_end_ns - e.train_start_ns) / 1e9                                        AS train_s,
+    e.train_energy_gross_j - b.idle_power_w * (e.train_end_ns - e.train_start_ns) / 1e9 AS train_energy_j,
+    b.idle_ci_half_w * (e.train_end_ns - e.train_start_ns) / 1e9                    AS train_energy_ci_half_j,
+    (e.test_end_ns - e.test_start_ns) / 1e9                                          AS test_s,
+    e.test_energy_gross_j - b.idle_power_w * (e.test_end_ns - e.test_start_ns) / 1e9 AS test_energy_j,
+    e.train_energy_gross_j, e.test_energy_gross_j, b.idle_power_w
+FROM epochs e
+LEFT JOIN run_baseline_stats b USING (run_id);
+
 CREATE OR REPLACE VIEW run_summary AS
 SELECT
     r.run_id, r.sweep_id, r.device_id, d.name AS device, r.kind, r.status, r.error_text,
@@ -202,10 +215,21 @@ SELECT
     coalesce(t.cpu_system_mean_pct, res.cpu_system_pct)           AS cpu_system_pct,
     coalesce(t.cpu_iowait_mean_pct, res.cpu_iowait_pct)           AS cpu_iowait_pct,
     coalesce(t.cpu_total_mean_pct, res.cpu_total_pct)             AS cpu_total_pct,
-    t.io_read_bytes, t.io_read_ops
+    t.io_read_bytes, t.io_read_ops,
+    ee.training_energy_j, ee.testing_energy_j,
+    coalesce(ee.training_energy_j, res.energy_j)                  AS energy_j,
+    CASE WHEN ee.training_energy_j IS NULL AND res.energy_j IS NULL
+         THEN coalesce(pw.energy_unavailable_reason, r.energy_unavailable_reason,
+                       'no power source was recorded for this run') END AS energy_unavailable_reason
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN epoch_times e USING (run_id)
+-- a run's total only when every epoch has its energy: a partial sum would pass for the whole
+LEFT JOIN (SELECT run_id,
+                  CASE WHEN count(train_energy_j) = count(*) THEN sum(train_energy_j) END AS training_energy_j,
+                  CASE WHEN count(test_energy_j) = count(*) THEN sum(test_energy_j) END AS testing_energy_j
+           FROM epoch_energy GROUP BY run_id) ee USING (run_id)
+LEFT JOIN (SELECT run_id, energy_unavailable_reason FROM phase_energy WHERE phase = 'total') pw USING (run_id)
 LEFT JOIN run_telemetry_stats t USING (run_id)
 LEFT JOIN run_results res USING (run_id)
 WHERE r.kind = 'training';

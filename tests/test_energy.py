@@ -256,3 +256,31 @@ def test_collect_with_an_unusable_named_power_source_stops_before_any_run(tmp_pa
                                  "--power", "rapl"])
     assert result.exit_code == 1 and "power source 'rapl' is not available" in result.output
     assert not db.exists()
+
+
+def test_training_epochs_get_energy_from_a_meter_and_the_baseline(tmp_path):
+    from edgestats.collectors.dataset_make import make_dataset
+
+    now = time.time()
+    meter = tmp_path / "meter.csv"
+    write_meter_log(meter, now - 60, now + 600, idle_until_s=now - 20, idle_w=2.0, busy_w=6.0)
+    data = tmp_path / "mnist"
+    make_dataset("mnist", data, 400, n_test=100)
+    db = tmp_path / "r.duckdb"
+    result = runner.invoke(app, ["baseline", "--db", str(db), "--power", f"csv:{meter}", "--seconds", "30",
+                                 "--start", f"{now - 55:.3f}"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["collect", "--db", str(db), "--kind", "training", "-f", "pytorch", "-m", "mnist_cnn",
+                                 "--data", str(data), "--epochs", "2", "--batch-size", "32", "--learning-rate", "0.01",
+                                 "--power", f"csv:{meter}"])
+    assert result.exit_code == 0, result.output
+    with Store.open(db, read_only=True) as store:
+        epochs = store.frame("SELECT * FROM epoch_energy ORDER BY epoch").to_dicts()
+        assert len(epochs) == 2
+        for e in epochs:   # 6 W busy - 2 W idle = 4 W over each window
+            assert e["train_energy_j"] == pytest.approx(4.0 * e["train_s"], rel=0.05)
+            assert e["test_energy_j"] == pytest.approx(4.0 * e["test_s"], rel=0.05)
+            assert e["train_energy_ci_half_j"] > 0
+        run = store.frame("SELECT training_energy_j, energy_j, energy_unavailable_reason FROM training_summary").to_dicts()[0]
+        assert run["training_energy_j"] == pytest.approx(sum(e["train_energy_j"] for e in epochs))
+        assert run["energy_unavailable_reason"] is None

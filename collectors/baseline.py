@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgestats.collectors.energy import BaselineStats, baseline_stats, cumulative_from_power, device_energy
+from edgestats.collectors.energy import (ENERGY_PREFIX, POWER_PREFIX, BaselineStats, baseline_stats,
+                                         cumulative_from_power, device_energy)
 from edgestats.collectors.power import PowerSource, PowerSourceError
 from edgestats.collectors.power_csv import ClockAnchor
 from edgestats.errors import EdgestatsError
@@ -52,7 +53,7 @@ def measure_live(source: PowerSource, seconds: float, hz: float, *,
             reading = source.read(t)
         except PowerSourceError as exc:
             raise BaselineError(f"reading {source.name} failed during the baseline: {exc}") from exc
-        for prefix, values in (("energy_j:", reading.energy_j), ("power_w:", reading.power_w)):
+        for prefix, values in ((ENERGY_PREFIX, reading.energy_j), (POWER_PREFIX, reading.power_w)):
             for rail, value in values.items():
                 columns["t_ns"].append(t)
                 columns["metric"].append(prefix + rail)

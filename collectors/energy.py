@@ -155,9 +155,8 @@ def phase_energy_rows(series: CumulativeEnergy | None, phases: Sequence[dict], r
 def inference_energies(series: CumulativeEnergy | None, starts_ns: Sequence[int | None],
                        latencies_ns: Sequence[int]) -> list[float | None]:
     """Gross joules over each inference's [start, start + latency] window (None: not covered)."""
-    if series is None:
-        return [None] * len(latencies_ns)
-    return [None if s is None else series.between(s, s + ns) for s, ns in zip(starts_ns, latencies_ns)]
+    ends_ns = [None if s is None else s + ns for s, ns in zip(starts_ns, latencies_ns)]
+    return window_energies(series, starts_ns, ends_ns)
 
 
 def window_energies(series: CumulativeEnergy | None, starts_ns: Sequence[int | None],

@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from edgestats.collectors.energy import (CumulativeEnergy, device_energy, inference_energies, phase_energy_rows,
-                                         window_energies)
+from edgestats.collectors.energy import (POWER_PREFIX, CumulativeEnergy, device_energy, inference_energies,
+                                         phase_energy_rows, window_energies)
 from edgestats.collectors.power import PowerSource, PowerSourceError, select_power_source
 from edgestats.collectors.power_csv import ClockAnchor
 from edgestats.collectors.sampler import SampleBatch, Sampler
@@ -149,7 +149,7 @@ def _meter_samples(source: PowerSource, phases: list[dict], clock: dict | None) 
                       "check that it was logging, and --clock-offset if its clock differs from this host's")
     rail = source.rails()[0]
     return pa.table({"t_ns": pa.array([t for t, _ in rows], pa.int64()),
-                     "metric": pa.array([f"power_w:{rail}"] * len(rows), pa.string()),
+                     "metric": pa.array([f"{POWER_PREFIX}{rail}"] * len(rows), pa.string()),
                      "value": pa.array([w for _, w in rows], pa.float64())}), None
 
 

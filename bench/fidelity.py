@@ -30,11 +30,11 @@ import torch  # noqa: E402
 import torch.utils.benchmark as benchmark  # noqa: E402
 
 from edgestats.collectors.collect import open_orchestrator  # noqa: E402
-from edgestats.collectors.inputs import batch_for  # noqa: E402
+from edgestats.collectors.adapters.inputs import batch_for  # noqa: E402
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.sweep import build_sweep  # noqa: E402
-from edgestats.collectors.zoo import zoo_model  # noqa: E402
-from edgestats.collectors.zoo_torch import build_torch  # noqa: E402
+from edgestats.collectors.zoo.catalog import zoo_model  # noqa: E402
+from edgestats.collectors.zoo.torch_models import build_torch  # noqa: E402
 from edgestats.store import Store  # noqa: E402
 
 MEASURED_PHASES = ("import", "load_model", "load_first_input", "first_inference", "load_second_input",

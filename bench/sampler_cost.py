@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgestats.collectors.sampler import Sampler  # noqa: E402
+from edgestats.collectors.telemetry.sampler import Sampler  # noqa: E402
 
 CHILD = "import sys, time\nb = bytearray({n})\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('ready', flush=True)\ntime.sleep(3600)"
 RATE_TARGETS = (10, 100)

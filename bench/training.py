@@ -4,7 +4,7 @@
 
 Side by side in one process, on the same generated MNIST-format data (in the page cache), the
 same model architecture, seed and optimizer, alternating one epoch of A and one of B:
-  A. the harness: train_worker.train_epoch driving the framework's Trainer exactly as a
+  A. the harness: training.worker.train_epoch driving the framework's Trainer exactly as a
      collected run does — fetch timed inside the loader, perf_counter around next() and the
      step, loss and accuracy read back every batch, one spool record written and flushed per
      batch (to a file in a temporary directory on the same disk);
@@ -29,11 +29,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgestats.collectors import dataset_make, datasets  # noqa: E402
+from edgestats.collectors.training import datasets, synthetic as dataset_make  # noqa: E402
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.spool import SpoolWriter  # noqa: E402
-from edgestats.collectors.train_worker import train_epoch, trainer_for  # noqa: E402
-from edgestats.collectors.adapters import adapter_class  # noqa: E402
+from edgestats.collectors.training.worker import train_epoch, trainer_for  # noqa: E402
+from edgestats.collectors.adapters.base import adapter_class  # noqa: E402
 
 TARGET = 0.02
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from edgestats.collectors.device import read_device_facts
+from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
-from edgestats.collectors.telemetry import DEFAULT_SAMPLE_HZ, Telemetry
+from edgestats.collectors.telemetry.session import DEFAULT_SAMPLE_HZ, Telemetry
 from edgestats.store import Store
 
 

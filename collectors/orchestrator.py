@@ -27,13 +27,13 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from edgestats import __version__
-from edgestats.collectors.device import read_cpu_frequency_state
-from edgestats.collectors.prepare import cached_artifact
+from edgestats.collectors.host.facts import read_cpu_frequency_state
+from edgestats.collectors.adapters.prepare import cached_artifact
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.sampler import SampleBatch
+from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.spool import SpoolContents, read_spool
-from edgestats.collectors.training_rows import diverged_text, training_outcome, with_training
-from edgestats.collectors.telemetry import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
+from edgestats.collectors.training.rows import diverged_text, training_outcome, with_training
+from edgestats.collectors.telemetry.session import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV
 from edgestats.errors import DatabaseError
 from edgestats.store import Store
@@ -164,7 +164,7 @@ class Orchestrator:
         if cached:
             return artifact, None
         with open(log, "ab") as out:
-            proc = subprocess.run([self.python, "-m", "edgestats.collectors.prepare", str(config_file), str(self.cache_dir)],
+            proc = subprocess.run([self.python, "-m", "edgestats.collectors.adapters.prepare", str(config_file), str(self.cache_dir)],
                                   stdout=subprocess.PIPE, stderr=out, env=worker_env(config), timeout=self.timeout_s)
         if proc.returncode != 0:
             return None, "preparing the model failed:\n" + _tail(log)
@@ -235,7 +235,7 @@ class Orchestrator:
         rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
                 "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
         run = run_row(config, spool, meta, tele)
-        if config.kind == "training":  # epochs, batches and per-run totals (training_rows.py)
+        if config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)
             run, training = with_training(run, config, spool)
             if training.get("epochs") is not None:
                 training["epochs"] = with_epoch_energy(training["epochs"], tele.series)

@@ -15,7 +15,7 @@ Record types (key "t"):
   env      the adapter's environment (math library, threads, devices)
   error    text (the exception and its traceback)
   end      end_ns: the worker finished every phase
-Training runs (train_worker.py) also write:
+Training runs (training/worker.py) also write:
   dataset  the dataset's description (format, files, bytes, splits) and its storage (mount)
   hyper    the hyperparameters the run used (optimizer, learning rate, momentum, ...)
   batch    e (epoch), b (batch), s (monotonic start), f (fetch + preprocess ns), st (stall ns),

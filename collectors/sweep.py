@@ -22,7 +22,7 @@ from typing import Any
 
 from edgestats.collectors.runconfig import (ACCELERATORS, FRAMEWORKS, KINDS, OPTIMIZERS, PRECISIONS,
                                             TRAINING_FRAMEWORKS, RunConfig)
-from edgestats.collectors.zoo import ZOO
+from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
 
 if sys.version_info >= (3, 11):
@@ -182,7 +182,7 @@ def _check_kind(sweep: Sweep, where: str) -> None:
     if "data" not in sweep.axes:
         raise SweepError(f"{where}training needs a dataset: --data DIR (MNIST IDX files, CIFAR-10 binary batches or "
                          "an image folder); write one with `edgestats dataset make --format mnist --out DIR --n 2000`")
-    from edgestats.collectors.datasets import DatasetError, open_dataset
+    from edgestats.collectors.training.datasets import DatasetError, open_dataset
 
     for data in sweep.axes["data"]:
         try:
@@ -248,7 +248,7 @@ def shuffled(configs: list[RunConfig], seed: int) -> list[RunConfig]:
 
 def feasibility(configs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
     """Split into runnable configurations and those that cannot run here, with the reason."""
-    from edgestats.collectors.adapters import adapter_class
+    from edgestats.collectors.adapters.base import adapter_class
 
     runnable, skipped, cache = [], [], {}
     for config in configs:

@@ -13,7 +13,7 @@ Phases, each on time.monotonic_ns() (CLOCK_MONOTONIC, shared with the orchestrat
 Each inference's latency is time.perf_counter_ns() around adapter.infer(), which returns only
 when the work is done (GPU synchronised).
 
-A training run (config.kind "training") walks train_worker.py's phases instead.
+A training run (config.kind "training") walks training/worker.py's phases instead.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
-from edgestats.collectors.adapters import adapter_class
+from edgestats.collectors.adapters.base import adapter_class
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolWriter
 
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     spool.write("start", pid=os.getpid(), spawn_ns=args.spawn_ns, start_ns=start_ns)
     try:
         if config.kind == "training":
-            from edgestats.collectors.train_worker import run_training
+            from edgestats.collectors.training.worker import run_training
             run_training(config, spool, PhaseClock(spool))
         else:
             run(config, spool, args.artifact)

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from edgestats import __version__
-from edgestats.collectors.device import read_device_facts
-from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, default_jobs, run_probes
-from edgestats.collectors.power import describe_sources
-from edgestats.collectors.telemetry import describe_sensors
+from edgestats.collectors.host.facts import read_device_facts
+from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, run_probes
+from edgestats.collectors.power.base import describe_sources
+from edgestats.collectors.telemetry.session import describe_sensors
 
 # Section order and titles of the text output, by probe kind.
 _SECTIONS = {

@@ -17,7 +17,7 @@ def loaded_after(statement: str) -> set[str]:
 
 
 def test_collectors_and_store_do_not_import_the_analysis_stack():
-    loaded = loaded_after("import edgestats.collectors, edgestats.store, edgestats.collectors.device, edgestats.collectors.frameworks")
+    loaded = loaded_after("import edgestats.collectors, edgestats.store, edgestats.collectors.host.facts, edgestats.collectors.host.probes")
     assert not loaded & ANALYSIS, f"device-side code imported {loaded & ANALYSIS}"
     assert not loaded & FRAMEWORKS, "frameworks are imported lazily, by the worker only"
 
@@ -37,9 +37,9 @@ def test_worker_and_adapters_import_no_framework_and_no_store():
     """The measured process's import phase must be the framework's alone: the worker and the
     adapter modules import nothing heavy until adapter.import_framework() runs."""
     loaded = loaded_after(
-        "import edgestats.collectors.worker, edgestats.collectors.adapter_pytorch, edgestats.collectors.adapter_tensorflow, "
-        "edgestats.collectors.adapter_tflite, edgestats.collectors.adapter_onnxruntime, "
-        "edgestats.collectors.train_worker, edgestats.collectors.datasets, edgestats.collectors.pagecache"
+        "import edgestats.collectors.worker, edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
+        "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, "
+        "edgestats.collectors.training.worker, edgestats.collectors.training.datasets, edgestats.collectors.training.pagecache"
     )
     heavy = FRAMEWORKS | ANALYSIS | {"duckdb", "pyarrow", "numpy", "PIL"}
     assert not loaded & heavy, f"the worker would pay for {loaded & heavy} outside its import phase"

@@ -29,8 +29,8 @@ def baseline(
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from edgestats.collectors.baseline import record_baseline
-    from edgestats.collectors.power_csv import parse_timestamp_s
+    from edgestats.collectors.power.baseline import record_baseline
+    from edgestats.collectors.power.meter_csv import parse_timestamp_s
 
     start_s = None
     if start is not None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.collectors.datasets import FORMATS
-from edgestats.collectors.dataset_make import make_dataset, parse_size
+from edgestats.collectors.training.datasets import FORMATS
+from edgestats.collectors.training.synthetic import make_dataset, parse_size
 
 dataset_app = typer.Typer(help="Datasets for `collect --kind training` (written here; nothing is downloaded).",
                           no_args_is_help=True)

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.collectors.frameworks import DEFAULT_TIMEOUT_S, PROBES
+from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, PROBES
 
 
 @handle_errors

@@ -1,0 +1,174 @@
+"""TensorFlow Lite (LiteRT): a .tflite flatbuffer run by the interpreter.
+
+prepare() converts the Keras zoo model (zoo.keras_models, seeded) with tf.lite.TFLiteConverter
+.from_keras_model; int8 is dynamic-range quantization (Optimize.DEFAULT: int8 weights, float
+activations quantized on the fly by the kernels that support it). Conversion needs TensorFlow,
+which is fine there: prepare() is a separate process. The worker imports only an interpreter:
+ai_edge_litert (LiteRT) when installed, else tflite_runtime (older Raspberry Pi images), else
+tf.lite from full TensorFlow; which one is recorded.
+
+load_model creates Interpreter(model_path, num_threads) and allocates tensors for the run's
+batch size; XNNPACK is the interpreter's default CPU delegate (extra xnnpack=false runs the
+builtin kernels instead). infer is set_tensor / invoke / get_tensor (a copy: work finished).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from edgestats.collectors.adapters import common
+from edgestats.collectors.adapters.base import Adapter, ModelInfo
+from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
+
+INTERPRETERS = ("ai_edge_litert", "tflite_runtime", "tensorflow")  # tried in this order
+
+
+class TFLiteAdapter(Adapter):
+    framework = "tflite"
+    runtimes = ("tflite",)
+    modules = ("ai_edge_litert",)  # or tflite_runtime, or tensorflow: see is_available
+
+    @classmethod
+    def is_available(cls) -> tuple[bool, str | None]:
+        if common.any_importable(*INTERPRETERS):
+            return True, None
+        return False, ("no TFLite interpreter: none of ai_edge_litert, tflite_runtime or tensorflow is installed: "
+                       "pip install 'edgestats[tflite]'")
+
+    @classmethod
+    def check_config(cls, config: RunConfig) -> str | None:
+        why = {"fp16": "TFLite float16 quantization only stores weights as fp16; the CPU interpreter "
+                       "dequantizes them and computes in fp32, and no GPU delegate is wired in"}
+        return (super().check_config(config)
+                or common.accelerator_problem(cls.framework, config, ("cpu",))
+                or common.precision_problem(cls.framework, config, ("fp32", "int8"), why)
+                or common.model_problem(cls.framework, config, (".tflite",)))
+
+    @classmethod
+    def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
+        if not is_zoo_model(config.model):
+            return None
+        target = Path(cache_dir) / f"{config.model}-seed{config.seed}.{config.precision}.tflite"
+        if common.is_prepared(target):
+            return target
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        os.environ["KERAS_BACKEND"] = "tensorflow"
+        try:
+            import tensorflow as tf
+            from edgestats.collectors.zoo.keras_models import build_keras, count_params_keras
+        except ImportError as exc:
+            raise FrameworkMissingError(f"converting zoo model {config.model!r} to .tflite needs TensorFlow ({exc}): "
+                                 "pip install 'edgestats[tensorflow]' on this machine, or pass a .tflite file") from None
+        model = build_keras(config.model, seed=config.seed)
+        converter = tf.lite.TFLiteConverter.from_keras_model(model)
+        if config.precision == "int8":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        with contextlib.redirect_stdout(io.StringIO()):  # Keras prints the SavedModel it exports
+            flatbuffer = converter.convert()
+        with common.atomic_target(target) as tmp:
+            tmp.write_bytes(flatbuffer)
+        common.write_sidecar(target, model=config.model, seed=config.seed, params=count_params_keras(model),
+                             flops=common.zoo_flops(config.model, config.seed),
+                             input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
+                             converter=f"tf.lite.TFLiteConverter.from_keras_model (tensorflow {tf.__version__})",
+                             quantization="dynamic-range int8 (Optimize.DEFAULT)" if config.precision == "int8" else None)
+        return target
+
+    # -- the measured phases ---------------------------------------------------------------------
+
+    def import_framework(self) -> dict[str, str]:
+        errors = []
+        for name in INTERPRETERS:
+            try:
+                if name == "tensorflow":
+                    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+                    import tensorflow as tf  # tf.lite.Interpreter: deprecated for LiteRT, still there
+                    self.interpreter_module, version = tf.lite, tf.__version__
+                else:
+                    module = __import__(f"{name}.interpreter", fromlist=["Interpreter"])
+                    self.interpreter_module = module
+                    version = getattr(sys.modules[name], "__version__", None) or _dist_version(name)
+            except ImportError as exc:
+                errors.append(str(exc))
+                continue
+            self.backend = "tensorflow.lite" if name == "tensorflow" else f"{name}.interpreter"
+            versions = {name: str(version)}
+            if "numpy" in sys.modules:
+                versions["numpy"] = sys.modules["numpy"].__version__
+            return versions
+        raise FrameworkMissingError("no TFLite interpreter importable: " + "; ".join(errors))
+
+    def load_model(self) -> ModelInfo:
+        path = common.artifact_file(self)
+        meta = common.read_sidecar(path)
+        kwargs: dict[str, Any] = {"model_path": str(path), "num_threads": self.config.threads}
+        self.xnnpack = bool(self.config.extra.get("xnnpack", True))
+        if not self.xnnpack:
+            module = self.interpreter_module  # tf.lite keeps the enum under tf.lite.experimental
+            resolver = getattr(module, "OpResolverType", None) or module.experimental.OpResolverType
+            kwargs["experimental_op_resolver_type"] = resolver.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+        try:
+            interpreter = self.interpreter_module.Interpreter(**kwargs)
+        except ValueError as exc:
+            raise ModelFileError(f"cannot load {path.name} as a TFLite model: {exc}") from None
+        self.input_detail = interpreter.get_input_details()[0]
+        self.output_index = interpreter.get_output_details()[0]["index"]
+        signature = tuple(int(d) for d in self.input_detail["shape_signature"])
+        known = tuple(meta["input_shape"]) if meta.get("input_shape") else signature[1:]
+        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
+        wanted = [self.config.batch_size, *self.input_shape]
+        if list(self.input_detail["shape"]) != wanted:
+            interpreter.resize_tensor_input(self.input_detail["index"], wanted)
+        interpreter.allocate_tensors()
+        self.interpreter = interpreter
+        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
+                         file=str(path), file_bytes=common.file_bytes(path))
+
+    def load_input(self) -> Any:
+        import numpy as np
+
+        batch = batch_for(self.config, self.input_shape, "NHWC")
+        dtype = self.input_detail["dtype"]
+        if dtype != np.float32:  # a fully integer model: quantize the input as the model says
+            scale, zero_point = self.input_detail["quantization"]
+            if not scale:
+                raise ModelFileError(f"the model takes {np.dtype(dtype).name} input without quantization parameters")
+            info = np.iinfo(dtype)
+            batch = np.clip(np.round(batch / scale + zero_point), info.min, info.max).astype(dtype)
+        return batch
+
+    def infer(self, batch: Any) -> Any:
+        self.interpreter.set_tensor(self.input_detail["index"], batch)
+        self.interpreter.invoke()
+        return self.interpreter.get_tensor(self.output_index)
+
+    def environment(self) -> dict[str, Any]:
+        return {
+            "runtime": self.runtime, "interpreter": getattr(self, "backend", None),
+            "precision": self.config.precision,
+            "threads_requested": self.config.threads,
+            "num_threads": self.config.threads if self.config.threads else "interpreter default (-1)",
+            "os_threads": common.os_threads(),
+            "delegate": ("XNNPACK (the interpreter's default CPU delegate)" if getattr(self, "xnnpack", True)
+                         else "none: builtin kernels (extra xnnpack=false)"),
+            "input_dtype": getattr(getattr(self, "input_detail", {}).get("dtype"), "__name__", None),
+            "tensors": len(self.interpreter.get_tensor_details()) if hasattr(self, "interpreter") else None,
+        }
+
+
+def _dist_version(name: str) -> str | None:
+    import importlib.metadata
+
+    for dist in (name.replace("_", "-"), name):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None

@@ -1,0 +1,2 @@
+"""Sampling the worker from outside: the sampler thread, its /proc and /sys readers, and the
+telemetry of one collect (sampler + power source) turned into rows per run."""

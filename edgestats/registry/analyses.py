@@ -1,0 +1,70 @@
+"""Analyses `edgestats analyze` runs and the report draws: one entry per analysis.
+
+Adding an analysis: its module under edgestats/analysis/ (an `analyse(data, options)`
+function returning an AnalysisResult), its section module under reports/sections/ (`figures`
+and `sentence`), one entry here, and its section in docs/cli/analyze.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgestats.registry import names_text
+
+# The frames of AnalysisData an analysis can ask for (edgestats.analysis.load.Needs).
+FRAMES = ("latencies", "phases", "phase_energy", "epochs")
+
+
+@dataclass(frozen=True)
+class AnalysisEntry:
+    name: str                 # --only value, key of the JSON document and of the report section
+    title: str                # the report section's heading
+    help: str                 # one line: what it estimates (CLI help, docs)
+    analyse: str              # "module:function": (AnalysisData, AnalysisOptions) -> AnalysisResult
+    section: str              # module under reports/sections/ with figures(result) and sentence(result)
+    doc: str                  # "docs/FILE.md#anchor" of its section
+    needs: tuple[str, ...] = ()  # FRAMES it reads besides the runs
+
+
+ANALYSES: tuple[AnalysisEntry, ...] = (
+    AnalysisEntry("summary", "Latency, throughput, memory and energy per configuration",
+                  "latency, throughput, memory and energy per configuration",
+                  "edgestats.analysis.summary:analyse", "edgestats.reports.sections.summary",
+                  "docs/cli/analyze.md#summary--per-configuration", needs=("latencies",)),
+    AnalysisEntry("breakdown", "Where the time goes: import, model load, inference (pCAMP Table 3)",
+                  "load vs inference: seconds per phase and load / steady ratios",
+                  "edgestats.analysis.breakdown:analyse", "edgestats.reports.sections.breakdown",
+                  "docs/cli/analyze.md#breakdown--load-vs-inference-pcamp-table-3-insight-1", needs=("phases",)),
+    AnalysisEntry("energy", "Time and energy",
+                  "time-energy correlation and energy per phase above idle",
+                  "edgestats.analysis.energy:analyse", "edgestats.reports.sections.energy",
+                  "docs/cli/analyze.md#energy--timeenergy-correlation-and-energy-per-phase-pcamp-figure-3-insight-3",
+                  needs=("phase_energy",)),
+    AnalysisEntry("tradeoff", "Memory–latency trade-off and winners",
+                  "memory vs latency (Pareto front) and the best framework per metric, Holm-corrected",
+                  "edgestats.analysis.tradeoff:analyse", "edgestats.reports.sections.tradeoff",
+                  "docs/cli/analyze.md#tradeoff--memory-vs-latency-and-no-single-winner", needs=("latencies",)),
+    AnalysisEntry("hyperparams", "Hyperparameters: main effects on accuracy and training time",
+                  "OLS/ANOVA of a response on hyperparameters, and the best configuration",
+                  "edgestats.analysis.hyperparams:analyse", "edgestats.reports.sections.hyperparams",
+                  "docs/cli/analyze.md#hyperparams--ols--anova-of-a-response-on-factors-the-dlaas-tables"),
+    AnalysisEntry("pipeline", "Data pipeline: fetch stalls, CPU and memory",
+                  "data-loading stalls vs workers, resources vs batch size",
+                  "edgestats.analysis.pipeline:analyse", "edgestats.reports.sections.pipeline",
+                  "docs/cli/analyze.md#pipeline--data-loading-stalls-and-resources-vs-batch-size-jetson-study-dlaas-table-xxii",
+                  needs=("epochs",)),
+)
+_BY_NAME = {entry.name: entry for entry in ANALYSES}
+
+
+def analysis_names() -> tuple[str, ...]:
+    return tuple(_BY_NAME)
+
+
+def analysis(name: str) -> AnalysisEntry:
+    """The entry of an --only name; KeyError for an unknown one."""
+    return _BY_NAME[name]
+
+
+def choices_text() -> str:
+    return names_text(analysis_names())

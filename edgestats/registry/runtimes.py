@@ -1,0 +1,57 @@
+"""Runtimes `edgestats collect` can measure: one entry per framework adapter.
+
+Adding a runtime: an adapter module under collectors/adapters/ (a subclass of
+`edgestats.collectors.adapters.base.Adapter`), one entry here, and its section in
+docs/runtimes.md. `collect --framework`, `doctor` and the sweep checks read this list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgestats.registry import names_text, resolve
+
+
+@dataclass(frozen=True)
+class RuntimeEntry:
+    name: str                 # --framework value and runs.framework
+    title: str                # as people write it
+    adapter: str              # "module:Class" of its Adapter subclass
+    imports: tuple[str, ...]  # modules doctor tries, in order; the first that imports is the one used
+    extra: str                # pip extra of edgestats that installs it: pip install 'edgestats[EXTRA]'
+    help: str                 # one line: what it runs (CLI help, docs)
+    doc: str                  # "docs/FILE.md#anchor" of its section
+
+    def adapter_class(self) -> type:
+        return resolve(self.adapter)
+
+
+RUNTIMES: tuple[RuntimeEntry, ...] = (
+    RuntimeEntry("pytorch", "PyTorch", "edgestats.collectors.adapters.pytorch:PyTorchAdapter", ("torch",), "torch",
+                 "PyTorch, eager or TorchScript", "docs/runtimes.md#pytorch"),
+    RuntimeEntry("tensorflow", "TensorFlow", "edgestats.collectors.adapters.tensorflow:TensorFlowAdapter",
+                 ("tensorflow",), "tensorflow", "TensorFlow 2 / Keras 3, tf.function graph or eager",
+                 "docs/runtimes.md#tensorflow"),
+    # LiteRT is the current home of the TFLite interpreter; tflite_runtime is what older
+    # Raspberry Pi images have; full TensorFlow carries one as tf.lite.
+    RuntimeEntry("tflite", "TensorFlow Lite (LiteRT)", "edgestats.collectors.adapters.tflite:TFLiteAdapter",
+                 ("ai_edge_litert.interpreter", "tflite_runtime.interpreter", "tensorflow"), "tflite",
+                 "the TFLite interpreter (LiteRT, tflite_runtime or tf.lite)", "docs/runtimes.md#tflite"),
+    RuntimeEntry("onnxruntime", "ONNX Runtime", "edgestats.collectors.adapters.onnxruntime:OnnxRuntimeAdapter",
+                 ("onnxruntime",), "onnx", "ONNX Runtime (CPU or CUDA execution provider)",
+                 "docs/runtimes.md#onnxruntime"),
+)
+_BY_NAME = {entry.name: entry for entry in RUNTIMES}
+
+
+def runtime_names() -> tuple[str, ...]:
+    return tuple(_BY_NAME)
+
+
+def runtime(name: str) -> RuntimeEntry:
+    """The entry of a --framework name; KeyError for an unknown one."""
+    return _BY_NAME[name]
+
+
+def choices_text() -> str:
+    return names_text(runtime_names())

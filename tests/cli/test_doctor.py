@@ -1,0 +1,204 @@
+"""`edgestats doctor`: the CLI against the real probes, and the probe runner's failure modes."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from edgestats.cli import app
+from edgestats.collectors.host.facts import read_device_facts
+from edgestats.collectors.host.probes import Probe, module_probe, run_probe, run_probes
+from edgestats.doctor import render_text
+
+runner = CliRunner()
+MISSING = "edgestats_no_such_module_xyz"
+
+
+@pytest.fixture(scope="module")
+def cli_report() -> dict:
+    """One real `doctor --json` run shared by the tests below (importing TF and torch takes seconds)."""
+    result = runner.invoke(app, ["doctor", "--json", "--module", MISSING])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("name", ["pytorch", "tensorflow", "tflite", "onnxruntime"])
+def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name: str) -> None:
+    # The dev environment installs edgestats[all]: a framework missing here is a broken setup,
+    # so this fails rather than skips.
+    probe = cli_report["probes"][name]
+    assert probe["available"] is True, probe["reason"]
+    assert re.match(r"^\d+\.\d+", probe["version"]), probe["version"]
+    assert probe["import_s"] > 0 and probe["reason"] is None
+    assert probe["kind"] == "framework"
+
+
+def test_framework_details(cli_report: dict) -> None:
+    probes = cli_report["probes"]
+    assert isinstance(probes["pytorch"]["detail"]["cuda_available"], bool)
+    assert isinstance(probes["pytorch"]["detail"]["torchscript"], bool)
+    assert "CPUExecutionProvider" in probes["onnxruntime"]["detail"]["providers"]
+    assert probes["tflite"]["detail"]["backend"] in {"ai_edge_litert", "tflite_runtime", "tensorflow.lite"}
+
+
+def test_missing_module_reports_why(cli_report: dict) -> None:
+    probe = cli_report["probes"][MISSING]
+    assert probe["available"] is False and probe["version"] is None
+    assert probe["reason"] == f"No module named '{MISSING}'"
+    assert probe["kind"] == "module"
+
+
+def test_report_carries_device_facts(cli_report: dict) -> None:
+    device = cli_report["device"]
+    assert device["device_id"] == read_device_facts()["device_id"]
+    assert device["cores"] >= 1 and device["arch"]
+    assert cli_report["python"]["executable"] == sys.executable
+    assert 2 <= cli_report["probe_jobs"] <= len(cli_report["probes"])
+    assert set(cli_report["probes"]) >= {"nvml", "polars", "statsmodels", "altair", "vl_convert"}
+    nvml = cli_report["probes"]["nvml"]
+    assert nvml["available"] or nvml["reason"]  # no GPU here: a reason, never a blank
+
+
+def test_text_output_of_the_real_report(cli_report: dict) -> None:
+    text = render_text(cli_report)
+    assert re.search(r"^  pytorch\s+yes\s+\d+\.\d+", text, re.MULTILINE)
+    assert re.search(rf"^  {MISSING}\s+no\s+No module named", text, re.MULTILINE)
+    assert f"device id   {cli_report['device']['device_id']}" in text
+
+
+def test_text_command_with_one_probe() -> None:
+    result = runner.invoke(app, ["doctor", "--only", "onnxruntime"])
+    assert result.exit_code == 0, result.output
+    assert "Frameworks and runtimes" in result.stdout
+    assert re.search(r"onnxruntime\s+yes", result.stdout)
+    assert "pytorch" not in result.stdout
+    assert "1 probe importing at a time" in result.stdout
+
+
+def test_unknown_probe_is_a_user_error() -> None:
+    result = runner.invoke(app, ["doctor", "--only", "caffe"])
+    assert result.exit_code == 1
+    assert "unknown probe caffe" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_help() -> None:
+    result = runner.invoke(app, ["doctor", "--help"])
+    assert result.exit_code == 0
+    assert "which frameworks, runtimes and tools are usable" in result.stdout
+    for option in ("--json", "--module", "--only", "--timeout", "--jobs"):
+        assert option in result.stdout
+
+
+def test_missing_framework_says_what_to_install() -> None:
+    result = run_probe(Probe("fake", "framework", (MISSING,), extra="torch"))
+    assert result["available"] is False
+    assert result["reason"] == f"No module named '{MISSING}': pip install 'edgestats[torch]'"
+
+
+def test_fallback_modules_report_which_one_was_used() -> None:
+    result = run_probe(Probe("json-ish", "module", (MISSING, "json")))
+    assert result["available"] is True and result["detail"]["module"] == "json"
+
+
+# -- a broken install must not take doctor down ---------------------------------------------------
+
+def _bad_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str) -> Probe:
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the probe child inherits the environment
+    return module_probe(name)
+
+
+def test_module_that_raises_on_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = _bad_module(tmp_path, monkeypatch, "es_raises", "raise RuntimeError('built for another CPU')\n")
+    result = run_probe(probe)
+    assert result["available"] is False
+    assert result["reason"] == "importing es_raises failed: RuntimeError: built for another CPU"
+
+
+def test_module_that_crashes_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = _bad_module(tmp_path, monkeypatch, "es_crashes", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    result = run_probe(probe)
+    assert result["available"] is False
+    assert "killed by SIGSEGV" in result["reason"]
+
+
+def test_module_that_hangs_is_killed_at_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hanging module also starts a grandchild: the timeout must kill the whole group,
+    # or communicate() would wait for the grandchild's copy of the pipes.
+    probe = _bad_module(tmp_path, monkeypatch, "es_hangs",
+                        "import subprocess, sys, time\n"
+                        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                        "time.sleep(60)\n")
+    start = time.perf_counter()
+    results = run_probes([], modules=["es_hangs", "json"], timeout_s=3)
+    assert time.perf_counter() - start < 30
+    assert results["es_hangs"]["available"] is False
+    assert "did not finish within 3 s" in results["es_hangs"]["reason"]
+    assert results["json"]["available"] is True  # the other probes are unaffected
+
+
+def test_nvml_probe_with_a_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in pynvml on PYTHONPATH shadows the real one in the probe child (no GPU here).
+    (tmp_path / "pynvml.py").write_text(
+        "nvmlInit = nvmlShutdown = lambda: None\n"
+        "nvmlSystemGetDriverVersion = lambda: b'550.54.15'\n"
+        "nvmlDeviceGetCount = lambda: 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    result = run_probes(["nvml"])["nvml"]
+    assert result["available"] is True, result["reason"]
+    assert result["detail"] == {"module": "pynvml", "driver_version": "550.54.15", "device_count": 1}
+
+
+def test_collectors_do_not_import_the_analysis_stack() -> None:
+    code = ("import sys, edgestats.collectors.host.facts, edgestats.collectors.host.probes, edgestats.doctor\n"
+            "print(sorted(m for m in ('polars', 'statsmodels', 'altair', 'vl_convert', 'torch', 'tensorflow') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_probe_child_starts_with_nothing_heavy_loaded() -> None:
+    # The child imports edgestats.collectors.host.probes before the probed module: if that
+    # pulled in numpy, every framework's import time would be understated by numpy's.
+    code = ("import sys, edgestats.collectors.host.probes\n"
+            "print(sorted(m for m in ('numpy', 'pyarrow', 'duckdb', 'psutil') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
+    sources = {s["name"]: s for s in cli_report["power_sources"]}
+    assert set(sources) == {"rapl", "nvml", "jetson", "csv"}
+    for source in sources.values():
+        assert source["usable"] or source["reason"], source   # usable, or why not
+    sensors = {s["name"]: s for s in cli_report["sensors"]}
+    assert sensors["process memory, CPU, I/O"]["usable"] is True
+    assert all(s["detail"] for s in sensors.values())
+
+
+def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
+    from edgestats.collectors.power.base import describe_sources
+    from edgestats.collectors.telemetry.session import describe_sensors
+    from edgestats.doctor import _power_lines
+    from test_power import LAPTOP_ZONES, make_rapl_tree
+
+    make_rapl_tree(tmp_path, LAPTOP_ZONES)
+    zone = tmp_path / "sys/class/thermal/thermal_zone0"
+    zone.mkdir(parents=True)
+    (zone / "type").write_text("x86_pkg_temp\n")
+    (zone / "temp").write_text("45000\n")
+    sources = describe_sources(tmp_path)
+    sensors = describe_sensors(tmp_path)
+    text = "\n".join(_power_lines(sources, sensors))
+    assert re.search(r"rapl\s+yes\s+rails: package-0, core, uncore, dram, psys", text), text
+    assert re.search(r"jetson\s+no\s+no INA3221", text), text
+    assert re.search(r"temperatures\s+yes\s+1 thermal sensor\(s\): x86_pkg_temp", text), text
+    assert re.search(r"system CPU and per-core use\s+no\s+.*proc/stat is missing", text), text

@@ -1,0 +1,298 @@
+"""The four framework adapters, driven in-process through the worker's phases with cnn9 (small,
+fast), plus squeezenet once through the two conversions (ONNX export, TFLite conversion).
+
+Every framework is installed in the dev environment, so a missing one FAILS here (no skips): the
+adapters are the product, and a silently skipped adapter is an untested one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgestats.collectors.adapters.base import REGISTRY, ModelInfo, adapter_class
+from edgestats.collectors.adapters.inputs import InputImageError, ModelFileError, load_image
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.errors import EdgestatsError
+
+CNN9_PARAMS = 75_907
+VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
+            ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
+INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
+
+
+def config(framework: str, runtime: str | None = None, **kw) -> RunConfig:
+    return RunConfig(framework=framework, model=kw.pop("model", "cnn9"), runtime=runtime,
+                     batch_size=kw.pop("batch_size", 2), threads=kw.pop("threads", 2), **kw)
+
+
+def run_phases(cfg: RunConfig, cache: Path):
+    """prepare, then the worker's phases in order; returns (adapter, versions, info, out1, out2)."""
+    cls = adapter_class(cfg.framework)
+    assert cls.check_config(cfg) is None
+    adapter = cls(cfg, cls.prepare(cfg, cache))
+    versions = adapter.import_framework()
+    info = adapter.load_model()
+    out1 = np.asarray(adapter.infer(adapter.load_input()))
+    out2 = np.asarray(adapter.infer(adapter.load_input()))
+    return adapter, versions, info, out1, out2
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("artifacts")
+
+
+@pytest.fixture
+def restore_torch_threads():
+    import torch
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("framework", sorted(REGISTRY))
+def test_every_adapter_is_available_here(framework):
+    available, why = adapter_class(framework).is_available()
+    assert available, f"{framework}: {why}"  # must fail, not skip: the dev env installs all four
+
+
+@pytest.mark.parametrize("framework,runtime", VARIANTS, ids=[f"{f}-{r}" for f, r in VARIANTS])
+def test_cnn9_runs_through_every_phase(framework, runtime, cache):
+    adapter, versions, info, out1, out2 = run_phases(config(framework, runtime), cache)
+    assert adapter.runtime == runtime
+    assert versions and all(isinstance(v, str) and v for v in versions.values())
+    assert isinstance(info, ModelInfo)
+    assert info.params == CNN9_PARAMS
+    assert info.flops and info.flops > 0
+    nchw = framework in ("pytorch", "onnxruntime")
+    assert info.input_shape == ((3, 32, 32) if nchw else (32, 32, 3))
+    assert info.file and Path(info.file).exists() and info.file_bytes > 0
+    assert out1.shape == out2.shape == (2, 10)
+    assert np.isfinite(out1).all()
+    np.testing.assert_allclose(out1, out2, rtol=1e-5, atol=1e-6)  # same synthetic input both times
+    env = adapter.environment()
+    assert env and env["runtime"] == runtime
+    json.dumps(env)  # goes into the spool as JSON
+
+
+def test_flops_are_the_same_model_in_every_framework(cache):
+    flops = {f: run_phases(config(f, batch_size=1), cache)[2].flops for f in sorted(REGISTRY)}
+    assert len(set(flops.values())) == 1, flops
+
+
+@pytest.mark.parametrize("framework,runtime", INT8, ids=[f"{f}-{r}" for f, r in INT8])
+def test_int8_runs_and_stays_near_fp32(framework, runtime, cache):
+    fp32 = run_phases(config(framework, runtime), cache)
+    int8 = run_phases(config(framework, runtime, precision="int8"), cache)
+    assert int8[2].params == CNN9_PARAMS
+    y32, y8 = fp32[3], int8[3]
+    assert y8.shape == y32.shape == (2, 10) and np.isfinite(y8).all()
+    assert np.linalg.norm(y8 - y32) <= 0.25 * np.linalg.norm(y32) + 1e-4
+    assert "int8" in json.dumps(int8[0].environment())
+
+
+def test_torch_threads_are_honoured(cache, restore_torch_threads):
+    import torch
+    adapter, *_ = run_phases(config("pytorch", threads=1), cache)
+    assert torch.get_num_threads() == 1
+    assert adapter.environment()["num_threads"] == 1
+
+
+def test_onnxruntime_threads_are_honoured(cache):
+    adapter, *_ = run_phases(config("onnxruntime", threads=1), cache)
+    assert adapter.environment()["intra_op_num_threads"] == 1
+
+
+def test_tensorflow_threads_are_honoured_in_a_fresh_process(cache):
+    """TF fixes its thread pools when its runtime starts, so only a fresh process can show this."""
+    cfg = config("tensorflow", threads=1)
+    artifact = adapter_class("tensorflow").prepare(cfg, cache)
+    code = ("import json, sys\nfrom edgestats.collectors.adapters.tensorflow import TensorFlowAdapter\n"
+            "from edgestats.collectors.runconfig import RunConfig\n"
+            "a = TensorFlowAdapter(RunConfig.from_dict(json.loads(sys.argv[1])), sys.argv[2])\n"
+            "a.import_framework(); a.load_model(); a.infer(a.load_input())\n"
+            "print(json.dumps(a.environment()))")
+    out = subprocess.run([sys.executable, "-c", code, cfg.to_json(), str(artifact)], capture_output=True, text=True, check=True)
+    env = json.loads(out.stdout.strip().splitlines()[-1])
+    assert env["intra_op_parallelism_threads"] == 1 and env["inter_op_parallelism_threads"] == 1
+    assert "threads_not_set" not in env
+
+
+# -- inputs ----------------------------------------------------------------------------------------
+
+def write_jpeg(path: Path, size=(48, 40), color=(200, 30, 90)) -> Path:
+    from PIL import Image
+    Image.new("RGB", size, color).save(path, "JPEG", quality=95)
+    return path
+
+
+def test_load_image_decodes_resizes_and_normalises(tmp_path):
+    jpeg = write_jpeg(tmp_path / "cat.jpg")
+    nchw = load_image(jpeg, (32, 32), "NCHW", batch_size=3)
+    nhwc = load_image(jpeg, (24, 20), "NHWC")
+    assert nchw.shape == (3, 3, 32, 32) and nchw.dtype == np.float32
+    assert nhwc.shape == (1, 24, 20, 3) and nhwc.dtype == np.float32
+    red = (200 / 255 - 0.485) / 0.229  # a flat colour stays flat; JPEG moves it a little
+    assert abs(float(nchw[0, 0].mean()) - red) < 0.05
+    np.testing.assert_array_equal(nchw[0], nchw[2])
+
+
+@pytest.mark.parametrize("framework", ["onnxruntime", "tflite"])
+def test_input_image_is_fed_to_the_model(framework, tmp_path, cache):
+    jpeg = write_jpeg(tmp_path / "dog.jpg", size=(300, 200))
+    adapter, _, _, out1, _ = run_phases(config(framework, input=str(jpeg), batch_size=3), cache)
+    batch = np.asarray(adapter.load_input())
+    assert batch.shape == ((3, 3, 32, 32) if framework == "onnxruntime" else (3, 32, 32, 3))
+    assert out1.shape == (3, 10)
+
+
+def test_unreadable_image_is_a_clear_error(tmp_path, cache):
+    junk = tmp_path / "junk.jpg"
+    junk.write_bytes(b"this is not a jpeg")
+    with pytest.raises(InputImageError, match="junk.jpg.*cannot be decoded"):
+        load_image(junk, (32, 32), "NCHW")
+    with pytest.raises(InputImageError, match="does not exist"):
+        load_image(tmp_path / "missing.png", (32, 32), "NHWC")
+    assert issubclass(InputImageError, EdgestatsError)
+    cfg = config("onnxruntime", input=str(junk))
+    with pytest.raises(InputImageError):
+        run_phases(cfg, cache)
+
+
+# -- check_config ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("framework", sorted(REGISTRY))
+def test_check_config_rejects_unknown_runtime_and_precision(framework):
+    cls = adapter_class(framework)
+    assert cls.check_config(config(framework)) is None
+    message = cls.check_config(config(framework, "warp-drive"))
+    assert "warp-drive" in message and all(r in message for r in cls.runtimes)
+    message = cls.check_config(config(framework, precision="int3"))
+    assert "int3" in message and "fp32" in message
+    assert "no-such-model" in cls.check_config(config(framework, model="no-such-model"))
+    assert "tpu" in cls.check_config(config(framework, accelerator="tpu"))
+
+
+def test_precisions_are_only_offered_where_real():
+    assert "cuda" in adapter_class("pytorch").check_config(config("pytorch", precision="fp16"))
+    assert adapter_class("pytorch").check_config(config("pytorch", precision="fp16", accelerator="cuda")) is None
+    assert adapter_class("pytorch").check_config(config("pytorch", precision="int8", accelerator="cuda"))
+    assert "tflite" in adapter_class("tensorflow").check_config(config("tensorflow", precision="int8"))
+    for framework in ("tflite", "onnxruntime"):
+        assert adapter_class(framework).check_config(config(framework, precision="int8")) is None
+        assert "fp32" in adapter_class(framework).check_config(config(framework, precision="fp16"))
+
+
+# -- user model files -----------------------------------------------------------------------------
+
+def test_user_onnx_file_has_its_initializers_counted(tmp_path, cache):
+    exported = adapter_class("onnxruntime").prepare(config("onnxruntime", batch_size=1), cache)
+    mine = shutil.copy(exported, tmp_path / "mine.onnx")
+    cfg = config("onnxruntime", model=str(mine))
+    adapter, _, info, out, _ = run_phases(cfg, tmp_path / "cache")
+    assert info.params == CNN9_PARAMS and info.flops is None and out.shape == (2, 10)
+    assert info.input_shape == (3, 32, 32)
+
+
+def test_user_tflite_file_takes_its_input_shape_from_the_model(tmp_path, cache):
+    converted = adapter_class("tflite").prepare(config("tflite"), cache)
+    mine = shutil.copy(converted, tmp_path / "mine.tflite")
+    adapter, _, info, out, _ = run_phases(config("tflite", model=str(mine), batch_size=4), tmp_path)
+    assert info.params is None and info.input_shape == (32, 32, 3) and out.shape == (4, 10)
+
+
+def test_user_torch_files(tmp_path, cache):
+    import torch
+    scripted = adapter_class("pytorch").prepare(config("pytorch", "torchscript"), cache)
+    mine = shutil.copy(scripted, tmp_path / "mine.pt")
+    cls = adapter_class("pytorch")
+    with pytest.raises(ModelFileError, match="input_shape"):  # TorchScript carries no input shape
+        run_phases(config("pytorch", model=str(mine)), tmp_path)
+    _, _, info, out, _ = run_phases(config("pytorch", model=str(mine), extra={"input_shape": [3, 32, 32]}), tmp_path)
+    assert info.params == CNN9_PARAMS and out.shape == (2, 10)
+    weights = tmp_path / "weights.pth"
+    from edgestats.collectors.zoo.torch_models import build_torch
+    torch.save(build_torch("cnn9", seed=3).state_dict(), weights)
+    with pytest.raises(ModelFileError, match="architecture"):
+        run_phases(config("pytorch", model=str(weights)), tmp_path)
+    _, _, info, out, _ = run_phases(config("pytorch", model=str(weights), extra={"architecture": "cnn9"}), tmp_path)
+    assert info.params == CNN9_PARAMS and out.shape == (2, 10)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a model")
+    assert "notes.txt" in cls.check_config(config("pytorch", model=str(notes)))
+
+
+# -- a bigger net through the two conversions --------------------------------------------------------
+
+@pytest.mark.parametrize("framework", ["onnxruntime", "tflite"])
+def test_squeezenet_converts_and_runs(framework, tmp_path):
+    adapter, _, info, out, _ = run_phases(config(framework, model="squeezenet", batch_size=1), tmp_path)
+    assert info.params == 1_248_424
+    assert out.shape == (1, 1000) and np.isfinite(out).all()
+
+
+def test_adapter_modules_import_no_framework():
+    code = ("import sys, json\nimport edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
+            "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, edgestats.collectors.adapters.inputs\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(json.loads(out.splitlines()[-1]))
+    assert not loaded & {"torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert", "numpy", "PIL", "onnx"}
+
+
+def test_tflite_falls_back_to_tf_lite_without_litert(monkeypatch, cache):
+    """Where ai_edge_litert (and tflite_runtime) are missing, full TensorFlow's tf.lite runs it."""
+    for name in ("ai_edge_litert", "ai_edge_litert.interpreter", "tflite_runtime", "tflite_runtime.interpreter"):
+        monkeypatch.setitem(sys.modules, name, None)  # makes `import name` raise ImportError
+    with warnings.catch_warnings():  # tf.lite.Interpreter is deprecated in favour of LiteRT
+        warnings.simplefilter("ignore")
+        adapter, versions, info, out, _ = run_phases(config("tflite"), cache)
+    assert "tensorflow" in versions and adapter.environment()["interpreter"] == "tensorflow.lite"
+    assert info.params == CNN9_PARAMS and out.shape == (2, 10)
+
+
+@pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite")])
+def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tmp_path):
+    """prepare() must not die on a bad user file: the worker's load_model reports it, so the run
+    is stored as an error with its import phase."""
+    bad = tmp_path / f"broken{suffix}"
+    bad.write_bytes(b"this is not a model")
+    cfg = config(framework, model=str(bad))
+    cls = adapter_class(framework)
+    adapter = cls(cfg, cls.prepare(cfg, tmp_path / "cache"))
+    adapter.import_framework()
+    with pytest.raises(ModelFileError, match="broken"):
+        adapter.load_model()
+
+
+def test_torch_runtime_follows_a_user_file_unless_asked(tmp_path, cache):
+    scripted = adapter_class("pytorch").prepare(config("pytorch", "torchscript"), cache)
+    mine = shutil.copy(scripted, tmp_path / "mine.pt")
+    cls = adapter_class("pytorch")
+    assert cls(config("pytorch", model=str(mine))).runtime == "torchscript"
+    adapter = cls(config("pytorch", "torch-eager", model=str(mine), extra={"input_shape": [3, 32, 32]}))
+    adapter.import_framework()
+    with pytest.raises(ModelFileError, match="--runtime torchscript"):
+        adapter.load_model()
+
+
+def test_user_keras_file_and_savedmodel(tmp_path, cache):
+    saved = adapter_class("tensorflow").prepare(config("tensorflow"), cache)
+    mine = shutil.copy(saved, tmp_path / "mine.keras")
+    _, _, info, out, _ = run_phases(config("tensorflow", model=str(mine), batch_size=3), tmp_path / "c1")
+    assert info.params == CNN9_PARAMS and out.shape == (3, 10)
+    import tensorflow as tf
+    from edgestats.collectors.zoo.keras_models import build_keras
+
+    folder = tmp_path / "savedmodel"
+    tf.saved_model.save(build_keras("cnn9", seed=1), str(folder))
+    _, _, info, out, _ = run_phases(config("tensorflow", model=str(folder), batch_size=2), tmp_path / "c2")
+    assert out.shape == (2, 10)

@@ -1,0 +1,155 @@
+"""Schema versioning: fresh DBs, upgrades, refusing newer or foreign files, the golden schema."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from edgestats import migrations
+from edgestats.errors import DatabaseError, SchemaOutdatedError, SchemaTooNewError
+from edgestats.migrations import Migration, current_version, latest_version
+from edgestats.store import Store
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "schema_columns.txt"
+
+SCHEMA_COLUMNS_SQL = """
+SELECT table_name, column_name, data_type, is_nullable
+FROM duckdb_columns()
+WHERE database_name = current_database() AND schema_name = 'main'
+ORDER BY table_name, column_index
+"""
+
+
+def schema_text(path: Path) -> str:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute(SCHEMA_COLUMNS_SQL).fetchall()
+    finally:
+        con.close()
+    return "\n".join("\t".join(str(v) for v in row) for row in rows) + "\n"
+
+
+def test_fresh_db_is_created_at_latest_version(tmp_path):
+    path = tmp_path / "new.duckdb"
+    Store.open(path).close()
+    con = duckdb.connect(str(path))
+    version, written_by = current_version(con)
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    con.close()
+    assert version == latest_version() and written_by is not None
+    assert {"devices", "runs", "phases", "latencies", "samples", "baselines", "epochs", "batches"} <= tables
+    assert {"run_summary", "phase_energy", "training_summary"} <= views
+
+
+def test_migrated_schema_matches_golden_file(tmp_path):
+    """Any schema change must come with a new migration and an updated golden file.
+
+    Regenerate with EDGESTATS_UPDATE_GOLDEN=1 after adding a migration, and review the diff.
+    """
+    path = tmp_path / "golden.duckdb"
+    Store.open(path).close()
+    actual = schema_text(path)
+    if os.environ.get("EDGESTATS_UPDATE_GOLDEN"):
+        GOLDEN.write_text(actual)
+    assert actual == GOLDEN.read_text(), "schema differs from tests/golden/schema_columns.txt"
+
+
+def test_reopening_applies_nothing(tmp_path):
+    path = tmp_path / "r.duckdb"
+    Store.open(path).close()
+    con = duckdb.connect(str(path))
+    assert migrations.migrate(con) == []
+    assert con.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == latest_version()
+    con.close()
+
+
+def _with_extra_migration(monkeypatch, sql: str) -> None:
+    """Pretend this edgestats ships one more migration than the real ones."""
+    real = migrations.available_migrations()
+    extra = Migration(real[-1].version + 1, "test_extra", sql)
+    monkeypatch.setattr(migrations, "available_migrations", lambda: [*real, extra])
+
+
+def test_older_db_is_upgraded_keeping_its_data(tmp_path, monkeypatch):
+    from builders import make_results_db
+
+    path = make_results_db(tmp_path / "old.duckdb")
+    before = schema_text(path)
+    _with_extra_migration(monkeypatch, "ALTER TABLE runs ADD COLUMN operator VARCHAR;")
+    with Store.open(path) as store:
+        assert store.counts()["latencies"] == 150
+        assert "operator" in store.columns("runs")
+        version, _ = current_version(store.con)
+    assert version == latest_version()
+    assert schema_text(path) != before
+
+
+def test_failed_migration_rolls_back_to_previous_version(tmp_path, monkeypatch):
+    path = tmp_path / "f.duckdb"
+    Store.open(path).close()
+    _with_extra_migration(monkeypatch, "CREATE TABLE half_done (x INTEGER); SELECT * FROM no_such_table;")
+    with pytest.raises(DatabaseError, match="rolled back"):
+        Store.open(path)
+    con = duckdb.connect(str(path))
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert current_version(con)[0] == latest_version() - 1
+    con.close()
+    assert "half_done" not in tables
+
+
+def test_read_only_open_of_older_db_asks_for_migrate(tmp_path, monkeypatch):
+    path = tmp_path / "o.duckdb"
+    Store.open(path).close()
+    _with_extra_migration(monkeypatch, "ALTER TABLE runs ADD COLUMN operator VARCHAR;")
+    with pytest.raises(SchemaOutdatedError, match="edgestats migrate"):
+        Store.open(path, read_only=True)
+
+
+def _make_newer(path: Path) -> None:
+    Store.open(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, 'future', '99.0')",
+                [latest_version() + 1])
+    con.close()
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_newer_db_is_refused_and_left_unchanged(tmp_path, read_only):
+    path = tmp_path / "newer.duckdb"
+    _make_newer(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(SchemaTooNewError, match=r"edgestats 99\.0.*Upgrade edgestats"):
+        Store.open(path, read_only=read_only)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
+def test_foreign_duckdb_file_is_refused(tmp_path):
+    path = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE sales (x INTEGER)")
+    con.close()
+    with pytest.raises(DatabaseError, match="not an edgestats results DB"):
+        Store.open(path)
+
+
+def test_corrupt_file_is_refused_with_advice(tmp_path):
+    path = tmp_path / "corrupt.duckdb"
+    path.write_bytes(b"\x00garbage" * 500)
+    with pytest.raises(DatabaseError, match="not a DuckDB database"):
+        Store.open(path)
+
+
+def test_truncated_db_is_refused(tmp_path):
+    from builders import make_results_db
+
+    path = make_results_db(tmp_path / "t.duckdb")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    with pytest.raises(DatabaseError):
+        with Store.open(path, read_only=True) as store:
+            store.counts()

@@ -3,67 +3,28 @@
 An analysis result frame carries each estimate next to its interval, either as `X`,
 `X_ci_low`, `X_ci_high`, or as one value column with bare `ci_low`/`ci_high` (and `level`,
 `n`). Here each estimate and its interval become one cell, "12.3 [11.9, 12.8]", so a table
-never shows a figure without its uncertainty. CSV keeps the numbers as they are (for programs).
+never shows a figure without its uncertainty; edgestats.formatting writes the cells, as it does
+for the page's sentences and the terminal. CSV keeps the numbers as they are (for programs).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import polars as pl
 
 from edgestats.errors import EdgestatsError
+from edgestats.formatting import MISSING, format_interval, format_number
 
 TABLE_FORMATS = ("latex", "markdown", "csv")
 TABLE_SUFFIX = {"latex": ".tex", "markdown": ".md", "csv": ".csv"}
 
 # Which column a bare ci_low/ci_high pair belongs to, in order of preference.
 BARE_VALUE_COLUMNS = ("estimate", "value", "statistic", "median", "mean", "slope", "ratio", "effect")
-MISSING = "–"
 
 
 class TableFormatError(EdgestatsError):
     """An unknown --tables format."""
-
-
-# -- numbers ----------------------------------------------------------------------------------
-
-
-def _is_missing(x: object) -> bool:
-    return x is None or (isinstance(x, float) and not math.isfinite(x))
-
-
-def decimals_for(x: float, significant: int = 3) -> int:
-    """Decimals that show `significant` digits of x (none for large values)."""
-    if x == 0:
-        return 0
-    magnitude = math.floor(math.log10(abs(x)))
-    return max(significant - 1 - magnitude, 0)
-
-
-def format_number(x: object, decimals: int | None = None) -> str:
-    """3 significant digits, thousands separated; very small or huge values in e-notation."""
-    if _is_missing(x):
-        return MISSING
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return str(x)
-    if isinstance(x, int):
-        return f"{x:,}"
-    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e12):
-        return f"{x:.2e}"
-    return f"{x:,.{decimals_for(x) if decimals is None else decimals}f}"
-
-
-def format_interval(estimate: object, low: object, high: object) -> str:
-    """'12.3 [11.9, 12.8]': the bounds get the estimate's decimals, so the digits line up."""
-    if _is_missing(estimate):
-        return MISSING
-    decimals = decimals_for(float(estimate))
-    text = format_number(float(estimate), decimals)
-    if _is_missing(low) or _is_missing(high):
-        return text  # n too small for an interval: the estimate alone, never a made-up one
-    return f"{text} [{format_number(float(low), decimals)}, {format_number(float(high), decimals)}]"
 
 
 # -- finding the intervals ----------------------------------------------------------------------

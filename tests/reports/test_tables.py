@@ -8,9 +8,9 @@ import io
 import polars as pl
 import pytest
 
+from edgestats.formatting import format_interval, format_number
 from edgestats.reports.tables import (
-    TableFormatError, format_interval, format_number, interval_columns, report_table, to_csv, to_latex,
-    to_markdown, write_tables,
+    TableFormatError, interval_columns, report_table, to_csv, to_latex, to_markdown, write_tables,
 )
 
 

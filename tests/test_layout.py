@@ -1,0 +1,51 @@
+"""Size limits that keep each module about one thing (docs/architecture.md §3): no function over 60
+lines and no module over 400 lines, tests included. bench/ holds one-off measurement scripts and is
+left out; the zoo's model-definition tables are long lists of layers, not logic, and are exempt
+from the module limit only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).parents[1]
+MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 400
+LONG_TABLES = {"collectors/zoo/torch_models.py", "collectors/zoo/keras_models.py"}
+# Folders that hold no source of ours: bench/ by rule, the rest are environments and build outputs.
+SKIPPED_FOLDERS = {"bench", "build", "dist", "node_modules", "__pycache__"}
+
+
+def python_files() -> list[Path]:
+    files = []
+    for path in sorted(REPO.rglob("*.py")):
+        parts = path.relative_to(REPO).parts[:-1]
+        if any(p in SKIPPED_FOLDERS or p.startswith(".") or p.endswith(".egg-info") for p in parts):
+            continue
+        files.append(path)
+    assert len(files) > 50, f"found only {len(files)} Python files under {REPO}"
+    return files
+
+
+def test_no_function_is_over_60_lines():
+    long = []
+    for path in python_files():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name}() is {lines} lines")
+    assert not long, f"split these functions (at most {MAX_FUNCTION_LINES} lines each):\n" + "\n".join(long)
+
+
+def test_no_module_is_over_400_lines():
+    long = [f"{rel} is {n} lines" for path in python_files()
+            if (rel := str(path.relative_to(REPO))) not in LONG_TABLES
+            and (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert not long, f"split these modules by subject (at most {MAX_MODULE_LINES} lines each):\n" + "\n".join(long)
+
+
+def test_the_exempt_tables_exist():
+    """An exemption for a file that moved or was renamed would silently exempt nothing."""
+    missing = [rel for rel in sorted(LONG_TABLES) if not (REPO / rel).is_file()]
+    assert not missing, f"LONG_TABLES names files that no longer exist: {missing}"

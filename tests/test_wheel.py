@@ -1,6 +1,6 @@
 """The built wheel works on its own: package-dir mapping, schema .sql files as package data.
 
-DESIGN.md §3 lists the traps: a mapped folder missing from the wheel, .sql files left out, or
+docs/architecture.md §3 lists the traps: a mapped folder missing from the wheel, .sql files left out, or
 generic names (schema, reports, collectors) landing at the top of site-packages. This builds the
 wheel, installs it into a clean venv (no editable install, no repo on sys.path) and uses it.
 """
@@ -12,6 +12,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).parents[1]
 
 
@@ -21,6 +23,7 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.packaging
 def test_wheel_installs_into_a_clean_venv_and_runs(tmp_path):
     dist = tmp_path / "dist"
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)])

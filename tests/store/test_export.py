@@ -1,21 +1,20 @@
-"""`edgestats export --parquet`: read back by DuckDB, polars and Spark with the DB's row counts."""
+"""`edgestats export --parquet`: the SQL it builds, the layout and manifest it writes, and how it
+treats the DB and the target folder. Read-back by three engines: test_export_readback.py; the
+command: test_export_cli.py."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 import edgestats.export as export_module
-from builders import make_results_db, write_inference_run, write_training_run
+from builders import make_results_db
 from edgestats import __version__
-from edgestats.cli import app
 from edgestats.errors import DatabaseError, SchemaTooNewError
 from edgestats.export import (
     MANIFEST_NAME,
@@ -29,72 +28,11 @@ from edgestats.export import (
 )
 from edgestats.migrations import latest_version
 from edgestats.store import Store
-
-ALL_TABLES = {"devices", "runs", "run_results", "phases", "latencies", "samples", "baselines", "epochs",
-              "batches", "phase_energies", "sensor_notes", "schema_migrations"}
-
-# Independent of the exporter: how each table's rows belong to a device, in SQL on the DB.
-DEVICE_OF = {
-    "devices": "device_id", "runs": "device_id", "baselines": "device_id",
-    "schema_migrations": "NULL",
-}
-DEVICE_VIA_RUN = "(SELECT r.device_id FROM runs r WHERE r.run_id = t.run_id)"
-
-
-def make_two_device_db(path: Path) -> tuple[Path, uuid.UUID, uuid.UUID]:
-    """What `merge` produces from two devices' files: two devices, their runs, a baseline,
-    an imported-style run with run_results, and JSON facts."""
-    with Store.open(path) as store:
-        nano = store.register_device({"name": "jetson-nano", "arch": "aarch64", "cores": 4,
-                                      "facts": {"l4t": "32.7.1", "rails": ["VDD_IN"]}})
-        rpi = store.register_device({"name": "rpi4", "arch": "aarch64", "cores": 4, "mem_total_bytes": 4 << 30})
-        for i in range(3):
-            write_inference_run(store, nano, seed=i, framework=["pytorch", "onnxruntime"][i % 2])
-        for i in range(2):
-            write_inference_run(store, rpi, seed=100 + i, n_latencies=30, n_samples=20)
-        write_training_run(store, nano, seed=0)
-        write_training_run(store, rpi, seed=100)
-        store.write_run({"device_id": rpi, "kind": "inference", "status": "error", "error_text": "out of memory",
-                         "framework": "tflite", "model": "mobilenet_v2", "source": "import:old.csv",
-                         "hyperparameters": {"batch_size": 8}},
-                        results={"latency_ms": 12.5, "energy_j": 3.25})
-        store.write_baseline({"device_id": nano, "seconds": 60.0, "source": "jetson", "mean_power_w": 1.9,
-                              "std_power_w": 0.05, "n": 600})
-    return path, nano, rpi
-
-
-def expected_counts(db: Path) -> dict[str, dict[str | None, int]]:
-    """Per table: rows per device_id (None for rows without one), straight from the DB."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        out = {}
-        for table in ALL_TABLES:
-            device = DEVICE_OF.get(table, DEVICE_VIA_RUN)
-            rows = con.execute(f"SELECT CAST({device} AS VARCHAR) AS d, count(*) FROM {table} t GROUP BY d").fetchall()
-            out[table] = dict(rows)
-        return out
-    finally:
-        con.close()
-
-
-def as_counts(rows) -> dict[str | None, int]:
-    return {d: n for d, n in rows}
+from export_builders import ALL_TABLES, as_counts
 
 
 def db_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(params=["single", "merged"])
-def exported(request, tmp_path: Path, results_db: Path):
-    """(export folder, expected per-device counts, manifest) for both kinds of DB."""
-    if request.param == "single":
-        db = results_db
-    else:
-        db, _, _ = make_two_device_db(tmp_path / "merged.duckdb")
-    out = tmp_path / "export"
-    manifest = export_parquet(db, out)
-    return out, expected_counts(db), manifest
 
 
 # -- pure SQL builders --------------------------------------------------------------------------
@@ -183,97 +121,6 @@ def test_parquet_files_hold_no_uuid_or_json_types(results_db: Path, tmp_path: Pa
         assert "UUID" not in str(logical) and "JSON" not in str(logical) and "JSON" not in str(converted), name
         assert physical != "FIXED_LEN_BYTE_ARRAY", name
         assert "NANOS=NanoSeconds" not in str(logical), name
-
-
-# -- read back by three engines ---------------------------------------------------------------
-
-
-def test_duckdb_reads_back_every_table(exported):
-    out, expected, manifest = exported
-    got, columns = {}, {}
-    con = duckdb.connect()
-    for table in ALL_TABLES:
-        rel = con.sql(f"SELECT * FROM read_parquet('{out}/{table}/**/*.parquet', hive_partitioning=true)")
-        columns[table] = rel.columns
-        device = "device_id" if "device_id" in rel.columns else "NULL"
-        got[table] = as_counts(con.sql(
-            f"SELECT CAST({device} AS VARCHAR), count(*) FROM read_parquet('{out}/{table}/**/*.parquet', "
-            "hive_partitioning=true) GROUP BY ALL").fetchall())
-    assert got == expected
-    assert columns == {t: [c["name"] for c in manifest["tables"][t]["columns"]] for t in ALL_TABLES}
-
-
-def test_polars_reads_back_every_table(exported):
-    out, expected, manifest = exported
-    got, columns = {}, {}
-    for table in ALL_TABLES:
-        frame = pl.scan_parquet(out / table, hive_partitioning=True).collect()
-        columns[table] = frame.columns
-        if "device_id" in frame.columns:
-            got[table] = as_counts(frame.group_by("device_id").len().iter_rows())
-        else:
-            got[table] = {None: frame.height} if frame.height else {}
-    assert got == expected
-    assert columns == {t: [c["name"] for c in manifest["tables"][t]["columns"]] for t in ALL_TABLES}
-    runs = pl.scan_parquet(out / "runs", hive_partitioning=True).collect()
-    assert runs.schema["started_at"] == pl.Datetime("us", "UTC")
-    assert runs.schema["run_id"] == pl.String
-    assert all(json.loads(c)["seed"] >= 0 for c in runs["config"].drop_nulls())
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """One local Spark for the module, set up to start fast. If Spark cannot start, the tests
-    that use it fail (they are part of the export's contract), they do not skip."""
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("edgestats-export-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.sql.adaptive.enabled", "false")  # no re-planning of tiny queries
-        # C1-only JIT and a serial GC: a short-lived JVM warms up in about half the time.
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-
-
-@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
-def test_spark_reads_back_every_table(spark, exported):
-    from pyspark.sql import functions as F
-
-    out, expected, manifest = exported
-    columns, per_table = {}, []
-    for table in sorted(ALL_TABLES):
-        frame = spark.read.parquet(str(out / table))
-        columns[table] = frame.columns
-        device = F.col("device_id") if "device_id" in frame.columns else F.lit(None).cast("string")
-        per_table.append(frame.select(F.lit(table).alias("table"), device.alias("device_id")))
-    # One Spark job counts every table (one job per table costs ~0.5 s each on local[1]).
-    union = per_table[0]
-    for frame in per_table[1:]:
-        union = union.unionByName(frame)
-    got: dict[str, dict[str | None, int]] = {t: {} for t in ALL_TABLES}
-    for table, device_id, n in union.groupBy("table", "device_id").count().collect():
-        got[table][device_id] = n
-    assert got == expected
-    assert columns == {t: [c["name"] for c in manifest["tables"][t]["columns"]] for t in ALL_TABLES}
-    # Timestamps arrive as Spark timestamps with the DB's instants (to the microsecond).
-    spark_at = {r[0]: r[1] for r in spark.read.parquet(str(out / "devices"))
-                .selectExpr("device_id", "unix_micros(registered_at)").collect()}
-    db_at = {d: us for d, us in duckdb.sql(
-        f"SELECT device_id, epoch_us(registered_at) FROM read_parquet('{out}/devices/**/*.parquet', "
-        "hive_partitioning=true)").fetchall()}
-    assert spark_at == db_at and len(spark_at) == len(expected["devices"])
-    assert dict(spark.read.parquet(str(out / "runs")).dtypes)["started_at"] == "timestamp"
 
 
 def test_rows_whose_run_is_missing_are_kept_with_a_null_device(results_db: Path, tmp_path: Path):
@@ -394,49 +241,3 @@ def test_an_interrupted_first_export_leaves_no_folder(results_db: Path, tmp_path
     with pytest.raises(KeyboardInterrupt):
         export_parquet(results_db, tmp_path / "export")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.duckdb"]
-
-
-# -- the command ---------------------------------------------------------------------------------
-
-runner = CliRunner()
-
-
-def test_cli_export_prints_what_it_wrote(results_db: Path, tmp_path: Path):
-    out = tmp_path / "export"
-    result = runner.invoke(app, ["export", str(results_db), "--parquet", str(out)])
-    assert result.exit_code == 0, result.output
-    assert "latencies" in result.stdout and "150 rows" in result.stdout and "1 device(s)" in result.stdout
-    assert "baselines" in result.stdout and "empty" in result.stdout
-    assert f"to {out}" in result.stdout
-    assert read_manifest(out)["tables"]["latencies"]["rows"] == 150
-
-
-def test_cli_export_help():
-    result = runner.invoke(app, ["export", "--help"])
-    assert result.exit_code == 0
-    for text in ("--parquet", "--overwrite", "hive-partitioned", "device_id=UUID", "read-only", MANIFEST_NAME):
-        assert text in result.output, text
-
-
-def test_cli_refuses_a_non_empty_folder_then_overwrites(results_db: Path, tmp_path: Path):
-    out = tmp_path / "export"
-    assert runner.invoke(app, ["export", str(results_db), "--parquet", str(out)]).exit_code == 0
-    refused = runner.invoke(app, ["export", str(results_db), "--parquet", str(out)])
-    assert refused.exit_code == 1
-    assert refused.stderr.startswith("error: ") and "--overwrite" in refused.stderr
-    assert "Traceback" not in refused.output
-    again = runner.invoke(app, ["export", str(results_db), "--parquet", str(out), "--overwrite"])
-    assert again.exit_code == 0, again.output
-    assert read_manifest(out)["tables"]["runs"]["rows"] == 4
-
-
-def test_cli_missing_db_is_one_line(tmp_path: Path):
-    result = runner.invoke(app, ["export", str(tmp_path / "nope.duckdb"), "--parquet", str(tmp_path / "x")])
-    assert result.exit_code == 1
-    assert result.stderr.strip().startswith("error: ") and "no such file" in result.stderr
-    assert not (tmp_path / "x").exists()
-
-
-def test_cli_needs_the_parquet_option(results_db: Path):
-    result = runner.invoke(app, ["export", str(results_db)])
-    assert result.exit_code != 0 and "--parquet" in result.output

@@ -13,6 +13,8 @@ from __future__ import annotations
 import polars as pl
 
 from edgestats.analysis.intervals import BootstrapSettings, mean_t, paired_ratio_of_means
+from edgestats.analysis.load import AnalysisData, default_config
+from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import (AnalysisResult, estimate_row, group_label, iter_groups, not_enough_entry,
                                        rows_frame, unavailable)
 
@@ -104,3 +106,9 @@ def breakdown(runs: pl.DataFrame, phases: pl.DataFrame | None, *, by: list[str],
         ratio_rows.append(estimate_row(group, ratio, ratio="load_model / steady", **_flag(ratio)))
         ratio_rows.append(estimate_row(group, per_inference, ratio="load_model / one inference"))
     return AnalysisResult(NAME, level, entries, {"phases": rows_frame(phase_rows), "ratios": rows_frame(ratio_rows)})
+
+
+def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
+    """The registry's entry point: per --by group, or per configuration."""
+    config = options.group_keys(data.runs) or default_config(data.runs)
+    return breakdown(data.runs, data.phases, by=config, level=options.level, settings=options.settings)

@@ -16,6 +16,8 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis.intervals import Estimate, correlation, finite_or_none, t_interval
+from edgestats.analysis.load import AnalysisData, default_config
+from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, estimate_row, iter_groups, not_enough_entry, rows_frame
 
 NAME = "energy"
@@ -157,3 +159,9 @@ def energy(runs: pl.DataFrame, phase_energy: pl.DataFrame | None, *, config: lis
     if phase_rows:
         frames["phases"] = rows_frame(phase_rows)
     return AnalysisResult(NAME, level, entries, frames)
+
+
+def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
+    """The registry's entry point: configurations are always the full ones; --by splits the fits."""
+    return energy(data.runs, data.phase_energy, config=default_config(data.runs), by=options.group_keys(data.runs),
+                  level=options.level)

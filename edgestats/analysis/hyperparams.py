@@ -28,17 +28,26 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis.intervals import finite_or_none, mean_t
-from edgestats.analysis.load import AnalysisInputError
-from edgestats.analysis.result import AnalysisResult, iter_groups, not_enough_entry, rows_frame
+from edgestats.analysis.load import AnalysisData, AnalysisInputError, check_group_columns
+from edgestats.analysis.options import AnalysisOptions
+from edgestats.analysis.result import AnalysisResult, iter_groups, not_enough_entry, rows_frame, unavailable
 
 NAME = "hyperparams"
 DECADES_FOR_LOG = 2.0         # max/min ≥ 100: the factor acts on a log scale
-# Factors that act multiplicatively (DESIGN.md §6); others (iterations: time is linear in them)
+# Factors that act multiplicatively (docs/architecture.md §6); others (iterations: time is linear in them)
 # stay linear unless --log asks.
 LOG_CANDIDATES = ("learning_rate", "batch_size")
 PROPORTIONAL_R2 = 0.99
 MAX_MAIN_EFFECT_LEVELS = 20   # more distinct values than this is a continuum, not levels
 ITERATION_FACTORS = ("iterations", "epochs")
+# Responses and factors used when none are named, and the groups fitted apart when no --by.
+DEFAULT_RESPONSES = ("training_time_s", "accuracy_pct")
+HYPERPARAMETERS = ("batch_size", "iterations", "epochs", "learning_rate", "optimizer", "threads", "num_workers")
+HYPERPARAM_GROUPS = ("device", "framework", "dataset", "model")
+# The response-vs-iterations means: one line per the first of these present (besides the
+# iteration factor), kept apart per device and framework (the chart's facets).
+SERIES_CANDIDATES = ("batch_size", "learning_rate", "optimizer")
+MEANS_KEPT_APART = ("device", "framework")
 _CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 _OPS = {"<=": np.less_equal, ">=": np.greater_equal, "<": np.less, ">": np.greater, "=": np.equal, "==": np.equal,
         "!=": np.not_equal}
@@ -269,3 +278,75 @@ def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: li
               "proportionality": rows_frame(proportional_rows), "points": rows_frame(point_rows)}
     return AnalysisResult(NAME, level, entries, frames)
 
+
+
+def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
+    """The registry's entry point: hyperparams for the named response, or for each default
+    response the runs have (their entries and frames concatenated)."""
+    runs, level, by = data.runs, options.level, options.group_keys(data.runs)
+    responses = [options.response] if options.response else [r for r in DEFAULT_RESPONSES if runs[r].is_not_null().any()]
+    if not responses:
+        return unavailable(NAME, level, "no run has training_time_s or accuracy_pct; name one with --response")
+    scales = {**{f: "log" for f in options.log_factors}, **{f: "linear" for f in options.linear_factors}}
+    combined: AnalysisResult | None = None
+    for response in responses:
+        if response not in runs.columns:
+            check_group_columns([response], runs, "--response")
+        kinds = runs.filter(pl.col(response).is_not_null())["kind"].unique().to_list()
+        relevant = runs.filter(pl.col("kind").is_in(kinds)) if kinds else runs
+        factors = options.factors or [f for f in HYPERPARAMETERS if f in relevant.columns and relevant[f].drop_nulls().n_unique() > 1]
+        groups = by or [g for g in HYPERPARAM_GROUPS if relevant[g].drop_nulls().n_unique() > 1]
+        if not factors:
+            result = unavailable(NAME, level, f"no hyperparameter varies among the runs with {response}; "
+                                 "name factors with --factor", group={"response": response})
+        else:
+            result = hyperparams(relevant, response=response, factors=factors, by=groups, level=level,
+                                 interactions=options.interactions, best=options.best, constraint=options.constraint,
+                                 scales=scales)
+        if combined is None:
+            combined = result
+        else:
+            combined.entries += result.entries
+            for key, frame in result.frames.items():
+                combined.frames[key] = pl.concat([combined.frames[key], frame], how="diagonal_relaxed") if key in combined.frames else frame
+    _add_iteration_means(combined)
+    return combined
+
+
+def modelled_responses(result: AnalysisResult) -> list[str]:
+    """The responses a hyperparams result modelled (those with main effects and a points column)."""
+    effects, points = result.frames.get("main_effects"), result.frames.get("points")
+    if effects is None or points is None or "response" not in effects.columns:
+        return []
+    return [r for r in effects["response"].unique(maintain_order=True).to_list() if r in points.columns]
+
+
+def _add_iteration_means(result: AnalysisResult) -> None:
+    """The `vs_iterations` frame (the response against iterations or epochs) where the points have either."""
+    points = result.frames.get("points")
+    if points is None or not {*ITERATION_FACTORS} & set(points.columns):
+        return
+    means = iteration_means(points, modelled_responses(result), result.level)
+    if means.height:
+        result.frames["vs_iterations"] = means
+
+
+def iteration_means(points: pl.DataFrame, responses: list[str], level: float) -> pl.DataFrame:
+    """Mean of each response with its t interval per iteration count (or epochs), per series
+    (batch size, else learning rate or optimizer) and per device / framework, however many
+    runs there are: what the response-vs-iterations chart draws (the DLaaS study's tables)."""
+    factor = next(c for c in ITERATION_FACTORS if c in points.columns)
+    series = next((c for c in SERIES_CANDIDATES if c in points.columns and c != factor), None)
+    keys = [factor, *([series] if series else []), *(c for c in MEANS_KEPT_APART if c in points.columns)]
+    rows = []
+    for response in responses:
+        measured = points.filter(pl.col(response).is_not_null())
+        for values, sub in measured.select(*keys, response).group_by(keys, maintain_order=True):
+            e = mean_t(sub[response].cast(pl.Float64).to_numpy(), level)
+            rows.append({**dict(zip(keys, values)), "response": response, "estimate": e.estimate, "ci_low": e.ci_low,
+                         "ci_high": e.ci_high, "level": level, "n": e.n})
+    if not rows:
+        return pl.DataFrame()
+    means = pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
+    return means.filter(pl.col(factor).is_not_null())

@@ -14,6 +14,7 @@ a query, and the connection could not write even if it were not.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +26,7 @@ import pyarrow as pa
 from edgestats.errors import EdgestatsError
 from edgestats.store import Store, quote_ident
 
-# Statuses whose figures are results: a diverged run (NaN loss) is a result (DESIGN.md §5);
+# Statuses whose figures are results: a diverged run (NaN loss) is a result (docs/architecture.md §5);
 # error / timeout / killed runs hold partial data and are left out.
 RESULT_STATUSES = ("ok", "diverged")
 
@@ -231,10 +232,17 @@ def view_columns_sql(view: str) -> str:
 
 @dataclass(frozen=True)
 class Needs:
+    """Which frames besides the runs to read: one flag per name of the registry's FRAMES."""
+
     latencies: bool = False
     phases: bool = False
     phase_energy: bool = False
     epochs: bool = False
+
+    @classmethod
+    def of(cls, frames: Iterable[str]) -> Needs:
+        """The union of what the selected analyses' registry entries need."""
+        return cls(**{frame: True for frame in frames})
 
 
 def _columns(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
@@ -327,6 +335,16 @@ def _derive(runs: pl.DataFrame) -> pl.DataFrame:
         (pl.col("rss_peak_bytes") / 1048576.0).alias("mem_peak_mb"),
         (pl.col("rss_mean_bytes") / 1048576.0).alias("mem_mean_mb"),
     )
+
+
+def default_config(runs: pl.DataFrame) -> list[str]:
+    """The configuration columns the selected runs have values in (the groups when no --by)."""
+    return present_columns(runs, CONFIG_COLUMNS)
+
+
+def present_columns(runs: pl.DataFrame, candidates: tuple[str, ...] | list[str]) -> list[str]:
+    """Those candidate columns that are present and hold a value in some run."""
+    return [c for c in candidates if c in runs.columns and runs[c].is_not_null().any()]
 
 
 def check_group_columns(by: list[str] | tuple[str, ...], runs: pl.DataFrame, option: str = "--by") -> list[str]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import polars as pl
 
 from edgestats.analysis.intervals import BootstrapSettings, correlation, finite_or_none, quantile_ci, ratio_of_medians
+from edgestats.analysis.load import AnalysisData
+from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, not_enough_entry, rows_frame
 
 NAME = "pipeline"
@@ -109,3 +111,9 @@ def pipeline(runs: pl.DataFrame, epochs: pl.DataFrame | None, *, by: list[str] |
                "(collect training runs, or import fetch_stall_s / e2e_s / cpu_*_pct / mem_*_mb)")
         return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
     return AnalysisResult(NAME, level, entries, frames)
+
+
+def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
+    """The registry's entry point: per --by group, or per storage and device (see pipeline)."""
+    return pipeline(data.runs, data.epochs, by=options.group_keys(data.runs) or None, level=options.level,
+                    settings=options.settings)

@@ -24,7 +24,8 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis.intervals import BootstrapSettings, Estimate, mean_t, quantile_ci
-from edgestats.analysis.load import LatencyIndex, group_quantiles
+from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, group_quantiles
+from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, rows_frame, unavailable
 
 NAME = "summary"
@@ -147,3 +148,9 @@ def latency_distribution(entries: list[dict], members: pl.DataFrame,
         box_rows.append({**entry["group"], "n_runs": entry["n"], **figures})
         ecdf_rows += [{**entry["group"], "p": p, "latency_ms": values[at[p]], "n": n, "n_unit": n_unit} for p in ECDF_GRID]
     return rows_frame(box_rows), rows_frame(ecdf_rows)
+
+
+def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
+    """The registry's entry point: per --by group, or per configuration."""
+    config = options.group_keys(data.runs) or default_config(data.runs)
+    return summarise(data.runs, data.latencies, by=config, level=options.level, settings=options.settings)

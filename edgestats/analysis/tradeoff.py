@@ -21,13 +21,16 @@ import polars as pl
 from scipy import stats
 
 from edgestats.analysis.intervals import BootstrapSettings, finite_or_none, mean_t, quantile_ci
-from edgestats.analysis.load import LatencyIndex
+from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, present_columns
+from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
 
 NAME = "tradeoff"
 # metric -> True when lower is better
 METRICS = {"latency_median_ms": True, "rss_peak_bytes": True, "energy_per_inference_j": True, "throughput_per_s": False}
 CANDIDATE_COLUMNS = ("framework", "runtime")
+# Keys whose values are compared as like with like when naming a winner (unless --by says otherwise).
+STRATA = ("device", "model", "batch_size")
 
 
 def pareto_mask(latency: np.ndarray, memory: np.ndarray) -> np.ndarray:
@@ -187,3 +190,11 @@ def tradeoff(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, config: list
 
 def _text(candidate: dict) -> str:
     return " / ".join(str(v) for v in candidate.values())
+
+
+def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
+    """The registry's entry point: candidates are full configurations, compared within --by strata."""
+    runs = data.runs
+    return tradeoff(runs, data.latencies, config=default_config(runs),
+                    strata=options.group_keys(runs) or present_columns(runs, STRATA), level=options.level,
+                    settings=options.settings)

@@ -1,0 +1,64 @@
+"""What to analyse and how: the options of `edgestats analyze`, one to one (docs/cli/analyze.md).
+
+Its own module so that every analysis module can take an AnalysisOptions without importing
+the package that loops over them (edgestats.analysis imports the analyses through the registry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from edgestats.analysis.intervals import DEFAULT_BCA_MAX_N, DEFAULT_LEVEL, DEFAULT_RESAMPLES, BootstrapSettings
+from edgestats.analysis.load import FILTER_COLUMNS, AnalysisInputError, check_group_columns
+from edgestats.registry.analyses import analysis_names
+
+
+@dataclass
+class AnalysisOptions:
+    """What to analyse and how; the CLI's options one to one (docs/cli/analyze.md)."""
+
+    only: str | None = None
+    where: str | None = None
+    filters: dict[str, list[str]] = field(default_factory=dict)
+    by: list[str] = field(default_factory=list)
+    level: float = DEFAULT_LEVEL
+    seed: int = 0
+    n_resamples: int = DEFAULT_RESAMPLES
+    bca_max_n: int = DEFAULT_BCA_MAX_N
+    response: str | None = None
+    factors: list[str] = field(default_factory=list)
+    interactions: bool = False
+    best: str | None = None
+    constraint: str | None = None
+    log_factors: list[str] = field(default_factory=list)
+    linear_factors: list[str] = field(default_factory=list)
+
+    def check(self) -> None:
+        names = analysis_names()
+        if self.only is not None and self.only not in names:
+            raise AnalysisInputError(f"--only {self.only!r}: use one of {', '.join(names)}")
+        if not 0.5 <= self.level < 1:
+            raise AnalysisInputError(f"--level {self.level}: give a confidence level between 0.5 and 1, e.g. 0.95")
+        if self.n_resamples < 100:
+            raise AnalysisInputError(f"--resamples {self.n_resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
+        unknown = [c for c in self.filters if c not in FILTER_COLUMNS]
+        if unknown:
+            raise AnalysisInputError(f"no filter option for {', '.join(unknown)}; filter with --where instead")
+        both = set(self.log_factors) & set(self.linear_factors)
+        if both:
+            raise AnalysisInputError(f"{', '.join(sorted(both))}: asked for both --log and --linear")
+
+    @property
+    def settings(self) -> BootstrapSettings:
+        return BootstrapSettings(n_resamples=self.n_resamples, bca_max_n=self.bca_max_n, seed=self.seed)
+
+    @property
+    def selected(self) -> tuple[str, ...]:
+        """The analyses to run, in registry order (read now, so an entry added at run time counts)."""
+        return (self.only,) if self.only else analysis_names()
+
+    def group_keys(self, runs: pl.DataFrame) -> list[str]:
+        """--by, each checked to be a run column (AnalysisInputError listing the valid ones)."""
+        return check_group_columns(self.by, runs)

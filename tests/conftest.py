@@ -1,13 +1,66 @@
-"""Shared fixtures. The builders live in tests/builders.py (tests/ is on sys.path via pytest's
-`pythonpath` setting, so test modules can `from builders import ...`)."""
+"""Shared fixtures, and the guard that keeps the fast lane fast.
+
+The builders live in tests/builders.py (tests/ is on sys.path via pytest's `pythonpath` setting,
+so test modules can `from builders import ...`).
+
+Lanes (markers registered in pyproject.toml): `make test-fast` runs
+`-m "not frameworks and not spark and not browser and not packaging"`; `make test` runs all of
+them. A test that imports a framework without the `frameworks` marker would slow the fast lane
+down by seconds (torch and TensorFlow take 2-10 s each to import), so the guard below fails it.
+"""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from builders import make_results_db, write_inference_run, write_training_run  # noqa: F401  (re-exported)
+
+# Top-level names of the framework packages the `frameworks` marker stands for.
+FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert")
+_LOADED_AT_SETUP = pytest.StashKey[frozenset]()
+
+
+def frameworks_loaded() -> frozenset[str]:
+    return frozenset(name for name in FRAMEWORK_MODULES if name in sys.modules)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item):
+    item.stash[_LOADED_AT_SETUP] = frameworks_loaded()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Fails an unmarked test that loaded a framework in its fixtures or its body. Once a marked
+    test has loaded one, later tests in the same process cannot be checked: the fast lane, where
+    no marked test runs, is where this bites."""
+    result = yield
+    new = frameworks_loaded() - item.stash.get(_LOADED_AT_SETUP, frozenset())
+    if new and item.get_closest_marker("frameworks") is None:
+        pytest.fail(f"{item.nodeid} imported {', '.join(sorted(new))}: mark it @pytest.mark.frameworks "
+                    "so the fast lane leaves it out", pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """Fails, in a lane that leaves framework tests out, the collection of a test module that imports
+    a framework at its top: every run of that lane would pay for the import. Import it inside the
+    marked tests (or their fixtures) instead."""
+    before = frameworks_loaded()
+    report = yield
+    markexpr = collector.config.getoption("markexpr", "") or ""
+    if isinstance(collector, pytest.Module) and "not frameworks" in markexpr and report.outcome == "passed":
+        new = frameworks_loaded() - before
+        if new:
+            report.outcome = "failed"
+            report.longrepr = (f"{collector.path}: importing this module loads {', '.join(sorted(new))}; "
+                               "import it inside the @pytest.mark.frameworks tests that need it")
+    return report
 
 
 @pytest.fixture

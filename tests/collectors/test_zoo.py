@@ -1,28 +1,33 @@
 """The model zoo: the same architectures in PyTorch and Keras, held to the published parameter
 counts, to each other (same function once weights are copied) and to hand-computed FLOPs.
 
-torch and keras are imported unconditionally: a missing framework is a failure here, not a skip.
+torch and Keras are imported inside the tests (the fast lane collects this file without paying
+for them), never through importorskip: a missing framework is a failure here, not a skip.
 Each model is built once per framework for the whole module (the big Keras models take seconds
 on a small CPU); tests that mutate weights say so.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
-import torch
-import keras  # a missing torch or Keras fails collection, as it must
 
-from edgestats.collectors.zoo import keras_models as zoo_keras
-from edgestats.collectors.zoo import torch_models as zoo_torch
 from edgestats.collectors.zoo.catalog import ZOO
+
+if TYPE_CHECKING:
+    import keras
+    import torch
 
 # Published trainable parameters of models the builders have but the registry may not list (yet):
 # torchvision's model cards. The registry's own figure wins for the models it lists.
 EXTRA_PUBLISHED = {"resnet50": 25_557_032, "vgg16": 138_357_544,
                    "mobilenet_v3_small": 2_542_856, "mobilenet_v3_large": 5_483_032}
 PUBLISHED = {**EXTRA_PUBLISHED, **{name: m.published_params for name, m in ZOO.items()}}
-ALL = sorted(zoo_torch.BUILDERS)
+# Every model with a published count; test_every_registered_model_has_both_builders proves these are
+# exactly the builders' models (listing them here needs no torch at collection).
+ALL = sorted(PUBLISHED)
 
 # torchvision's model cards give "GFLOPS" that are in fact GMACs (1 multiply-add = 1), rounded to
 # two decimals; count_flops counts a multiply-add as 2.
@@ -39,7 +44,19 @@ def channels(name: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def built():
+def zoo_torch():
+    from edgestats.collectors.zoo import torch_models
+    return torch_models
+
+
+@pytest.fixture(scope="module")
+def zoo_keras():
+    from edgestats.collectors.zoo import keras_models
+    return keras_models
+
+
+@pytest.fixture(scope="module")
+def built(zoo_torch, zoo_keras):
     """name -> (torch model, keras model), seed 0, built on first use."""
     cache: dict[str, tuple[torch.nn.Module, keras.Model]] = {}
 
@@ -50,10 +67,12 @@ def built():
     return get
 
 
-def test_every_registered_model_has_both_builders():
+@pytest.mark.frameworks
+def test_every_registered_model_has_both_builders(zoo_torch, zoo_keras):
     assert set(ZOO) <= set(zoo_torch.BUILDERS)
     assert set(zoo_torch.BUILDERS) == set(zoo_keras.BUILDERS)
     assert set(ALL) <= set(PUBLISHED)
+    assert set(zoo_torch.BUILDERS) == set(ALL), "ALL must list every builder's model"
 
 
 def test_make_divisible_rounds_like_torchvision():
@@ -62,15 +81,19 @@ def test_make_divisible_rounds_like_torchvision():
     assert [make_divisible(v) for v in (8, 12, 16, 20, 60, 100)] == [8, 16, 16, 24, 64, 104]
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", ALL)
-def test_trainable_params_match_published_in_both_frameworks(built, name):
+def test_trainable_params_match_published_in_both_frameworks(built, zoo_torch, zoo_keras, name):
     tm, km = built(name)
     assert zoo_torch.count_params(tm) == PUBLISHED[name]
     assert zoo_keras.count_params_keras(km) == PUBLISHED[name]
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", ["cnn9", "squeezenet"])
-def test_num_classes_override(name):
+def test_num_classes_override(zoo_torch, zoo_keras, name):
+    import torch
+
     h, w = input_hw(name)
     with torch.no_grad():
         assert tuple(zoo_torch.build_torch(name, num_classes=7)(torch.zeros(2, 3, h, w)).shape) == (2, 7)
@@ -90,23 +113,28 @@ def same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", SEED_MODELS)
-def test_torch_seed_determines_weights(name):
+def test_torch_seed_determines_weights(zoo_torch, name):
     a, b, c = (torch_weights(zoo_torch.build_torch(name, seed=s)) for s in (0, 0, 1))
     assert same(a, b)
     assert not same(a, c)
     assert not np.array_equal(a[0], c[0]), "the first conv's kernel should change with the seed"
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", SEED_MODELS)
-def test_keras_seed_determines_weights(name):
+def test_keras_seed_determines_weights(zoo_keras, name):
     a, b, c = (zoo_keras.build_keras(name, seed=s).get_weights() for s in (0, 0, 1))
     assert same(a, b)
     assert not same(a, c)
     assert not np.array_equal(a[0], c[0])
 
 
-def test_building_leaves_the_global_torch_rng_alone():
+@pytest.mark.frameworks
+def test_building_leaves_the_global_torch_rng_alone(zoo_torch):
+    import torch
+
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
@@ -116,12 +144,14 @@ def test_building_leaves_the_global_torch_rng_alone():
 
 # -- the two frameworks compute the same function once weights are copied -----------------------
 
-def randomise_batchnorm(model: torch.nn.Module, h: int, w: int) -> None:
+def randomise_batchnorm(zoo_torch, model: torch.nn.Module, h: int, w: int) -> None:
     """Fresh BN layers are identities and leave untrained MobileNets' logits ~1e-10 and nearly
     input-independent; calibrated statistics plus a random affine make the copy of all four BN
     tensors (and the epsilon) matter, and the outputs unit-scale."""
     # BN nets here are fully convolutional with a global pool: a small batch at half size
     # calibrates them at an eighth of the cost
+    import torch
+
     zoo_torch.calibrate_batchnorm(model, (2, 3, h // 2, w // 2), seed=1)
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -131,17 +161,20 @@ def randomise_batchnorm(model: torch.nn.Module, h: int, w: int) -> None:
                 m.bias.copy_(0.1 * torch.randn(m.num_features, generator=g))
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", ALL)
-def test_batch_2_outputs_have_the_right_shape_and_agree_across_frameworks(built, name):
+def test_batch_2_outputs_have_the_right_shape_and_agree_across_frameworks(built, zoo_torch, zoo_keras, name):
     """Copies the torch weights into Keras, then one seeded batch of 2 through both. Mutates the
     cached models (BN statistics, Keras weights); later tests only count and trace."""
+    import torch
+
     tm, km = built(name)
     h, w = input_hw(name)
     c = channels(name)
     classes = ZOO[name].num_classes if name in ZOO else 1000
     assert not tm.training
     assert tuple(km.input_shape) == (None, h, w, c)
-    randomise_batchnorm(tm, h, w)
+    randomise_batchnorm(zoo_torch, tm, h, w)
     zoo_keras.copy_torch_weights_to_keras(tm, km)
     x = np.random.default_rng(0).standard_normal((2, c, h, w)).astype("float32")
     with torch.no_grad():
@@ -154,7 +187,8 @@ def test_batch_2_outputs_have_the_right_shape_and_agree_across_frameworks(built,
     assert np.abs(expected[0] - expected[1]).max() > 1e-3 * float(np.abs(expected).max())
 
 
-def test_copy_refuses_a_different_architecture(built):
+@pytest.mark.frameworks
+def test_copy_refuses_a_different_architecture(built, zoo_keras):
     with pytest.raises(ValueError, match="features.0: torch gives shapes"):
         zoo_keras.copy_torch_weights_to_keras(built("squeezenet")[0], built("cnn9")[1])
     with pytest.raises(ValueError, match="torch module 'conv1' has no Keras layer"):
@@ -163,7 +197,8 @@ def test_copy_refuses_a_different_architecture(built):
 
 # -- FLOPs --------------------------------------------------------------------------------------
 
-def test_cnn9_flops_by_hand(built):
+@pytest.mark.frameworks
+def test_cnn9_flops_by_hand(built, zoo_torch):
     # seven 3x3 valid convs on 32x32: output side 30, 28, ..., 18; then dense 324 -> 10
     widths = [3, 16, 16, 32, 32, 64, 64, 1]
     convs = sum(2 * 3 * 3 * cin * cout * (30 - 2 * i) ** 2
@@ -174,7 +209,8 @@ def test_cnn9_flops_by_hand(built):
     assert zoo_torch.count_flops(built("cnn9")[0], (3, 32, 32)) == expected   # batch is ignored
 
 
-def test_dlaas_default_nets_flops_by_hand(built):
+@pytest.mark.frameworks
+def test_dlaas_default_nets_flops_by_hand(built, zoo_torch):
     """MACs of TensorFlow's default MNIST and CIFAR-10 nets (DLaaS Tables IV-V):
         mnist_cnn  conv1 32*1*5*5*28*28 = 627,200; conv2 64*32*5*5*14*14 = 10,035,200;
                    fc 3136*1024 = 3,211,264; fc 1024*10 = 10,240           -> 13,883,904 MACs
@@ -187,8 +223,11 @@ def test_dlaas_default_nets_flops_by_hand(built):
     assert zoo_torch.count_flops(built("cifar_cnn")[0], (1, 3, 24, 24)) == 2 * cifar
 
 
+@pytest.mark.frameworks
 def test_keras_lrn_saves_and_loads(tmp_path, built):
     """cifar_cnn's LocalResponseNorm is a layer of edgestats' own: a saved model must load back."""
+    import keras
+
     _, km = built("cifar_cnn")
     path = tmp_path / "cifar_cnn.keras"
     km.save(str(path))
@@ -197,7 +236,8 @@ def test_keras_lrn_saves_and_loads(tmp_path, built):
     assert np.allclose(km(x, training=False).numpy(), loaded(x, training=False).numpy(), atol=1e-6)
 
 
-def test_alexnet_flops(built):
+@pytest.mark.frameworks
+def test_alexnet_flops(built, zoo_torch):
     """MACs, torchvision's AlexNet at 224x224 (conv: cout*cin*k*k*hout*wout; linear: in*out):
         conv1  64*3*11*11*55*55   =  70,276,800
         conv2  192*64*5*5*27*27   = 223,948,800
@@ -215,13 +255,15 @@ def test_alexnet_flops(built):
     assert zoo_torch.count_flops(built("alexnet")[0], (1, 3, 224, 224)) == 2 * macs == 1_428_376_960
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("name", sorted(TORCHVISION_GMACS))
-def test_flops_match_torchvision_model_cards(built, name):
+def test_flops_match_torchvision_model_cards(built, zoo_torch, name):
     flops = zoo_torch.count_flops(built(name)[0], (1, 3, 224, 224))
     assert abs(flops / 2e9 - TORCHVISION_GMACS[name]) < 0.005
 
 
-def test_count_flops_leaves_the_model_as_it_was():
+@pytest.mark.frameworks
+def test_count_flops_leaves_the_model_as_it_was(zoo_torch):
     model = zoo_torch.build_torch("mobilenet_v3_small").train()
     before = torch_weights(model)
     zoo_torch.count_flops(model, (3, 224, 224))

@@ -33,7 +33,7 @@ from edgestats.collectors.training import datasets, synthetic as dataset_make  #
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.spool import SpoolWriter  # noqa: E402
 from edgestats.collectors.training.worker import train_epoch, trainer_for  # noqa: E402
-from edgestats.collectors.adapters.base import adapter_class  # noqa: E402
+from edgestats.registry.runtimes import runtime  # noqa: E402
 
 TARGET = 0.02
 
@@ -131,7 +131,7 @@ def bare_tensorflow(trainer):
 def make_trainer(framework: str, model: str, batch_size: int, data: Path, threads: int | None):
     config = RunConfig(framework, model, kind="training", data=str(data), batch_size=batch_size, epochs=1, iterations=0,
                        learning_rate=0.01, optimizer="sgd", num_workers=0, threads=threads)
-    adapter = adapter_class(framework)(config, None)
+    adapter = runtime(framework).adapter_class()(config, None)
     adapter.import_framework()
     trainer = trainer_for(config, adapter, datasets.open_dataset(data))
     trainer.build()

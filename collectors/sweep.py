@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.runconfig import (ACCELERATORS, FRAMEWORKS, KINDS, OPTIMIZERS, PRECISIONS,
-                                            TRAINING_FRAMEWORKS, RunConfig)
+from edgestats.collectors.runconfig import (ACCELERATORS, KINDS, OPTIMIZERS, PRECISIONS, TRAINING_FRAMEWORKS,
+                                            RunConfig)
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
+from edgestats.registry.runtimes import runtime, runtime_names
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,7 +35,7 @@ MODEL_FILE_SUFFIXES = (".pt", ".pth", ".onnx", ".tflite", ".keras")
 
 # axis -> (type, what values are allowed, or None)
 AXES: dict[str, tuple[type, tuple | None]] = {
-    "framework": (str, FRAMEWORKS),
+    "framework": (str, runtime_names()),
     "model": (str, None),
     "runtime": (str, None),
     "batch_size": (int, None),
@@ -156,7 +157,7 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
         sweep.axes[key] = [_check_value(key, v, expected, allowed, where) for v in items]
     if "framework" not in sweep.axes or "model" not in sweep.axes:
         raise SweepError(f"{where}a sweep needs at least one framework and one model "
-                         f"(frameworks: {', '.join(FRAMEWORKS)}; zoo models: {', '.join(sorted(ZOO))})")
+                         f"(frameworks: {', '.join(runtime_names())}; zoo models: {', '.join(sorted(ZOO))})")
     _check_kind(sweep, where)
     return sweep
 
@@ -248,12 +249,10 @@ def shuffled(configs: list[RunConfig], seed: int) -> list[RunConfig]:
 
 def feasibility(configs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
     """Split into runnable configurations and those that cannot run here, with the reason."""
-    from edgestats.collectors.adapters.base import adapter_class
-
     runnable, skipped, cache = [], [], {}
     for config in configs:
         if config.framework not in cache:
-            cls = adapter_class(config.framework)
+            cls = runtime(config.framework).adapter_class()
             cache[config.framework] = (cls, cls.is_available())
         cls, (available, why) = cache[config.framework]
         reason = why if not available else cls.check_config(config)

@@ -26,9 +26,9 @@ import time
 import traceback
 from pathlib import Path
 
-from edgestats.collectors.adapters.base import adapter_class
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolWriter
+from edgestats.registry.runtimes import runtime
 
 
 class PhaseClock:
@@ -59,7 +59,7 @@ def run_inferences(adapter, batch, spool: SpoolWriter, count: int, first_index: 
 def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
     clock = PhaseClock(spool)
     total_start = time.monotonic_ns()
-    adapter = adapter_class(config.framework)(config, artifact)
+    adapter = runtime(config.framework).adapter_class()(config, artifact)
     spool.write("adapter", runtime=adapter.runtime)
     spool.write("versions", **clock.run("import", adapter.import_framework))
     info = clock.run("load_model", adapter.load_model)

@@ -1,4 +1,4 @@
-"""The interface every framework adapter implements, and the name -> "module:Class" registry.
+"""The interface every framework adapter implements.
 
 The worker drives an adapter through pCAMP's phases (Table 3), timing each call itself:
 
@@ -9,26 +9,21 @@ run under one framework never imports another. `prepare()` runs before the measu
 in a separate process, and turns a zoo model into the file the worker loads (TorchScript,
 .keras, .tflite, .onnx), cached by configuration; the worker's load_model phase then
 measures loading a model file, as a deployed application would.
+
+Which adapter serves a `--framework` name, which modules it needs and what installs them are
+facts of its entry in `edgestats.registry.runtimes` (docs/architecture.md §7), typed once there.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edgestats.collectors.runconfig import RunConfig
-
-# framework name -> "module:Class". Runtime variants (torchscript, tf-eager) are options of an
-# adapter, not adapters of their own.
-REGISTRY: dict[str, str] = {
-    "pytorch": "edgestats.collectors.adapters.pytorch:PyTorchAdapter",
-    "tensorflow": "edgestats.collectors.adapters.tensorflow:TensorFlowAdapter",
-    "tflite": "edgestats.collectors.adapters.tflite:TFLiteAdapter",
-    "onnxruntime": "edgestats.collectors.adapters.onnxruntime:OnnxRuntimeAdapter",
-}
+from edgestats.registry import names_text
+from edgestats.registry.runtimes import runtime
 
 
 @dataclass
@@ -43,11 +38,12 @@ class ModelInfo:
 
 
 class Adapter:
-    """Base class. Subclasses set `framework`, `runtimes` and implement the phase methods."""
+    """Base class. Subclasses set `framework` (their registry name), `runtimes` and implement the
+    phase methods. Runtime variants (torchscript, tf-eager) are options of an adapter, not
+    adapters of their own."""
 
     framework: str = ""
     runtimes: tuple[str, ...] = ()   # the first is the default
-    modules: tuple[str, ...] = ()    # what must be importable for is_available()
 
     def __init__(self, config: RunConfig, artifact: Path | None = None):
         self.config = config
@@ -58,15 +54,19 @@ class Adapter:
 
     @classmethod
     def is_available(cls) -> tuple[bool, str | None]:
-        """(True, None) or (False, why not and what to install). Cheap: finds, does not import."""
-        for module in cls.modules:
-            if importlib.util.find_spec(module.split(".")[0]) is None:
-                return False, f"Python module {module!r} is not installed: pip install 'edgestats[{cls.extra()}]'"
-        return True, None
+        """(True, None) or (False, why not and what to install). Cheap: finds, does not import.
 
-    @classmethod
-    def extra(cls) -> str:
-        return cls.framework
+        Available when any of the entry's modules is installed (they are alternatives, e.g.
+        LiteRT, tflite_runtime or TensorFlow for tflite). Top-level packages only: finding
+        `ai_edge_litert.interpreter` would import its package."""
+        entry = runtime(cls.framework)
+        packages = list(dict.fromkeys(module.split(".")[0] for module in entry.imports))
+        if any(importlib.util.find_spec(package) is not None for package in packages):
+            return True, None
+        if len(packages) == 1:
+            return False, f"Python module {packages[0]!r} is not installed: {entry.install_hint}"
+        return False, (f"{entry.title}: none of the Python modules {names_text(packages)} is installed: "
+                       f"{entry.install_hint}")
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -103,10 +103,3 @@ class Adapter:
         """Math library, thread settings, devices: stored in runs.environment."""
         return {}
 
-
-def adapter_class(framework: str) -> type[Adapter]:
-    """Import the adapter module for a framework name (lazily) and return its class."""
-    if framework not in REGISTRY:
-        raise KeyError(framework)
-    module_name, class_name = REGISTRY[framework].split(":")
-    return getattr(importlib.import_module(module_name), class_name)

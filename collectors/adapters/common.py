@@ -11,7 +11,6 @@ framework to find out: FLOPs are counted on the PyTorch zoo model even for a .tf
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -60,16 +59,6 @@ def model_problem(framework: str, config: RunConfig, suffixes: tuple[str, ...], 
     if path.suffix.lower() not in suffixes:
         return f"{framework} loads {', '.join(suffixes)} files, not {path.name!r}"
     return None
-
-
-def any_importable(*modules: str) -> bool:
-    for module in modules:
-        try:
-            if importlib.util.find_spec(module) is not None:
-                return True
-        except (ImportError, ValueError):  # a parent package missing
-            continue
-    return False
 
 
 # -- artifacts -------------------------------------------------------------------------------------

@@ -38,11 +38,6 @@ INT8_NOTE = ("dynamic quantization (onnxruntime.quantization.quantize_dynamic): 
 class OnnxRuntimeAdapter(Adapter):
     framework = "onnxruntime"
     runtimes = ("onnxruntime",)
-    modules = ("onnxruntime",)
-
-    @classmethod
-    def extra(cls) -> str:
-        return "onnx"
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -211,3 +206,8 @@ def _opset(path: Path) -> int | None:
     except Exception:
         return None
     return next((op.version for op in model.opset_import if op.domain in ("", "ai.onnx")), None)
+
+
+def probe_detail(ort: Any) -> dict[str, Any]:
+    """doctor's facts about an imported ONNX Runtime: its execution providers and device."""
+    return {"providers": list(ort.get_available_providers()), "device": ort.get_device()}

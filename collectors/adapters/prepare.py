@@ -15,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from edgestats.collectors.adapters.base import adapter_class
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.registry.runtimes import runtime
 
 ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator", "extra")
 
@@ -42,7 +42,7 @@ def cached_artifact(config: RunConfig, cache_root: Path) -> tuple[bool, str | No
 def prepare(config: RunConfig, cache_root: Path) -> Path | None:
     cache_dir = cache_root / cache_key(config)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    artifact = adapter_class(config.framework).prepare(config, cache_dir)
+    artifact = runtime(config.framework).adapter_class().prepare(config, cache_dir)
     (cache_dir / MARKER).write_text(json.dumps({"artifact": str(artifact) if artifact else None}))
     return artifact
 

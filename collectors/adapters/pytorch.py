@@ -62,17 +62,12 @@ def _is_torchscript(path: Path) -> bool:
 class PyTorchAdapter(Adapter):
     framework = "pytorch"
     runtimes = ("torch-eager", "torchscript")
-    modules = ("torch",)
 
     def __init__(self, config: RunConfig, artifact: Path | None = None):
         super().__init__(config, artifact)
         user_file = Path(config.model)
         if config.runtime is None and not is_zoo_model(config.model) and user_file.is_file():
             self.runtime = "torchscript" if _is_torchscript(user_file) else "torch-eager"  # the file decides
-
-    @classmethod
-    def extra(cls) -> str:
-        return "torch"
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -220,3 +215,25 @@ class PyTorchAdapter(Adapter):
             env.update(cuda_device=torch.cuda.get_device_name(0), cudnn_enabled=torch.backends.cudnn.enabled,
                        cudnn_benchmark=torch.backends.cudnn.benchmark, output="copied to host after synchronize")
         return env
+
+
+# -- doctor ----------------------------------------------------------------------------------------
+
+def _scriptable(x):  # TorchScript compiles from source, so this must live in a real file
+    return x * 2 + 1
+
+
+def probe_detail(torch: Any) -> dict[str, Any]:
+    """doctor's facts about an imported torch: CUDA, threads, whether TorchScript still compiles."""
+    from edgestats.collectors.host.probes import first_line
+
+    detail: dict[str, Any] = {"cuda_available": bool(torch.cuda.is_available()),
+                              "cuda_version": torch.version.cuda, "num_threads": torch.get_num_threads()}
+    if detail["cuda_available"]:
+        detail["cuda_device"] = torch.cuda.get_device_name(0)
+    try:
+        torch.jit.script(_scriptable)
+        detail["torchscript"] = True
+    except Exception as exc:  # TorchScript is deprecated and may be missing from a build
+        detail.update(torchscript=False, torchscript_error=first_line(exc))
+    return detail

@@ -37,7 +37,6 @@ def quiet_tensorflow_env() -> None:
 class TensorFlowAdapter(Adapter):
     framework = "tensorflow"
     runtimes = ("tf-function", "tf-eager")
-    modules = ("tensorflow",)
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -163,3 +162,9 @@ def _onednn_enabled() -> bool | None:
         return bool(_pywrap_util_port.IsMklEnabled())
     except Exception:
         return None
+
+
+def probe_detail(tf: Any) -> dict[str, Any]:
+    """doctor's facts about an imported TensorFlow: its GPUs and whether it was built with CUDA."""
+    return {"gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+            "built_with_cuda": bool(tf.test.is_built_with_cuda())}

@@ -26,21 +26,15 @@ from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
+from edgestats.registry.runtimes import runtime
 
-INTERPRETERS = ("ai_edge_litert", "tflite_runtime", "tensorflow")  # tried in this order
+# ai_edge_litert, tflite_runtime, tensorflow: the registry entry's modules, tried in this order.
+INTERPRETERS = tuple(dict.fromkeys(module.split(".")[0] for module in runtime("tflite").imports))
 
 
 class TFLiteAdapter(Adapter):
     framework = "tflite"
     runtimes = ("tflite",)
-    modules = ("ai_edge_litert",)  # or tflite_runtime, or tensorflow: see is_available
-
-    @classmethod
-    def is_available(cls) -> tuple[bool, str | None]:
-        if common.any_importable(*INTERPRETERS):
-            return True, None
-        return False, ("no TFLite interpreter: none of ai_edge_litert, tflite_runtime or tensorflow is installed: "
-                       "pip install 'edgestats[tflite]'")
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -172,3 +166,15 @@ def _dist_version(name: str) -> str | None:
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
+
+
+def probe_detail(module: Any) -> dict[str, Any]:
+    """doctor's facts about the interpreter that imported: which backend, and that a full
+    TensorFlow really carries tf.lite (else doctor tries the next module)."""
+    if module.__name__ == "tensorflow":
+        if getattr(getattr(module, "lite", None), "Interpreter", None) is None:
+            from edgestats.collectors.host.probes import Unusable
+
+            raise Unusable(f"tensorflow {module.__version__} has no tf.lite.Interpreter")
+        return {"backend": "tensorflow.lite"}
+    return {"backend": module.__name__.split(".")[0]}  # ai_edge_litert or tflite_runtime

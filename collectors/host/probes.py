@@ -1,5 +1,10 @@
 """Which frameworks, runtimes and tools import here, in which version, and why not.
 
+The framework probes come from the runtime registry (`edgestats.registry.runtimes`): each
+entry's modules, pip extra, and its adapter module's `probe_detail(module)`, so a new runtime
+is probed without an edit here. Only the probes that are no plug-in (NVML, the analysis
+stack) are listed below.
+
 Every probe imports its module in a fresh Python process:
 - a broken install (a wheel built for another CPU, a numpy ABI mismatch, a missing CUDA
   library) can crash the importer with SIGILL/SIGSEGV or hang it; the parent only sees a
@@ -14,8 +19,9 @@ nine at once (9-10 s against 12 s: the imports are CPU-bound) and kept the big i
 inflated import times 2.5-5x. Contention still adds to `import_s` (wall time);
 `import_cpu_s` (the child's CPU time) is disturbed less. `--jobs 1` gives uncontended times.
 
-This module imports only the standard library (plus edgestats.errors): the probe child
-imports it first, and anything it pulled in would be counted in, or hide, a probe's cost.
+This module imports only the standard library (plus edgestats.errors and the stdlib-only
+registry): the probe child imports it first, and anything it pulled in would be counted in, or
+hide, a probe's cost. A detail function's module (an adapter) is imported after the timed import.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from edgestats.errors import EdgestatsError
+from edgestats.registry import resolve
+from edgestats.registry import runtimes as runtime_registry
 
 DEFAULT_TIMEOUT_S = 120.0  # TensorFlow takes tens of seconds to import on a Raspberry Pi
 _MARKER = "EDGESTATS-PROBE-RESULT "  # frameworks may print to stdout; our line is marked
@@ -45,7 +53,8 @@ class UnknownProbeError(EdgestatsError):
 
 
 class Unusable(Exception):
-    """Raised by a detail function: the module imports but cannot be used (e.g. NVML, no driver)."""
+    """Raised by a detail function: the module imports but cannot be used (e.g. NVML, no driver);
+    the probe then tries its next module."""
 
 
 @dataclass(frozen=True)
@@ -56,28 +65,35 @@ class Probe:
     kind: str                     # framework | tool | analysis | module
     modules: tuple[str, ...]      # tried in order; the first that imports is the one used
     extra: str | None = None      # the pip extra of edgestats that installs it
-    detail: str | None = None     # key of DETAILS, run in the child after the import
+    detail: str | None = None     # "module:function" run in the child on the imported module; a
+                                  # module without that function gives no detail
 
 
-def _probe(name: str, kind: str, modules: str, extra: str | None, detail: str | None = None) -> Probe:
-    return Probe(name, kind, tuple(modules.split()), extra, detail)
+# The probes that are no plug-in: tools and the analysis stack, optional extras whose absence
+# only disables a feature. The frameworks come from the runtime registry (framework_probes).
+OTHER_PROBES: tuple[Probe, ...] = (
+    Probe("nvml", "tool", ("pynvml",), "nvidia", "edgestats.collectors.power.nvml:probe_detail"),
+    Probe("polars", "analysis", ("polars",), "analyze"),
+    Probe("statsmodels", "analysis", ("statsmodels.api",), "analyze"),  # .api pulls in scipy: the real cost
+    Probe("altair", "analysis", ("altair",), "analyze"),
+    Probe("vl_convert", "analysis", ("vl_convert",), "analyze"),
+)
 
 
-# The registry: name -> probe. Frameworks are what `collect` can measure; tools and the
-# analysis stack are optional extras whose absence only disables a feature.
-PROBES: dict[str, Probe] = {p.name: p for p in (
-    _probe("pytorch", "framework", "torch", "torch", "pytorch"),
-    _probe("tensorflow", "framework", "tensorflow", "tensorflow", "tensorflow"),
-    # LiteRT is the current home of the TFLite interpreter; tflite_runtime is what older
-    # Raspberry Pi images have; full TensorFlow carries one as tf.lite.
-    _probe("tflite", "framework", "ai_edge_litert.interpreter tflite_runtime.interpreter tensorflow", "tflite", "tflite"),
-    _probe("onnxruntime", "framework", "onnxruntime", "onnx", "onnxruntime"),
-    _probe("nvml", "tool", "pynvml", "nvidia", "nvml"),
-    _probe("polars", "analysis", "polars", "analyze"),
-    _probe("statsmodels", "analysis", "statsmodels.api", "analyze"),  # .api pulls in scipy: the real cost
-    _probe("altair", "analysis", "altair", "analyze"),
-    _probe("vl_convert", "analysis", "vl_convert", "analyze"),
-)}
+def framework_probes() -> list[Probe]:
+    """One probe per registered runtime: what `collect` can measure."""
+    return [Probe(entry.name, "framework", entry.imports, entry.extra, entry.probe_detail)
+            for entry in runtime_registry.RUNTIMES]
+
+
+def all_probes() -> dict[str, Probe]:
+    """name -> probe, frameworks first (registry order), then tools and the analysis stack.
+    Read at call time, so the list follows the registry."""
+    return {probe.name: probe for probe in (*framework_probes(), *OTHER_PROBES)}
+
+
+def probe_names() -> list[str]:
+    return list(all_probes())
 
 
 def default_jobs() -> int:
@@ -98,17 +114,18 @@ def run_probes(names: Iterable[str] | None = None, *, modules: Iterable[str] = (
                timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None) -> dict[str, dict[str, Any]]:
     """Run the named probes (all by default) plus ad-hoc module probes, concurrently.
 
-    Returns name -> result (see `run_probe`), in registry order. `max_workers` is how many
+    Returns name -> result (see `run_probe`), in `all_probes()` order. `max_workers` is how many
     children import at once (default `default_jobs()`; lower it where TensorFlow and PyTorch
     together do not fit in RAM, raise it to start everything at once).
     """
-    selected = list(PROBES) if names is None else list(names)
-    unknown = [n for n in selected if n not in PROBES]
+    known = all_probes()
+    selected = list(known) if names is None else list(names)
+    unknown = [n for n in selected if n not in known]
     if unknown:
-        raise UnknownProbeError(f"unknown probe {', '.join(unknown)}: choose from {', '.join(PROBES)}")
+        raise UnknownProbeError(f"unknown probe {', '.join(unknown)}: choose from {', '.join(known)}")
     # An ad-hoc module named like a selected probe would overwrite its result: drop it.
     extra = [m for m in dict.fromkeys(modules) if m not in selected]
-    probes = [PROBES[n] for n in dict.fromkeys(selected)] + [module_probe(m) for m in extra]
+    probes = [known[n] for n in dict.fromkeys(selected)] + [module_probe(m) for m in extra]
     if not probes:
         return {}
     with ThreadPoolExecutor(max_workers=min(max_workers or default_jobs(), len(probes))) as pool:
@@ -210,23 +227,33 @@ def probe_here(probe: Probe) -> dict[str, Any]:
             failures.append(str(exc))
             continue
         except Exception as exc:  # a broken install raises all sorts (AttributeError, RuntimeError, ...)
-            failures.append(f"importing {module_name} failed: {type(exc).__name__}: {_first_line(exc)}")
+            failures.append(f"importing {module_name} failed: {type(exc).__name__}: {first_line(exc)}")
             continue
         import_s, import_cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
         try:
-            detail = DETAILS[probe.detail](module) if probe.detail else {}
+            detail = _detail(probe, module)
         except Unusable as exc:
             failures.append(str(exc))
             continue
         except Exception as exc:  # the import worked; only the extra facts are missing
-            detail = {"detail_error": f"{type(exc).__name__}: {_first_line(exc)}"}
+            detail = {"detail_error": f"{type(exc).__name__}: {first_line(exc)}"}
         return _result(probe, available=True, version=version_of(module_name), import_s=round(import_s, 4),
                        import_cpu_s=round(import_cpu_s, 4), detail={"module": module_name, **detail})
     hint = install_hint(probe) if all(f.startswith("No module named") for f in failures) else ""
     return _unavailable(probe, "; ".join(failures) + hint)
 
 
-def _first_line(exc: BaseException) -> str:
+def _detail(probe: Probe, module: Any) -> dict[str, Any]:
+    """The probe's detail function on the imported module; {} when it has none."""
+    if not probe.detail:
+        return {}
+    module_name, _, function = probe.detail.partition(":")
+    detail_function = getattr(resolve(module_name), function, None)
+    return detail_function(module) if detail_function else {}
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, first line, at most 300 characters: one line of a report."""
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else ""
 
@@ -244,58 +271,3 @@ def version_of(module_name: str) -> str | None:
             continue
     return None
 
-
-def _scriptable(x):  # TorchScript compiles from source, so this must live in a real file
-    return x * 2 + 1
-
-
-def _pytorch_detail(torch: Any) -> dict[str, Any]:
-    detail: dict[str, Any] = {"cuda_available": bool(torch.cuda.is_available()),
-                              "cuda_version": torch.version.cuda, "num_threads": torch.get_num_threads()}
-    if detail["cuda_available"]:
-        detail["cuda_device"] = torch.cuda.get_device_name(0)
-    try:
-        torch.jit.script(_scriptable)
-        detail["torchscript"] = True
-    except Exception as exc:  # TorchScript is deprecated and may be missing from a build
-        detail.update(torchscript=False, torchscript_error=_first_line(exc))
-    return detail
-
-
-def _tensorflow_detail(tf: Any) -> dict[str, Any]:
-    return {"gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
-            "built_with_cuda": bool(tf.test.is_built_with_cuda())}
-
-
-def _tflite_detail(module: Any) -> dict[str, Any]:
-    if module.__name__ == "tensorflow":
-        if getattr(getattr(module, "lite", None), "Interpreter", None) is None:
-            raise Unusable(f"tensorflow {module.__version__} has no tf.lite.Interpreter")
-        return {"backend": "tensorflow.lite"}
-    return {"backend": module.__name__.split(".")[0]}  # ai_edge_litert or tflite_runtime
-
-
-def _onnxruntime_detail(ort: Any) -> dict[str, Any]:
-    return {"providers": list(ort.get_available_providers()), "device": ort.get_device()}
-
-
-def _nvml_detail(pynvml: Any) -> dict[str, Any]:
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:
-        raise Unusable(f"nvmlInit failed: {exc} (no NVIDIA driver here; Jetson boards have no NVML)") from None
-    try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        return {"driver_version": driver.decode() if isinstance(driver, bytes) else driver,
-                "device_count": int(pynvml.nvmlDeviceGetCount())}
-    finally:
-        pynvml.nvmlShutdown()
-
-
-DETAILS: dict[str, Callable[[Any], dict[str, Any]]] = {
-    "pytorch": _pytorch_detail,
-    "tensorflow": _tensorflow_detail,
-    "tflite": _tflite_detail,
-    "onnxruntime": _onnxruntime_detail,
-    "nvml": _nvml_detail,
-}

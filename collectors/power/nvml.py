@@ -97,3 +97,20 @@ class NvmlSource(PowerSource):
                 self._nvml.nvmlShutdown()
             except self._nvml.NVMLError:
                 pass   # already shut down by someone else sharing the library: nothing to release
+
+
+def probe_detail(pynvml: Any) -> dict[str, Any]:
+    """doctor's facts about an imported pynvml: the driver and how many GPUs it sees. Without a
+    driver the module imports but cannot be used (Jetson boards have no NVML)."""
+    from edgestats.collectors.host.probes import Unusable
+
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:
+        raise Unusable(f"nvmlInit failed: {exc} (no NVIDIA driver here; Jetson boards have no NVML)") from None
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        return {"driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+                "device_count": int(pynvml.nvmlDeviceGetCount())}
+    finally:
+        pynvml.nvmlShutdown()

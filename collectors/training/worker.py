@@ -13,7 +13,7 @@ Per training batch (all perf_counter_ns, in ns):
   stall    how long the training loop waited for the batch: the wall time of next(iterator).
            With num_workers 0 the batch is built inside next(), so stall = fetch (+ the loader's
            own overhead); with workers it is what pipelining did not hide, about
-           max(fetch / workers - compute, 0) per batch once the pipeline is full (DESIGN.md §5).
+           max(fetch / workers - compute, 0) per batch once the pipeline is full (docs/architecture.md §5).
            The first batch of an epoch also waits for the workers to start;
   compute  forward, loss, backward and the optimizer step, ending when the loss is on the host
            (which synchronises a GPU);
@@ -34,11 +34,11 @@ import time
 from typing import Any
 
 from edgestats.collectors.training import pagecache
-from edgestats.collectors.adapters.base import adapter_class
 from edgestats.collectors.training.datasets import Dataset, open_dataset
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolWriter
 from edgestats.collectors.zoo.catalog import zoo_model
+from edgestats.registry.runtimes import runtime
 
 TRAINERS = {"pytorch": "edgestats.collectors.training.torch_loop", "tensorflow": "edgestats.collectors.training.tf_loop"}
 
@@ -63,7 +63,7 @@ def load_dataset(config: RunConfig, spool: SpoolWriter) -> Dataset:
 def run_training(config: RunConfig, spool: SpoolWriter, clock: Any) -> None:
     """Walk the training phases; `clock` is the worker's PhaseClock."""
     total_start = time.monotonic_ns()
-    adapter = adapter_class(config.framework)(config, None)
+    adapter = runtime(config.framework).adapter_class()(config, None)
     spool.write("adapter", runtime=adapter.runtime)
     spool.write("versions", **clock.run("import", adapter.import_framework))
     dataset = clock.run("load_dataset", lambda: load_dataset(config, spool))

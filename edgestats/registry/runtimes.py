@@ -1,8 +1,10 @@
 """Runtimes `edgestats collect` can measure: one entry per framework adapter.
 
 Adding a runtime: an adapter module under collectors/adapters/ (a subclass of
-`edgestats.collectors.adapters.base.Adapter`), one entry here, and its section in
-docs/runtimes.md. `collect --framework`, `doctor` and the sweep checks read this list.
+`edgestats.collectors.adapters.base.Adapter`, plus an optional `probe_detail(module) -> dict`
+that doctor runs after importing the framework), one entry here, and its section in
+docs/runtimes.md. `collect --framework`, the sweep checks, `Adapter.is_available()` (which
+modules, what to install) and doctor's framework probes all read this list.
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ class RuntimeEntry:
 
     def adapter_class(self) -> type:
         return resolve(self.adapter)
+
+    @property
+    def install_hint(self) -> str:
+        return f"pip install 'edgestats[{self.extra}]'"
+
+    @property
+    def probe_detail(self) -> str:
+        """"module:probe_detail" in the adapter's module: what doctor reports about the imported
+        framework (CUDA, providers, ...). The function is optional; doctor runs it in its probe
+        process, after timing the import."""
+        return f"{self.adapter.partition(':')[0]}:probe_detail"
 
 
 RUNTIMES: tuple[RuntimeEntry, ...] = (

@@ -17,15 +17,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgestats.collectors.adapters.base import REGISTRY, ModelInfo, adapter_class
+from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import InputImageError, ModelFileError, load_image
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.errors import EdgestatsError
+from edgestats.registry import runtimes as runtime_registry
+from edgestats.registry.runtimes import runtime, runtime_names
 
 CNN9_PARAMS = 75_907
 VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
             ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
 INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
+
+
+def adapter_class(framework: str) -> type[Adapter]:
+    return runtime(framework).adapter_class()
 
 
 def config(framework: str, runtime: str | None = None, **kw) -> RunConfig:
@@ -58,7 +64,7 @@ def restore_torch_threads():
     torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("framework", sorted(REGISTRY))
+@pytest.mark.parametrize("framework", sorted(runtime_names()))
 def test_every_adapter_is_available_here(framework):
     available, why = adapter_class(framework).is_available()
     assert available, f"{framework}: {why}"  # must fail, not skip: the dev env installs all four
@@ -84,7 +90,7 @@ def test_cnn9_runs_through_every_phase(framework, runtime, cache):
 
 
 def test_flops_are_the_same_model_in_every_framework(cache):
-    flops = {f: run_phases(config(f, batch_size=1), cache)[2].flops for f in sorted(REGISTRY)}
+    flops = {f: run_phases(config(f, batch_size=1), cache)[2].flops for f in sorted(runtime_names())}
     assert len(set(flops.values())) == 1, flops
 
 
@@ -169,7 +175,7 @@ def test_unreadable_image_is_a_clear_error(tmp_path, cache):
 
 # -- check_config ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("framework", sorted(REGISTRY))
+@pytest.mark.parametrize("framework", sorted(runtime_names()))
 def test_check_config_rejects_unknown_runtime_and_precision(framework):
     cls = adapter_class(framework)
     assert cls.check_config(config(framework)) is None
@@ -296,3 +302,29 @@ def test_user_keras_file_and_savedmodel(tmp_path, cache):
     tf.saved_model.save(build_keras("cnn9", seed=1), str(folder))
     _, _, info, out, _ = run_phases(config("tensorflow", model=str(folder), batch_size=2), tmp_path / "c2")
     assert out.shape == (2, 10)
+
+
+# -- what the registry entry decides ------------------------------------------------------------------
+
+class FakeAdapter(Adapter):
+    framework = "fakert"
+    runtimes = ("fakert",)
+
+
+def register_fake_runtime(monkeypatch, imports: tuple[str, ...]) -> None:
+    entry = runtime_registry.RuntimeEntry("fakert", "Fake RT", f"{__name__}:FakeAdapter", imports, "fake",
+                                          "a fake runtime", "docs/runtimes.md#pytorch")
+    monkeypatch.setattr(runtime_registry, "RUNTIMES", (*runtime_registry.RUNTIMES, entry))
+    monkeypatch.setattr(runtime_registry, "_BY_NAME", {e.name: e for e in runtime_registry.RUNTIMES})
+
+
+def test_availability_and_install_hint_come_from_the_registry_entry(monkeypatch):
+    register_fake_runtime(monkeypatch, ("es_missing_xyz",))
+    assert FakeAdapter.is_available() == (
+        False, "Python module 'es_missing_xyz' is not installed: pip install 'edgestats[fake]'")
+    register_fake_runtime(monkeypatch, ("es_missing_a.interpreter", "es_missing_b"))
+    assert FakeAdapter.is_available() == (
+        False, "Fake RT: none of the Python modules es_missing_a or es_missing_b is installed: "
+               "pip install 'edgestats[fake]'")
+    register_fake_runtime(monkeypatch, ("es_missing_a.interpreter", "json"))   # alternatives: one is enough
+    assert FakeAdapter.is_available() == (True, None)

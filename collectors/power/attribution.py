@@ -1,10 +1,11 @@
 """Energy attribution: from a run's power/energy samples to joules per phase and per inference.
 
 The sampler stores a power source's rails as `energy_j:<rail>` (cumulative counters: RAPL,
-NVML) and/or `power_w:<rail>` (INA3221, NVML power, an external meter). Here the rails that make
-up the device total (`PowerSource.total_rails()`) become ONE cumulative series of joules on the
-monotonic clock; the energy of any window is then the difference of that series at the window's
-edges, linearly interpolated between samples. For power rails the series is the trapezoid
+NVML) and/or `power_w:<rail>` (INA3221, NVML power, an external meter); the prefixes are
+`power.base`'s ENERGY_PREFIX and POWER_PREFIX. Here the rails that make up the device total
+(`PowerSource.total_rails()`) become ONE cumulative series of joules on the monotonic clock; the
+energy of any window is then the difference of that series at the window's edges, linearly
+interpolated between samples. For power rails the series is the trapezoid
 integral, so between two samples the power is taken as the mean of its two ends.
 
 What is computed here is gross energy (idle included). The idle baseline is subtracted in the
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-ENERGY_PREFIX, POWER_PREFIX = "energy_j:", "power_w:"
+from edgestats.collectors.power.base import ENERGY_PREFIX, POWER_PREFIX
 
 
 @dataclass

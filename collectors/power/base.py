@@ -1,18 +1,22 @@
-"""Power sources behind one interface, the name -> "module:Class" registry, and energy arithmetic.
+"""Power sources behind one interface, their selection by `--power`, and energy arithmetic.
 
 A source reports, per rail, cumulative energy (`energy_j`, RAPL and NVML counters: exact, since
 the hardware integrates) and/or instantaneous power (`power_w`, Jetson INA3221, NVML power,
 an external meter: integrated here by the trapezoid rule). The sampler calls `read(t_ns)` with
 its CLOCK_MONOTONIC timestamp, so energy can later be cut to each phase's window.
 
-`--power auto|none|rapl|nvml|jetson|csv:PATH` picks one with `select_power_source()`; modules
-are imported only when their source is probed, so a Raspberry Pi never imports pynvml.
+`--power` picks one with `select_power_source()`, from the sources in `edgestats.registry.power`
+(docs/architecture.md §7): their names, which ones `auto` tries and in what order, which ones
+read a file (NAME:PATH). Modules are imported only when their source is probed, so a Raspberry
+Pi never imports pynvml.
+
+A source's samples are stored as metrics `energy_j:<rail>` and `power_w:<rail>`; the prefixes
+are ENERGY_PREFIX and POWER_PREFIX below, which every reader and writer of those rows imports.
 """
 
 from __future__ import annotations
 
 import bisect
-import importlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,19 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.errors import EdgestatsError
+from edgestats.registry import power as registry
 
 SYSTEM_ROOT = Path("/")
 
-REGISTRY: dict[str, str] = {
-    "rapl": "edgestats.collectors.power.rapl:RaplSource",
-    "nvml": "edgestats.collectors.power.nvml:NvmlSource",
-    "jetson": "edgestats.collectors.power.jetson:JetsonSource",
-    "csv": "edgestats.collectors.power.meter_csv:CsvMeterSource",
-}
-# What `auto` tries, in order. A device rarely has more than one of these; where it does
-# (x86 + NVIDIA GPU) RAPL wins and the GPU's energy needs --power nvml in a second sweep.
-AUTO_ORDER: tuple[str, ...] = ("rapl", "nvml", "jetson")
-SPEC_HELP = "auto, none, rapl, nvml, jetson or csv:PATH"
+# Metric names of a source's rails in the samples table: a cumulative counter (joules since the
+# first read) and instantaneous power.
+ENERGY_PREFIX, POWER_PREFIX = "energy_j:", "power_w:"
 
 
 class PowerSourceError(EdgestatsError):
@@ -47,15 +45,24 @@ class PowerReading:
     energy_j: dict[str, float] = field(default_factory=dict)
     power_w: dict[str, float] = field(default_factory=dict)
 
+    def metrics(self) -> list[tuple[str, float]]:
+        """(metric, value) pairs as the samples table stores them: energy_j:<rail>, power_w:<rail>."""
+        return [*((ENERGY_PREFIX + rail, joules) for rail, joules in self.energy_j.items()),
+                *((POWER_PREFIX + rail, watts) for rail, watts in self.power_w.items())]
+
 
 class PowerSource:
-    """Base class. Subclasses set `name` and implement `is_available()` and `_sample()`.
+    """Base class. Subclasses set `name` (their registry name) and implement `is_available()`
+    and `_sample()`.
 
     Constructing one touches no files; `is_available()` discovers the rails and says why not.
+    A source is constructed as `Source(root)`, or, when its registry entry `takes_path`, as
+    `Source(path, clock_offset_s=...)`.
     """
 
     name: str = ""
     live = True   # False: samples come from a file after the run (external meter), not from read()
+    path: Path | None = None   # the file a source that takes --power NAME:PATH reads
 
     def __init__(self, root: Path = SYSTEM_ROOT):
         self.root = Path(root)
@@ -85,6 +92,12 @@ class PowerSource:
     def close(self) -> None:
         """Release what is_available()/read() opened (NVML handle); reads after close are errors."""
 
+    @property
+    def label(self) -> str:
+        """What a run stores as its power source: the name, and the file's name for a source
+        that reads one (csv:meter.csv)."""
+        return f"{self.name}:{self.path.name}" if self.path is not None else self.name
+
 
 def read_sysfs_text(path: Path) -> str:
     """A sysfs value, stripped. The sources' default reader; tests inject one that raises
@@ -93,63 +106,80 @@ def read_sysfs_text(path: Path) -> str:
         return f.read().strip()
 
 
-# -- registry and selection ------------------------------------------------------------------------
-
-def source_class(name: str) -> type[PowerSource]:
-    """Import a source's module (lazily) and return its class."""
-    if name not in REGISTRY:
-        raise KeyError(name)
-    module_name, class_name = REGISTRY[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
-
+# -- selection --------------------------------------------------------------------------------------
 
 def select_power_source(spec: str, root: Path = SYSTEM_ROOT, *, clock_offset_s: float = 0.0
                         ) -> tuple[PowerSource | None, str, dict[str, str]]:
     """(source or None, chosen name, {source: why it was not used}) for a `--power` value.
 
-    `auto` returns the first available of AUTO_ORDER (reasons for those tried before it), or
-    (None, "none", reasons) when there is none: a run without energy is still a run. A source
-    named explicitly that is unusable raises PowerSourceError: the user asked for it.
+    `auto` returns the first available of the registry's auto sources (reasons for those tried
+    before it), or (None, "none", reasons) when there is none: a run without energy is still a
+    run. A source named explicitly that is unusable raises PowerSourceError: the user asked for it.
     """
     spec = (spec or "").strip()
     if spec == "none":
         return None, "none", {}
     if spec == "auto":
-        reasons: dict[str, str] = {}
-        for name in AUTO_ORDER:
-            source = source_class(name)(root)
-            ok, why = source.is_available()
-            if ok:
-                return source, name, reasons
-            source.close()
-            reasons[name] = why or "not available"
-        return None, "none", reasons
-    if spec.startswith("csv:") or spec == "csv":
-        path = spec[4:]
+        return _first_available(root)
+    name, _, path = spec.partition(":")
+    try:
+        entry = registry.power_source(name)
+    except KeyError:
+        raise PowerSourceError(f"unknown power source {spec!r}; use one of {registry.spec_help()}") from None
+    if entry.takes_path:
         if not path:
-            raise PowerSourceError("--power csv needs the meter's file: --power csv:PATH")
-        source = source_class("csv")(Path(path), clock_offset_s=clock_offset_s)
-    elif spec in REGISTRY:
-        source = source_class(spec)(root)
+            raise PowerSourceError(f"--power {name} needs the meter's file: --power {entry.spec}")
+        source = entry.source_class()(Path(path), clock_offset_s=clock_offset_s)
+    elif path:
+        raise PowerSourceError(f"--power {spec}: {name} reads this device and takes no path; use --power {name}")
     else:
-        raise PowerSourceError(f"unknown power source {spec!r}; use one of {SPEC_HELP}")
+        source = entry.source_class()(root)
     ok, why = source.is_available()
     if not ok:
         source.close()
         raise PowerSourceError(f"power source {spec!r} is not available: {why}")
-    return source, spec.split(":")[0], {}
+    return source, name, {}
+
+
+def _first_available(root: Path) -> tuple[PowerSource | None, str, dict[str, str]]:
+    reasons: dict[str, str] = {}
+    for entry in auto_entries():
+        source = entry.source_class()(root)
+        ok, why = source.is_available()
+        if ok:
+            return source, entry.name, reasons
+        source.close()
+        reasons[entry.name] = why or "not available"
+    return None, "none", reasons
+
+
+def auto_entries() -> list[registry.PowerSourceEntry]:
+    """The sources `--power auto` tries, in its order. Read at call time, so it follows the registry."""
+    return [entry for entry in registry.POWER_SOURCES if entry.auto]
+
+
+def path_source_hint() -> str:
+    """How to name a source that reads a file, for messages that say where energy could come
+    from: "--power csv:PATH (an external meter's CSV log, aligned by timestamp)"."""
+    entries = [entry for entry in registry.POWER_SOURCES if entry.takes_path]
+    return " or ".join(f"--power {entry.spec} ({entry.help})" for entry in entries) or "--power NAME"
 
 
 def describe_sources(root: Path = SYSTEM_ROOT) -> list[dict[str, Any]]:
-    """Every registered source for `edgestats doctor`: usable or why not, and its rails."""
+    """Every registered source for `edgestats doctor`, in registry order: usable or why not, and
+    its rails. A source that reads a file is used only when given one, so it is not probed; its
+    rails are those it names before reading (constructing a source touches no files)."""
     rows = []
-    for name in AUTO_ORDER:
-        source = source_class(name)(root)
+    for entry in registry.POWER_SOURCES:
+        if entry.takes_path:
+            rows.append({"name": entry.name, "usable": True, "rails": entry.source_class()(Path()).rails(),
+                         "takes_path": True, "reason": f"{entry.help}, used only when given: --power {entry.spec}"})
+            continue
+        source = entry.source_class()(root)
         ok, why = source.is_available()
-        rows.append({"name": name, "usable": ok, "reason": why, "rails": source.rails() if ok else []})
+        rows.append({"name": entry.name, "usable": ok, "reason": why, "rails": source.rails() if ok else [],
+                     "takes_path": False})
         source.close()
-    rows.append({"name": "csv", "usable": True, "rails": ["meter"],
-                 "reason": "external meter log, used only when given: --power csv:PATH"})
     return rows
 
 

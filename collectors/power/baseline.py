@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgestats.collectors.power.attribution import (ENERGY_PREFIX, POWER_PREFIX, BaselineStats, baseline_stats,
-                                         cumulative_from_power, device_energy)
-from edgestats.collectors.power.base import PowerSource, PowerSourceError
+from edgestats.collectors.power.attribution import BaselineStats, baseline_stats, cumulative_from_power, device_energy
+from edgestats.collectors.power.base import PowerSource, PowerSourceError, path_source_hint, select_power_source
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.errors import EdgestatsError
 
@@ -53,11 +52,10 @@ def measure_live(source: PowerSource, seconds: float, hz: float, *,
             reading = source.read(t)
         except PowerSourceError as exc:
             raise BaselineError(f"reading {source.name} failed during the baseline: {exc}") from exc
-        for prefix, values in ((ENERGY_PREFIX, reading.energy_j), (POWER_PREFIX, reading.power_w)):
-            for rail, value in values.items():
-                columns["t_ns"].append(t)
-                columns["metric"].append(prefix + rail)
-                columns["value"].append(float(value))
+        for metric, value in reading.metrics():
+            columns["t_ns"].append(t)
+            columns["metric"].append(metric)
+            columns["value"].append(float(value))
         if on_progress:
             on_progress((t - t0) / 1e9)
         if t - t0 >= seconds * 1e9:
@@ -109,7 +107,6 @@ def record_baseline(db_path, power_spec: str = "auto", seconds: float = 60.0, hz
     """Measure this device's idle power with the chosen source and store it in `db_path`.
     Returns the stored baselines row."""
     from edgestats.collectors.host.facts import read_device_facts
-    from edgestats.collectors.power.base import select_power_source
     from edgestats.store import Store
 
     if not seconds > 0:
@@ -120,23 +117,22 @@ def record_baseline(db_path, power_spec: str = "auto", seconds: float = 60.0, hz
     if source is None:
         tried = "; ".join(f"{n}: {why}" for n, why in reasons.items()) or "--power none"
         raise BaselineError(f"no power source to measure idle power with ({tried}). Give one with --power, "
-                            "e.g. --power csv:PATH for an external meter's log")
+                            f"e.g. {path_source_hint()}")
     try:
         if source.live:
             if start_unix_s is not None:
-                raise BaselineError(f"--start works with an external meter's log (--power csv:PATH); "
+                raise BaselineError(f"--start works with a source that reads a log ({path_source_hint()}); "
                                     f"{name} is read live, now")
             baseline = measure_live(source, seconds, hz, on_progress=on_progress)
         else:
             baseline = measure_meter(source, seconds, start_unix_s=start_unix_s, on_progress=on_progress)
-            name = f"csv:{source.path.name}"
     finally:
         source.close()
     stats = baseline.stats
     with Store.open(db_path) as store:
         device_id = store.register_device(read_device_facts())
         row = {"device_id": device_id, "measured_at": baseline.measured_at, "seconds": stats.seconds,
-               "source": name, "mean_power_w": stats.mean_power_w, "std_power_w": stats.std_power_w,
+               "source": source.label, "mean_power_w": stats.mean_power_w, "std_power_w": stats.std_power_w,
                "n": stats.n, "rails": baseline.rails}
         row["baseline_id"] = store.write_baseline(row)
     return row

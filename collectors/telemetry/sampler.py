@@ -144,9 +144,8 @@ class Extra(Group):
 
     def read(self, t_ns: int, emit: Emit) -> None:
         reading = self.source.read(t_ns)
-        if hasattr(reading, "energy_j"):
-            pairs = [*((f"energy_j:{r}", j) for r, j in reading.energy_j.items()),
-                     *((f"power_w:{r}", w) for r, w in reading.power_w.items())]
+        if hasattr(reading, "metrics"):   # a PowerReading
+            pairs = reading.metrics()
         else:
             pairs = list(reading.items() if isinstance(reading, dict) else reading)
         emit(tuple(m for m, _ in pairs), [float(v) for _, v in pairs])

@@ -14,9 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from edgestats.collectors.power.attribution import (POWER_PREFIX, CumulativeEnergy, device_energy, inference_energies,
-                                         phase_energy_rows, window_energies)
-from edgestats.collectors.power.base import PowerSource, PowerSourceError, select_power_source
+from edgestats.collectors.power.attribution import (CumulativeEnergy, device_energy, inference_energies,
+                                                    phase_energy_rows, window_energies)
+from edgestats.collectors.power.base import (POWER_PREFIX, PowerSource, PowerSourceError, path_source_hint,
+                                             select_power_source)
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.telemetry.sampler import SampleBatch, Sampler
 from edgestats.errors import EdgestatsError
@@ -33,7 +34,7 @@ class Telemetry:
 
     sample_hz: float = DEFAULT_SAMPLE_HZ
     power: PowerSource | None = None
-    power_name: str = "none"                # rapl, nvml, jetson, csv:<file name>, none
+    power_name: str = "none"                # the source's label (rapl, csv:<file name>, ...) or none
     not_used: dict[str, str] = field(default_factory=dict)   # source -> why auto passed it over
 
     @classmethod
@@ -45,9 +46,7 @@ class Telemetry:
         if source is not None and source.live and not sample_hz:
             raise EdgestatsError(f"--power {name} is read by the sampler, which --sample-hz 0 turns off; "
                                  "give a rate (e.g. --sample-hz 10) or --power none")
-        if name == "csv":
-            name = f"csv:{source.path.name}"
-        return cls(sample_hz, source, name, reasons)
+        return cls(sample_hz, source, source.label if source is not None else name, reasons)
 
     @property
     def rails(self) -> list[str]:
@@ -59,8 +58,7 @@ class Telemetry:
         if not self.not_used:
             return "no power source: --power none"
         tried = "; ".join(f"{name}: {why}" for name, why in self.not_used.items())
-        return (f"no power source found ({tried}). Energy needs one: --power csv:PATH for an external meter's "
-                "log, or fix the reason above")
+        return f"no power source found ({tried}). Energy needs one: {path_source_hint()}, or fix the reason above"
 
     def start_sampler(self, pid: int) -> Sampler | None:
         if not self.sample_hz:

@@ -52,6 +52,12 @@ def power_source(name: str) -> PowerSourceEntry:
     return _BY_NAME[name]
 
 
-def spec_help() -> str:
-    """"auto, none, rapl, nvml, jetson or csv:PATH": every --power value."""
-    return names_text(["auto", "none", *(e.spec for e in POWER_SOURCES)])
+def spec_help(*, with_none: bool = True) -> str:
+    """"auto, none, rapl, nvml, jetson or csv:PATH": every --power value (`baseline` needs a
+    source, so its help leaves out none)."""
+    return names_text(["auto", *(["none"] if with_none else []), *(e.spec for e in POWER_SOURCES)])
+
+
+def file_specs() -> tuple[str, ...]:
+    """("csv:PATH",): the --power values of the sources that read a file rather than this device."""
+    return tuple(e.spec for e in POWER_SOURCES if e.takes_path)

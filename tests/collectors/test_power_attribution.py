@@ -18,7 +18,7 @@ from edgestats.collectors.power.attribution import (CumulativeEnergy, baseline_s
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.rapl import RaplSource
 from edgestats.store import Store
-from test_power import LAPTOP_ZONES, PACKAGE_MAX_UJ, make_ina3221x_tree, make_rapl_tree, set_energy
+from power_fakes import LAPTOP_ZONES, PACKAGE_MAX_UJ, make_ina3221x_tree, make_rapl_tree, set_energy
 
 runner = CliRunner()
 S = 1_000_000_000

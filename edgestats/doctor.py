@@ -2,6 +2,13 @@
 
 `doctor_report()` builds one JSON-ready dict (the `--json` output, documented in
 docs/cli/doctor.md); `render_text()` turns it into the readable table the command prints.
+
+This is the one place doctor is composed: the probes (one per registered runtime, plus the
+tools and the analysis stack), the power sources (one per registered source) and the sensors
+come from the registries in `edgestats.registry` through the public functions of
+collectors.host, collectors.power and collectors.telemetry. The CLI takes its choices and help
+from here. Importing this module is cheap (standard library and the registries); the device
+facts and the sensors, which load more, are imported when a report is built.
 """
 
 from __future__ import annotations
@@ -13,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from edgestats import __version__
-from edgestats.collectors.host.facts import read_device_facts
-from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, run_probes
-from edgestats.collectors.power.base import describe_sources
-from edgestats.collectors.telemetry.session import describe_sensors
+from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, probe_names, run_probes
+from edgestats.collectors.power.base import auto_entries, describe_sources
 
 # Section order and titles of the text output, by probe kind.
 _SECTIONS = {
@@ -27,6 +32,13 @@ _SECTIONS = {
 }
 _DEVICE_ROWS = ("hostname", "device_id", "board", "arch", "cpu", "memory", "gpu", "os", "kernel", "power_mode")
 
+__all__ = ["DEFAULT_TIMEOUT_S", "doctor_report", "only_help", "power_lines", "probe_names", "render_text"]
+
+
+def only_help() -> str:
+    """`doctor --only` help: every probe name, frameworks from the runtime registry first."""
+    return f"Run only these probes (repeatable): {', '.join(probe_names())}."
+
 
 def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None, modules: Iterable[str] = (),
                   timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None) -> dict[str, Any]:
@@ -35,6 +47,10 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
     `modules` adds ad-hoc import checks for any module name; `timeout_s` bounds each probe;
     `max_workers` is how many probes import at once (default: one per CPU, at least 2).
     """
+    # Imported here: facts loads the store (duckdb) for the device id, the sensors pyarrow.
+    from edgestats.collectors.host.facts import read_device_facts
+    from edgestats.collectors.telemetry.session import describe_sensors
+
     jobs = max_workers or default_jobs()
     results = run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs)
     return {
@@ -62,7 +78,7 @@ def render_text(report: dict[str, Any]) -> str:
         results = [r for r in probes if r["kind"] == kind]
         if results:
             lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
-    lines += _power_lines(report.get("power_sources", []), report.get("sensors", []))
+    lines += power_lines(report.get("power_sources", []), report.get("sensors", []))
     if report["probes"]:
         jobs = report["probe_jobs"]
         lines += ["", f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
@@ -89,15 +105,20 @@ def _device_lines(device: dict[str, Any]) -> list[str]:
     return ["Device"] + [f"  {k.replace('_', ' '):<{width}}  {values[k] if values[k] else '-'}" for k in _DEVICE_ROWS]
 
 
-def _power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) -> list[str]:
+def power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) -> list[str]:
     """Power sources (collect --power, baseline) and the sampler's sensors: usable, or why not."""
     lines: list[str] = []
     if sources:
         width = max(len(s["name"]) for s in sources)
-        lines += ["", "Power sources (--power; auto takes the first usable of rapl, nvml, jetson)"]
+        auto = ", ".join(entry.name for entry in auto_entries())
+        lines += ["", f"Power sources (--power; auto takes the first usable of {auto})"]
         for s in sources:
-            state = f"yes  rails: {', '.join(s['rails'])}" if s["usable"] and s["name"] != "csv" else (
-                "yes  " + (s["reason"] or "") if s["usable"] else f"no   {s['reason']}")
+            if not s["usable"]:
+                state = f"no   {s['reason']}"
+            elif s.get("takes_path"):   # read from a file given by --power NAME:PATH: nothing to probe
+                state = f"yes  {s['reason'] or ''}"
+            else:
+                state = f"yes  rails: {', '.join(s['rails'])}"
             lines.append(f"  {s['name']:<{width}}  {state}")
     if sensors:
         width = max(len(s["name"]) for s in sensors)

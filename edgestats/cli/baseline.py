@@ -8,17 +8,20 @@ from pathlib import Path
 import typer
 
 from edgestats.cli.common import handle_errors
+from edgestats.registry import names_text
+from edgestats.registry.power import file_specs, spec_help
 
 
 @handle_errors
 def baseline(
     db: Path = typer.Option(..., "--db", help="Results DB to store the baseline in (created if missing)."),
     seconds: float = typer.Option(60.0, "--seconds", "-s", help="How long to measure; keep the device idle meanwhile."),
-    power: str = typer.Option("auto", "--power", help="auto, rapl, nvml, jetson or csv:PATH (an external meter's log)."),
-    hz: float = typer.Option(10.0, "--hz", help="Reads per second of a live source (RAPL, NVML, Jetson)."),
+    power: str = typer.Option("auto", "--power", help=f"{spec_help(with_none=False)} (docs/power-sources.md)."),
+    hz: float = typer.Option(10.0, "--hz", help="Reads per second of a source read live on this device (not a meter's log)."),
     clock_offset: float = typer.Option(0.0, "--clock-offset", help="Seconds added to a meter's timestamps to put them on this host's clock."),
-    start: str = typer.Option(None, "--start", help="With --power csv:PATH: use an idle stretch the meter logged earlier, "
-                                                    "starting at this time (Unix seconds or ISO 8601), instead of waiting."),
+    start: str = typer.Option(None, "--start", help=f"With --power {names_text(file_specs())}: use an idle stretch the "
+                                                    "meter logged earlier, starting at this time (Unix seconds or "
+                                                    "ISO 8601), instead of waiting."),
 ) -> None:
     """Measure the idle power of this device (mean, std, n) and store it in the DB.
 

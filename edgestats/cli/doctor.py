@@ -8,7 +8,9 @@ from typing import List, Optional
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, PROBES
+# Cheap to import (the report's heavy parts load when it is built), so `edgestats --help` stays
+# fast; the probe names in --only's help come from the registries through it.
+from edgestats.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
 
 
 @handle_errors
@@ -17,8 +19,7 @@ def doctor(
     module: Optional[List[str]] = typer.Option(
         None, "--module", "-m", metavar="MODULE",
         help="Also check that this Python module imports (e.g. tensorrt). Repeatable."),
-    only: Optional[List[str]] = typer.Option(
-        None, "--only", metavar="NAME", help=f"Run only these probes (repeatable): {', '.join(PROBES)}."),
+    only: Optional[List[str]] = typer.Option(None, "--only", metavar="NAME", help=only_help()),
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT_S, "--timeout", min=1.0, metavar="SECONDS",
         help="Give up on an import that takes longer than this (it is reported as not available)."),
@@ -32,17 +33,14 @@ def doctor(
     Device: hostname, the stable device_id that `collect` stores, board, CPU, memory, GPU,
     OS, kernel and power mode (Jetson nvpmodel mode or CPU governor).
 
-    Frameworks (pytorch, tensorflow, tflite, onnxruntime), tools (nvml) and the analysis
+    Frameworks (one per runtime `collect --framework` knows), tools (nvml) and the analysis
     stack (polars, statsmodels, altair, vl_convert): each is imported in a fresh process,
     several at once, and reported with its version, import time and details (CUDA, TorchScript,
     ONNX Runtime providers, which TFLite interpreter), or with the reason it is not usable
-    and what to install.
+    and what to install. Then the power sources (--power) and the sampler's sensors.
 
     Exits 0 whatever is missing: doctor reports, it does not judge.
     """
-    # Imported here so `edgestats --help` stays fast: doctor pulls in the store (duckdb).
-    from edgestats.doctor import doctor_report, render_text
-
     report = doctor_report(probes=only or None, modules=module or (), timeout_s=timeout, max_workers=jobs)
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))

@@ -187,8 +187,8 @@ def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
 def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
     from edgestats.collectors.power.base import describe_sources
     from edgestats.collectors.telemetry.session import describe_sensors
-    from edgestats.doctor import _power_lines
-    from test_power import LAPTOP_ZONES, make_rapl_tree
+    from edgestats.doctor import power_lines
+    from power_fakes import LAPTOP_ZONES, make_rapl_tree
 
     make_rapl_tree(tmp_path, LAPTOP_ZONES)
     zone = tmp_path / "sys/class/thermal/thermal_zone0"
@@ -197,8 +197,46 @@ def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None
     (zone / "temp").write_text("45000\n")
     sources = describe_sources(tmp_path)
     sensors = describe_sensors(tmp_path)
-    text = "\n".join(_power_lines(sources, sensors))
+    text = "\n".join(power_lines(sources, sensors))
     assert re.search(r"rapl\s+yes\s+rails: package-0, core, uncore, dram, psys", text), text
     assert re.search(r"jetson\s+no\s+no INA3221", text), text
     assert re.search(r"temperatures\s+yes\s+1 thermal sensor\(s\): x86_pkg_temp", text), text
     assert re.search(r"system CPU and per-core use\s+no\s+.*proc/stat is missing", text), text
+
+
+# -- plug-ins reach doctor through the registries only ----------------------------------------------
+
+def test_a_registered_runtime_is_probed_with_its_adapters_detail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runtime added to the registry is probed, with its extra and its adapter module's
+    probe_detail, and listed by --only's help: host/probes.py names no framework."""
+    from edgestats.doctor import doctor_report, only_help
+    from edgestats.registry import runtimes as registry
+
+    (tmp_path / "es_fake_adapter.py").write_text(
+        "def probe_detail(module):\n    return {'fake_backend': module.__name__}\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the probe child finds the adapter module there
+    fake = registry.RuntimeEntry("fakert", "Fake RT", "es_fake_adapter:FakeAdapter", (MISSING, "json"), "fake",
+                                 "a fake runtime", "docs/runtimes.md#pytorch")
+    missing = registry.RuntimeEntry("fakemissing", "Fake missing", "es_fake_adapter:FakeAdapter", (MISSING,), "fake",
+                                    "a fake runtime that is not installed", "docs/runtimes.md#pytorch")
+    monkeypatch.setattr(registry, "RUNTIMES", (*registry.RUNTIMES, fake, missing))
+    assert "fakert" in only_help() and "fakemissing" in only_help()
+    report = doctor_report(tmp_path, probes=["fakert", "fakemissing"])
+    probe = report["probes"]["fakert"]
+    assert probe["available"] and probe["kind"] == "framework", probe
+    assert probe["detail"] == {"module": "json", "fake_backend": "json"}
+    assert report["probes"]["fakemissing"]["reason"] == f"No module named '{MISSING}': pip install 'edgestats[fake]'"
+    text = render_text(report)
+    assert re.search(r"^Frameworks and runtimes.*\n  fakert\s+yes", text, re.MULTILINE), text
+
+
+def test_a_registered_power_source_is_in_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgestats.doctor import doctor_report
+    from power_fakes import register_fake_board
+
+    register_fake_board(monkeypatch)
+    (tmp_path / "fakeboard").write_text("1\n")
+    report = doctor_report(tmp_path, probes=[])
+    sources = {s["name"]: s for s in report["power_sources"]}
+    assert sources["fakeboard"]["usable"] and sources["fakeboard"]["rails"] == ["board"]
+    assert re.search(r"fakeboard\s+yes\s+rails: board", render_text(report))

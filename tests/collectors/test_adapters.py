@@ -22,7 +22,7 @@ from edgestats.collectors.adapters.inputs import InputImageError, ModelFileError
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.errors import EdgestatsError
 from edgestats.registry import runtimes as runtime_registry
-from edgestats.registry.runtimes import runtime, runtime_names
+from edgestats.registry.runtimes import runtime_names
 
 CNN9_PARAMS = 75_907
 VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
@@ -31,7 +31,7 @@ INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tfli
 
 
 def adapter_class(framework: str) -> type[Adapter]:
-    return runtime(framework).adapter_class()
+    return runtime_registry.runtime(framework).adapter_class()
 
 
 def config(framework: str, runtime: str | None = None, **kw) -> RunConfig:

@@ -115,3 +115,16 @@ def wide_range(values: pl.Series, ratio: float = 30.0) -> bool:
     """True when positive values span more than `ratio`x: such an axis reads better in log."""
     positive = values.drop_nulls().filter(values.drop_nulls() > 0)
     return positive.len() > 1 and positive.max() / positive.min() > ratio
+
+
+def coefficient_chart(frame: pl.DataFrame, title: str = "correlation coefficient") -> alt.LayerChart:
+    """Labelled coefficients in [-1, 1] (column `config`), dot and interval, 0 marked."""
+    frame = frame.with_columns(*(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    scale = alt.Scale(domain=[-1, 1])
+    zero = alt.Chart().mark_rule(color="#aaa").encode(x=alt.datum(0))
+    rules = alt.Chart().mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y)
+    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=alt.X("estimate:Q", scale=scale), y=y,
+                                                               tooltip=interval_tooltip("config"))
+    data = frame.select("config", "estimate", "ci_low", "ci_high", "level", "n")
+    return alt.layer(zero, rules, dots, data=data).properties(width=WIDTH, height=band_height(data.height))

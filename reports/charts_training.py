@@ -1,6 +1,7 @@
 """Chart builders of the training analyses: hyperparameter main effects, accuracy and training
 time vs iterations (the DLaaS tables), fetch stall vs workers x storage and resources vs batch
-size (the Jetson study). Pure functions, as in charts.py: an analysis frame in, a chart out.
+size (the Jetson study). Pure functions: an analysis frame in, a chart out; the statistics
+(means and their intervals) come computed in the frames.
 """
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from edgestats.reports.charts import coefficient_chart
+from edgestats.analysis.hyperparams import ITERATION_FACTORS, SERIES_CANDIDATES
 from edgestats.reports.charts_common import (
-    FACET_CANDIDATES as FACETABLE, WIDTH, group_columns, interval_tooltip, label_column, varying, wide_range,
+    WIDTH, coefficient_chart, group_columns, interval_tooltip, label_column, varying, wide_range,
 )
 
 # -- hyperparams: main effects, response vs iterations -------------------------------------------
@@ -44,32 +45,12 @@ def main_effects_chart(effects: pl.DataFrame) -> alt.FacetChart:
             .resolve_scale(x="independent", y="independent"))
 
 
-def iteration_means(points: pl.DataFrame, responses: list[str], level: float) -> pl.DataFrame:
-    """Mean of each response (with its t interval) per combination of the other columns: what
-    the response-vs-iterations chart draws, however many runs there are."""
-    from edgestats.analysis.intervals import mean_t
-
-    keys = [c for c in points.columns if c not in responses]
-    rows = []
-    for response in responses:
-        measured = points.filter(pl.col(response).is_not_null())
-        for values, sub in measured.group_by(keys, maintain_order=True):
-            e = mean_t(sub[response].cast(pl.Float64).to_numpy(), level)
-            rows.append({**dict(zip(keys, values)), "response": response, "estimate": e.estimate, "ci_low": e.ci_low,
-                         "ci_high": e.ci_high, "level": level, "n": e.n})
-    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
-        *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
-
-
-def response_vs_iterations_chart(points: pl.DataFrame, responses: list[str], level: float) -> alt.FacetChart:
+def response_vs_iterations_chart(means: pl.DataFrame) -> alt.FacetChart:
     """Each response (accuracy, training time) against iterations or epochs: the mean per
-    combination with its interval, one line per batch size (the DLaaS study's tables), one row
-    per response."""
-    factor = next(c for c in ("iterations", "epochs") if c in points.columns)
-    colour_by = next((c for c in ("batch_size", "learning_rate", "optimizer") if c in points.columns and c != factor), None)
-    # means over every other factor: one point per (iterations, batch size[, device/framework])
-    keep = [factor, *([colour_by] if colour_by else []), *(c for c in FACETABLE if c in points.columns), *responses]
-    means = iteration_means(points.select(keep), responses, level).filter(pl.col(factor).is_not_null())
+    combination with its interval (hyperparams' `vs_iterations` frame), one line per batch size
+    (the DLaaS study's tables), one row per response."""
+    factor = next(c for c in ITERATION_FACTORS if c in means.columns)
+    colour_by = next((c for c in SERIES_CANDIDATES if c in means.columns and c != factor), None)
     frame = means.with_columns((pl.col(colour_by).cast(pl.String) if colour_by else pl.lit("all")).alias("series"))
     x = alt.X(f"{factor}:Q", title=factor, scale=alt.Scale(type="log") if wide_range(frame[factor]) else alt.Scale(zero=False))
     colour = alt.Color("series:N", title=colour_by or "", sort=_level_order(frame["series"]))
@@ -112,16 +93,3 @@ def resources_chart(resources: pl.DataFrame) -> alt.LayerChart:
     keys = group_columns(resources, {"x", "y", "p_value"})
     return coefficient_chart(label_column(resources, ["y", *varying(resources, keys)]),
                              title="Spearman's rho with batch size")
-
-
-BUILDERS = {
-    "hyperparams": {
-        "main_effects": ("main-effects", "Main effects: mean response at each level of each factor, with intervals",
-                         main_effects_chart),
-        # response_vs_iterations_chart needs the level too: the report adds it (report.figures_for)
-    },
-    "pipeline": {
-        "workers": ("workers", "Fetch stall and E2E time per epoch against workers, per storage", workers_chart),
-        "resources": ("resources", "How CPU use and memory follow batch size (Spearman's ρ, with intervals)", resources_chart),
-    },
-}

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from edgestats import __version__
-from edgestats.reports.overview import Overview
+from edgestats.analysis.overview import Overview
 from edgestats.reports.tables import report_table, right_aligned
 
 # HTML tables stop here; the full tables are in analysis.json and `--tables`.

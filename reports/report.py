@@ -1,8 +1,10 @@
-"""`write_report`: the analysis results of one DB as index.html, analysis.json, and on request
-every chart as PNG/SVG and every table as LaTeX/Markdown/CSV.
+"""`write_report`: analysis results as index.html, analysis.json, and on request every chart as
+PNG/SVG and every table as LaTeX/Markdown/CSV.
 
-The page is built from the results alone, plus two reads of the DB itself: the header (what the
-file holds) and the power trace of one run (raw samples, which no analysis returns).
+The page is built from what the caller loaded and hands in: the results, the DB's overview
+(the header) and the power trace of one run (edgestats.analysis.overview / power_trace). Nothing
+here opens a DB. Sections come from the analysis registry: the title of each entry, and the
+figures and sentence of its module under reports/sections/.
 """
 
 from __future__ import annotations
@@ -15,29 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import altair as alt
 import polars as pl
 
 from edgestats.analysis import dumps
+from edgestats.analysis.overview import Overview
+from edgestats.analysis.power_trace import PowerTrace
 from edgestats.errors import EdgestatsError
-from edgestats.reports import charts, charts_training
-from edgestats.reports.charts_common import ESTIMATE_COLUMNS
-from edgestats.reports.charts_common import estimate_interval_chart, facet_column, label_column, no_data_chart, varying
+from edgestats.registry import resolve
+from edgestats.registry import analyses as registry
+from edgestats.reports.charts_common import (
+    ESTIMATE_COLUMNS, estimate_interval_chart, facet_column, label_column, no_data_chart, varying,
+)
+from edgestats.reports.charts_energy import power_over_time_chart
 from edgestats.reports.images import IMAGE_FORMATS, write_images
-from edgestats.reports.overview import read_overview
 from edgestats.reports.page import Figure, Section, element_id, render_page
-from edgestats.reports.power import read_power_trace
-from edgestats.reports.sentences import SENTENCES, unavailable_sentence
+from edgestats.reports.sections import unavailable_sentence
 from edgestats.reports.tables import TABLE_FORMATS, write_tables
 
-TITLES = {
-    "summary": "Latency, throughput, memory and energy per configuration",
-    "breakdown": "Where the time goes: import, model load, inference (pCAMP Table 3)",
-    "energy": "Time and energy",
-    "tradeoff": "Memory–latency trade-off and winners",
-    "hyperparams": "Hyperparameters: main effects on accuracy and training time",
-    "pipeline": "Data pipeline: fetch stalls, CPU and memory",
-}
 # Frames that are raw per-run points for a chart, not figures for a table.
 NOT_TABLES = {("energy", "points"), ("summary", "ecdf")}
 # Columns of result frames that mean nothing to a reader of a table.
@@ -59,71 +55,30 @@ class ReportFiles:
 
 # -- charts per analysis -------------------------------------------------------------------------
 
-ChartBuilder = Callable[[Any], "alt.TopLevelMixin"]
+def section_module(name: str) -> Any:
+    """The reports/sections module of a registry entry."""
+    return resolve(registry.analysis(name).section)
 
 
-def _frame(result: Any, key: str) -> pl.DataFrame | None:
-    frame = result.frames.get(key)
-    return frame if frame is not None and frame.height else None
+def section_title(name: str) -> str:
+    try:
+        return registry.analysis(name).title
+    except KeyError:   # a result of an analysis no longer in the registry: still shown, under its name
+        return name
 
 
 def figures_for(name: str, result: Any) -> list[tuple[str, str, Callable[[], Any]]]:
-    """(key, title, build) for each chart an analysis' frames support; frames without a
-    dedicated builder but with intervals get the generic estimate-and-interval chart."""
-    out: list[tuple[str, str, Callable[[], Any]]] = []
-    frames = {k: f for k, f in result.frames.items() if f is not None and f.height}
-    handled: set[str] = set()
-
-    def add(frame_key: str, key: str, title: str, build: Callable[[pl.DataFrame], Any]) -> None:
-        if frame_key in frames:
-            handled.add(frame_key)
-            out.append((key, title, lambda f=frames[frame_key]: build(f)))
-
-    if name == "summary":
-        add("metrics", "latency", "Steady-state latency per configuration: box p25–p75, whiskers p5–p95, dotted to p99, "
-            "median tick with its interval (dark bar)",
-            lambda metrics: charts.latency_distribution_chart(metrics, frames.get("distribution")))
-        handled.add("distribution")
-        add("ecdf", "ecdf", "ECDF of the steady-state latencies per configuration (51 quantiles each)", charts.latency_ecdf_chart)
-    elif name == "breakdown":
-        add("phases", "phases", "Mean seconds per phase (stacked), each with its interval", charts.phase_breakdown_chart)
-        if "ratios" in frames:
-            handled.add("ratios")
-            out.append(("ratio", "Model load ÷ steady-state run (above 1: loading costs more)",
-                        lambda f=frames["ratios"]: charts.ratio_chart(f, ratio_name="load_model / steady",
-                                                                      title="load_model / steady (log scale)")))
-    elif name == "energy":
-        if "points" in frames:
-            handled.update({"points", "fit"})
-            out.append(("time-energy", "Energy per inference against latency, with the fitted line and its band",
-                        lambda: charts.time_energy_chart(frames["points"], frames.get("fit", pl.DataFrame()), result.level)))
-        add("phases", "phase-energy", "Energy above idle per phase, with intervals", charts.phase_energy_chart)
-        add("correlation", "correlation", "Correlation of latency and energy per inference, with intervals",
-            charts.correlation_chart)
-    elif name == "tradeoff":
-        add("pareto", "pareto", "Peak memory against median latency; the Pareto front dashed", charts.pareto_chart)
-        add("winners", "winners", "Best and runner-up per metric: best's median with its interval, runner-up hollow",
-            charts.winners_chart)
-    else:
-        for frame_key, (key, title, build) in charts_training.BUILDERS.get(name, {}).items():
-            add(frame_key, key, title, build)
-        points = frames.get("points")
-        if name == "hyperparams" and points is not None and {"iterations", "epochs"} & set(points.columns):
-            handled.add("points")
-            out.append(("vs-iterations", "The response against iterations, one line per batch size, with intervals",
-                        lambda: charts_training.response_vs_iterations_chart(points, responses(result), result.level)))
-    for frame_key, frame in frames.items():
-        if frame_key not in handled and {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
+    """(key, title, build) for each chart of an analysis' section module; frames it does not
+    draw (its DRAWN) but that carry intervals get the generic estimate-and-interval chart."""
+    section = section_module(name)
+    out = list(section.figures(result))
+    drawn = getattr(section, "DRAWN", frozenset())
+    for frame_key, frame in result.frames.items():
+        if (frame is not None and frame.height and frame_key not in drawn
+                and {"estimate", "ci_low", "ci_high"} <= set(frame.columns)):
             out.append((frame_key, f"{frame_key.replace('_', ' ')} with intervals",
                         lambda f=frame: generic_interval_chart(f)))
     return out
-
-
-def responses(result: Any) -> list[str]:
-    """The responses a hyperparams result modelled (their columns in its points frame)."""
-    effects = result.frames.get("main_effects")
-    named = effects["response"].unique(maintain_order=True).to_list() if effects is not None and "response" in effects.columns else []
-    return [r for r in named if r in result.frames["points"].columns]
 
 
 def generic_interval_chart(frame: pl.DataFrame):
@@ -154,7 +109,7 @@ def table_frames(name: str, result: Any) -> list[tuple[str, str, pl.DataFrame]]:
 def build_section(name: str, result: Any, errors: list[str]) -> Section:
     available = getattr(result, "available", True)
     if not available:
-        return Section(name, TITLES.get(name, name), unavailable_sentence(result), notes=list(getattr(result, "notes", [])))
+        return Section(name, section_title(name), unavailable_sentence(result), notes=list(getattr(result, "notes", [])))
     figures = []
     for key, title, build in figures_for(name, result):
         try:
@@ -162,13 +117,12 @@ def build_section(name: str, result: Any, errors: list[str]) -> Section:
         except Exception as exc:  # noqa: BLE001  (one bad chart must not cost the user the whole report)
             errors.append(f"{name}/{key}: {exc!r}\n{traceback.format_exc()}")
             figures.append(Figure(key, title, no_data_chart(f"this chart could not be drawn: {exc}").to_dict()))
-    sentence = SENTENCES.get(name, lambda r: "")(result)
+    sentence = section_module(name).sentence(result)
     tables = [(caption, frame) for _, caption, frame in table_frames(name, result)]
-    return Section(name, TITLES.get(name, name), sentence, figures, tables, list(getattr(result, "notes", [])))
+    return Section(name, section_title(name), sentence, figures, tables, list(getattr(result, "notes", [])))
 
 
-def power_section(db: Path, run_id: str | None) -> Section:
-    trace = read_power_trace(db, run_id)
+def power_section(trace: PowerTrace | None) -> Section:
     title = "Power over time of one run (pCAMP Figures 1 and 3)"
     if trace is None:
         return Section("power", title, "No run in this DB has power samples, so there is no power trace to draw "
@@ -178,7 +132,7 @@ def power_section(db: Path, run_id: str | None) -> Section:
             else "no idle baseline was measured for this device (run `edgestats baseline`), so energy above idle is unknown")
     sentence = (f"The power of run {trace.run_id} ({trace.label}), averaged into {trace.power.height} time buckets, "
                 f"with each phase's window shaded; {idle}.")
-    return Section("power", title, sentence, [Figure("trace", "Power over time, phases shaded", charts.power_over_time_chart(trace).to_dict())])
+    return Section("power", title, sentence, [Figure("trace", "Power over time, phases shaded", power_over_time_chart(trace).to_dict())])
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -207,11 +161,15 @@ def prepare_out_dir(out_dir: Path) -> None:
         raise ReportError(f"cannot create the report folder {out_dir}: {exc.strerror}; choose another --out.") from None
 
 
-def write_report(db: str | Path, out_dir: str | Path, results: dict[str, Any], *, images: Iterable[str] = (),
-                 tables: str | None = None, power_run_id: str | None = None) -> ReportFiles:
+def write_report(out_dir: str | Path, results: dict[str, Any], overview: Overview, power_trace: PowerTrace | None = None,
+                 *, images: Iterable[str] = (), tables: str | None = None) -> ReportFiles:
     """Write `out_dir/index.html` and `out_dir/analysis.json`; with `images` ("png", "svg") every
-    chart under `images/`, with `tables` ("latex", "markdown", "csv") every table under `tables/`."""
-    db, out_dir, images = Path(db), Path(out_dir), list(images)
+    chart under `images/`, with `tables` ("latex", "markdown", "csv") every table under `tables/`.
+
+    `overview` is the header (edgestats.analysis.overview.load_overview), `power_trace` the run
+    drawn in the power section (edgestats.analysis.power_trace.load_power_trace; None: no run has
+    power samples)."""
+    out_dir, images = Path(out_dir), list(images)
     if any(f not in IMAGE_FORMATS for f in images):
         raise ReportError(f"unknown image format in {images}: use {', '.join(IMAGE_FORMATS)}")
     if tables is not None and tables not in TABLE_FORMATS:
@@ -219,9 +177,9 @@ def write_report(db: str | Path, out_dir: str | Path, results: dict[str, Any], *
     prepare_out_dir(out_dir)
     errors: list[str] = []
     sections = [build_section(name, result, errors) for name, result in results.items()]
-    sections.append(power_section(db, power_run_id))
+    sections.append(power_section(power_trace))
     index = out_dir / "index.html"
-    _write_atomic(index, render_page(read_overview(db), sections))
+    _write_atomic(index, render_page(overview, sections))
     analysis_json = out_dir / "analysis.json"
     _write_atomic(analysis_json, dumps(results) + "\n")   # the same document as `analyze --json`
     files = ReportFiles(index, analysis_json, chart_errors=errors)

@@ -9,6 +9,8 @@ import datetime as dt
 import uuid
 from pathlib import Path
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -127,3 +129,12 @@ def make_report_db(path: Path, *, n_inference_runs: int = 24, latencies_per_run:
             store.write_baseline({"device_id": device_ids[0], "seconds": 30.0, "source": "rapl", "mean_power_w": 3.0,
                                   "std_power_w": 0.3, "n": 300, "measured_at": t0})
     return path
+
+
+def write_db_report(db: Path, out_dir: Path, results: dict[str, Any], **options: Any):
+    """write_report of `db`'s results, its overview and power trace loaded first, as the CLI does."""
+    from edgestats.analysis.overview import load_overview
+    from edgestats.analysis.power_trace import load_power_trace
+    from edgestats.reports import write_report
+
+    return write_report(out_dir, results, load_overview(db), load_power_trace(db), **options)

@@ -1,9 +1,11 @@
 """`edgestats analyze DB`: statistics with confidence intervals over a results DB.
 
 Thin: the options become an AnalysisOptions, `edgestats.analysis.run_analyses` does the work,
-and the results are printed as JSON (--json) or as tables of their figure frames. The analysis
-stack (polars, scipy, statsmodels) is imported inside the command, so `edgestats --help` and
-device-side commands never load it.
+and the results are printed as JSON (--json) or as tables of their figure frames, or drawn by
+`edgestats.reports.write_report` from what the analysis layer loaded (--out). The analyses' names
+and help come from the registry (edgestats/registry/analyses.py). The analysis stack (polars,
+scipy, statsmodels) is imported inside the command, so `edgestats --help` and device-side
+commands never load it.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ from typing import List, Optional
 import typer
 
 from edgestats.cli.common import handle_errors
+from edgestats.formatting import format_interval
+from edgestats.registry.analyses import ANALYSES, choices_text
 
-ANALYSIS_NAMES = "summary, breakdown, energy, tradeoff, hyperparams, pipeline"
 MAX_ROWS = 40  # per table in the text output; --json has everything
 
 
 @handle_errors
 def analyze_command(
     db: Path = typer.Argument(..., metavar="DB", help="Results DB (opened read-only).", show_default=False),
-    only: Optional[str] = typer.Option(None, "--only", metavar="NAME", help=f"Run one analysis: {ANALYSIS_NAMES}."),
+    only: Optional[str] = typer.Option(None, "--only", metavar="NAME", help=f"Run one analysis: {choices_text()}."),
     as_json: bool = typer.Option(False, "--json", help="Print {analysis: [entries]} as JSON on stdout (docs/cli/analyze.md)."),
     where: Optional[str] = typer.Option(None, "--where", metavar="SQL",
                                         help="Select runs with an expression on run_summary columns, e.g. \"framework = 'pytorch'\"."),
@@ -49,15 +52,8 @@ def analyze_command(
     svg: bool = typer.Option(False, "--svg", help="With --out: every chart as DIR/images/*.svg too."),
     tables: Optional[str] = typer.Option(None, "--tables", metavar="latex|markdown|csv", help="With --out: every table, with its intervals, as DIR/tables/* in this format (for papers)."),
 ) -> None:
-    """Statistics with confidence intervals over the runs of a results DB.
-
-    Without --only, runs every analysis the data supports: summary (latency, throughput,
-    memory, energy per configuration), breakdown (load vs inference), energy (time–energy
-    correlation, energy per phase), tradeoff (memory vs latency, best framework per metric with
-    Holm-corrected rank tests), hyperparams (OLS/ANOVA of a response on factors) and pipeline
-    (fetch stalls vs workers, resources vs batch size). Every estimate comes with its interval,
-    its n and what n counts. Only ok and diverged runs are used.
-    """
+    """Statistics with confidence intervals over the runs of a results DB; the --help text is
+    command_help(), which lists the registry's analyses."""
     from edgestats.analysis import AnalysisOptions, dumps, run_analyses
 
     filters = {k: v for k, v in {"device": device, "framework": framework, "runtime": runtime, "model": model,
@@ -79,11 +75,22 @@ def analyze_command(
         write_report_files(db, out, results, images=[f for f, on in (("png", png), ("svg", svg)) if on], tables=tables)
 
 
+def command_help() -> str:
+    """The command's help: what it does, then every analysis of the registry with its help line."""
+    analyses = "\n\n".join(f"{entry.name}: {entry.help}" for entry in ANALYSES)
+    return ("Statistics with confidence intervals over the runs of a results DB.\n\n"
+            "Without --only, runs every analysis the data supports:\n\n" + analyses + "\n\n"
+            "Every estimate comes with its interval, its n and what n counts. Only ok and diverged runs are used.")
+
+
 def write_report_files(db: Path, out: Path, results, *, images: list[str], tables: str | None) -> None:
-    """The report, and where it is: on stderr when --json owns stdout."""
+    """The report, and where it is: on stderr when --json owns stdout. The report draws; the DB's
+    overview and power trace are loaded here, by the analysis layer."""
+    from edgestats.analysis.overview import load_overview
+    from edgestats.analysis.power_trace import load_power_trace
     from edgestats.reports import write_report
 
-    files = write_report(db, out, results, images=images, tables=tables)
+    files = write_report(out, results, load_overview(db), load_power_trace(db), images=images, tables=tables)
     say = lambda text: typer.echo(text, err=True)  # noqa: E731  (stdout may be JSON)
     say(f"report: {files.index} (open it in a browser; it needs no network) and {files.analysis_json}")
     if files.images:
@@ -109,8 +116,6 @@ def _readable(frame):
     report's tables), columns that hold nothing dropped, each distinct note replaced by a
     footnote number. Returns (frame, notes in footnote order)."""
     import polars as pl
-
-    from edgestats.reports.tables import format_interval
 
     if {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
         shown = [format_interval(e, lo, hi) for e, lo, hi in frame.select("estimate", "ci_low", "ci_high").iter_rows()]
@@ -156,4 +161,4 @@ def print_results(results) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("analyze", no_args_is_help=True)(analyze_command)
+    app.command("analyze", no_args_is_help=True, help=command_help())(analyze_command)

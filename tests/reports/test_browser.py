@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report_builders import EVIL_DEVICE, make_report_db
+from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 
 from edgestats.analysis import run_analyses
-from edgestats.reports import write_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -61,7 +60,7 @@ def open_in_browser(index: Path, screenshot: Path) -> dict:
 
 def test_report_renders_offline_in_chromium(tmp_path):
     db = make_report_db(tmp_path / "results.duckdb")
-    files = write_report(db, tmp_path / "report", run_analyses(db))
+    files = write_db_report(db, tmp_path / "report", run_analyses(db))
     assert files.chart_errors == []
     screenshot = ARTIFACTS / "report.png"
     seen = open_in_browser(files.index, screenshot)

@@ -18,8 +18,8 @@ import pytest
 from report_builders import make_report_db
 
 from edgestats.analysis import run_analyses
-from edgestats.reports import charts, charts_training
-from edgestats.reports.power import read_power_trace
+from edgestats.analysis.power_trace import PowerTrace, load_power_trace
+from edgestats.reports import charts_energy, charts_latency, charts_tradeoff, charts_training
 from edgestats.reports.report import figures_for, generic_interval_chart
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "charts"
@@ -29,24 +29,26 @@ LEVEL = 0.95
 # builder name -> (analysis, frame key or None for a frame built otherwise, build(frames) -> chart)
 BUILDERS = {
     "latency_distribution": ("summary", ("metrics", "distribution"),
-                             lambda f: charts.latency_distribution_chart(f["metrics"], f["distribution"])),
-    "latency_ecdf": ("summary", "ecdf", lambda f: charts.latency_ecdf_chart(f["ecdf"])),
-    "latency_quantiles": ("summary", "metrics", lambda f: charts.latency_distribution_chart(f["metrics"])),
-    "phase_breakdown": ("breakdown", "phases", lambda f: charts.phase_breakdown_chart(f["phases"])),
-    "load_ratio": ("breakdown", "ratios", lambda f: charts.ratio_chart(f["ratios"], ratio_name="load_model / steady",
+                             lambda f: charts_latency.latency_distribution_chart(f["metrics"], f["distribution"])),
+    "latency_ecdf": ("summary", "ecdf", lambda f: charts_latency.latency_ecdf_chart(f["ecdf"])),
+    "latency_quantiles": ("summary", "metrics", lambda f: charts_latency.latency_distribution_chart(f["metrics"])),
+    "phase_breakdown": ("breakdown", "phases", lambda f: charts_latency.phase_breakdown_chart(f["phases"])),
+    "load_ratio": ("breakdown", "ratios", lambda f: charts_latency.ratio_chart(f["ratios"], ratio_name="load_model / steady",
                                                                        title="load_model / steady")),
-    "time_energy": ("energy", ("points", "fit"), lambda f: charts.time_energy_chart(f["points"], f["fit"], LEVEL)),
-    "correlation": ("energy", "correlation", lambda f: charts.correlation_chart(f["correlation"])),
-    "pareto": ("tradeoff", "pareto", lambda f: charts.pareto_chart(f["pareto"])),
-    "winners": ("tradeoff", "winners", lambda f: charts.winners_chart(f["winners"])),
+    "time_energy": ("energy", ("points", "fit"), lambda f: charts_energy.time_energy_chart(f["points"], f["fit"], LEVEL)),
+    "correlation": ("energy", "correlation", lambda f: charts_energy.correlation_chart(f["correlation"])),
+    "pareto": ("tradeoff", "pareto", lambda f: charts_tradeoff.pareto_chart(f["pareto"])),
+    "winners": ("tradeoff", "winners", lambda f: charts_tradeoff.winners_chart(f["winners"])),
     "main_effects": ("hyperparams", "main_effects", lambda f: charts_training.main_effects_chart(f["main_effects"])),
-    "vs_iterations": ("hyperparams", "points", lambda f: charts_training.response_vs_iterations_chart(
-        f["points"], ["training_time_s", "accuracy_pct"], LEVEL)),
+    # The means with their intervals come from the analysis (hyperparams' vs_iterations frame),
+    # no longer from the chart: its frozen input was added, the golden spec is unchanged.
+    "vs_iterations": ("hyperparams", "vs_iterations", lambda f: charts_training.response_vs_iterations_chart(
+        f["vs_iterations"])),
     "workers": ("pipeline", "workers", lambda f: charts_training.workers_chart(f["workers"])),
     "resources": ("pipeline", "resources", lambda f: charts_training.resources_chart(f["resources"])),
     "generic_interval": ("pipeline", "reductions", lambda f: generic_interval_chart(f["reductions"])),
-    "power_over_time": ("power", ("power", "phases"), lambda f: charts.power_over_time_chart(
-        charts.PowerTrace("run", "jetson-nano · pytorch · squeezenet · rapl", f["power"], f["phases"], 3.0))),
+    "power_over_time": ("power", ("power", "phases"), lambda f: charts_energy.power_over_time_chart(
+        PowerTrace("run", "jetson-nano · pytorch · squeezenet · rapl", f["power"], f["phases"], 3.0))),
 }
 
 
@@ -82,7 +84,7 @@ def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
         GOLDEN.mkdir(parents=True, exist_ok=True)
         db = make_report_db(tmp_path_factory.mktemp("golden") / "golden.duckdb")
         frames = {f"{name}.{key}": frame for name, result in run_analyses(db).items() for key, frame in result.frames.items()}
-        trace = read_power_trace(db)
+        trace = load_power_trace(db)
         frames["power.power"], frames["power.phases"] = trace.power, trace.phases
         for key, frame in frames.items():
             (GOLDEN / f"{key}.input.json").write_text(json.dumps(frame.to_dicts(), indent=1, default=str) + "\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from report_builders import EVIL_DEVICE, make_report_db
+from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 from typer.testing import CliRunner
 
 from edgestats.cli import app
@@ -55,10 +55,9 @@ def test_report_options_need_out(tmp_path):
 def test_report_of_one_run_and_no_power(tmp_path):
     """A DB with a single inference run still gives a page: sections say what cannot be shown."""
     from edgestats.analysis import run_analyses
-    from edgestats.reports import write_report
 
     db = make_report_db(tmp_path / "one.duckdb", n_inference_runs=1, device_names=("pi",), with_power=False)
-    files = write_report(db, tmp_path / "out", run_analyses(db))
+    files = write_db_report(db, tmp_path / "out", run_analyses(db))
     html = files.index.read_text()
     assert files.chart_errors == []
     assert "No run in this DB has power samples" in html

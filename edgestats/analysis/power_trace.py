@@ -6,6 +6,8 @@ total is the sum of the run's `power_rails` (e.g. RAPL package-0 + dram, not pac
 its own core subzone); a counter becomes power by differencing. The trace is averaged into a
 few hundred time buckets before it reaches a chart: a 10-minute run at 100 Hz would otherwise
 embed 60,000 points per rail in the page.
+
+The report draws what `load_power_trace` returns; the SQL lives here, in the analysis layer.
 """
 
 from __future__ import annotations
@@ -16,23 +18,25 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from edgestats.collectors.power.attribution import ENERGY_PREFIX, POWER_PREFIX
 from edgestats.store import Store
 
-POWER_PREFIX, ENERGY_PREFIX = "power_w:", "energy_j:"
 MAX_POINTS = 400
+# Rows of a power source: instantaneous power or a cumulative energy counter, per rail.
+POWER_METRICS_SQL = f"(starts_with(metric, '{POWER_PREFIX}') OR starts_with(metric, '{ENERGY_PREFIX}'))"
 
 # The run whose trace is drawn: the one with the most power samples (the longest trace), ties
 # broken by run_id so the choice is stable. One query, aggregated in DuckDB.
-RUN_WITH_POWER_SQL = """
+RUN_WITH_POWER_SQL = f"""
 SELECT run_id::VARCHAR, count(*) AS n
 FROM samples
-WHERE starts_with(metric, 'power_w:') OR starts_with(metric, 'energy_j:')
+WHERE {POWER_METRICS_SQL}
 GROUP BY run_id ORDER BY n DESC, run_id LIMIT 1
 """
 
-TRACE_SQL = """
+TRACE_SQL = f"""
 SELECT t_ns, metric, value FROM samples
-WHERE run_id = CAST(? AS UUID) AND (starts_with(metric, 'power_w:') OR starts_with(metric, 'energy_j:'))
+WHERE run_id = CAST(? AS UUID) AND {POWER_METRICS_SQL}
 ORDER BY t_ns
 """
 
@@ -78,15 +82,16 @@ def rail_power(samples: pl.DataFrame, rails: list[str] | None = None) -> pl.Data
     Per rail, `power_w:` rows are taken as they are and `energy_j:` counters are differenced
     (a negative step, a counter reset, is dropped). A rail with both uses its power rows.
     Only `rails` are summed when given; otherwise every rail found."""
+    power_kind, energy_kind = POWER_PREFIX.rstrip(":"), ENERGY_PREFIX.rstrip(":")
     rail = pl.col("metric").str.split_exact(":", 1).struct.field("field_1")
     kind = pl.col("metric").str.split_exact(":", 1).struct.field("field_0")
     long = samples.with_columns(rail.alias("rail"), kind.alias("kind"))
     if rails:
         long = long.filter(pl.col("rail").is_in(rails))
-    has_power = set(long.filter(pl.col("kind") == "power_w")["rail"].unique().to_list())
-    direct = long.filter(pl.col("kind") == "power_w").select("t_ns", "rail", pl.col("value").alias("power_w"))
+    has_power = set(long.filter(pl.col("kind") == power_kind)["rail"].unique().to_list())
+    direct = long.filter(pl.col("kind") == power_kind).select("t_ns", "rail", pl.col("value").alias("power_w"))
     counters = (
-        long.filter((pl.col("kind") == "energy_j") & ~pl.col("rail").is_in(list(has_power)))
+        long.filter((pl.col("kind") == energy_kind) & ~pl.col("rail").is_in(list(has_power)))
         .sort("rail", "t_ns")
         .with_columns(
             (pl.col("value").diff().over("rail") / (pl.col("t_ns").diff().over("rail") / 1e9)).alias("power_w"))
@@ -118,7 +123,7 @@ def phase_windows(phases: pl.DataFrame, t0_ns: int) -> pl.DataFrame:
                          ((pl.col("end_ns") - t0_ns) / 1e9).alias("end_s"))
 
 
-def read_power_trace(db: str | Path, run_id: str | None = None, max_points: int = MAX_POINTS) -> PowerTrace | None:
+def load_power_trace(db: str | Path, run_id: str | None = None, max_points: int = MAX_POINTS) -> PowerTrace | None:
     """The trace of `run_id` (default: the run with the most power samples); None when the DB
     holds no power samples at all."""
     with Store.open(db, read_only=True) as store:

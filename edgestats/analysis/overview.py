@@ -1,7 +1,8 @@
 """What a results DB holds, for the report's header: devices, runs, date range, power sources.
 
 Read straight from the DB (read-only), not from the analysis results, so the header describes
-the whole file even when an analysis had nothing to work on.
+the whole file even when an analysis had nothing to work on. The report draws what
+`load_overview` returns; the SQL lives here, in the analysis layer.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ SELECT DISTINCT s FROM (
 RUN_SOURCES_SQL = "SELECT source, count(*) FROM runs GROUP BY ALL ORDER BY source"
 
 
-def read_overview(db: str | Path) -> Overview:
+def load_overview(db: str | Path) -> Overview:
     with Store.open(db, read_only=True) as store:
         con = store.con
         devices = [DeviceFacts(*row) for row in con.execute(DEVICES_SQL).fetchall()]

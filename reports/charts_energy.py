@@ -1,0 +1,125 @@
+"""Chart builders of energy and power: the power trace of one run (pCAMP Figures 1 and 3), energy
+per inference against latency with the fitted line and its band, energy per phase, and the
+time-energy correlations. Pure: an analysis frame (or the loaded PowerTrace) in, a chart out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import numpy as np
+import polars as pl
+
+from edgestats.analysis.power_trace import PowerTrace
+from edgestats.reports.charts_common import (
+    FACET_CANDIDATES as FACETABLE, WIDTH, band_height, coefficient_chart, facet, facet_column, group_columns,
+    interval_tooltip, label_column, varying,
+)
+from edgestats.reports.charts_latency import PHASE_ORDER
+
+# -- energy: power over time of one run ----------------------------------------------------------
+
+def power_over_time_chart(trace: PowerTrace) -> alt.LayerChart:
+    """The run's power (bucket means) over its phase windows, shaded and coloured by phase,
+    with the idle baseline as a dashed line: the area between the two is the energy that
+    `phase_energy` attributes to each phase."""
+    phases = alt.Chart(trace.phases).mark_rect(opacity=0.18).encode(
+        x=alt.X("start_s:Q", title="time since first power sample (s)"), x2="end_s:Q",
+        color=alt.Color("phase:N", title="phase", sort=trace.phases["phase"].to_list()),
+        tooltip=["phase:N", alt.Tooltip("start_s:Q", format=".3f"), alt.Tooltip("end_s:Q", format=".3f")])
+    power = alt.Chart(trace.power).mark_line(color="#222", strokeWidth=1.4).encode(
+        x="t_s:Q", y=alt.Y("power_w:Q", title="power (W)", scale=alt.Scale(zero=True)),
+        tooltip=[alt.Tooltip("t_s:Q", format=".2f"), alt.Tooltip("power_w:Q", format=".3f")])
+    layers = [phases, power]
+    if trace.idle_power_w is not None:
+        idle = pl.DataFrame({"idle_power_w": [trace.idle_power_w], "label": [f"idle {trace.idle_power_w:.2f} W"]})
+        layers.append(alt.Chart(idle).mark_rule(strokeDash=[6, 4], color="#d62728").encode(y="idle_power_w:Q"))
+        layers.append(alt.Chart(idle).mark_text(align="left", dx=4, dy=-6, color="#d62728").encode(
+            y="idle_power_w:Q", x=alt.value(0), text="label:N"))
+    return alt.layer(*layers).properties(width=WIDTH + 120, height=240, title=trace.label)
+
+# -- energy: time vs energy, with the fitted line and its band -----------------------------------
+
+MAX_SCATTER_POINTS = 2000   # above this, one point per configuration (its means) instead of per run
+BAND_STEPS = 40
+
+
+def ols_band(x: np.ndarray, y: np.ndarray, level: float, steps: int = BAND_STEPS) -> pl.DataFrame:
+    """The OLS line y = a + b·x on a grid over x's range, with the confidence band of the mean
+    response: ŷ ± t·s·sqrt(1/n + (x − x̄)² / Sxx). Empty when no line can be fitted (n < 3 or x
+    constant), so a chart then shows the points alone."""
+    from scipy import stats
+
+    n = len(x)
+    sxx = float(((x - x.mean()) ** 2).sum()) if n else 0.0
+    if n < 3 or sxx == 0:
+        return pl.DataFrame(schema={"x": pl.Float64, "fit": pl.Float64, "band_low": pl.Float64, "band_high": pl.Float64})
+    slope = float(((x - x.mean()) * (y - y.mean())).sum()) / sxx
+    intercept = float(y.mean()) - slope * float(x.mean())
+    residual_sd = math.sqrt(float(((y - intercept - slope * x) ** 2).sum()) / (n - 2))
+    t = float(stats.t.ppf(0.5 + level / 2, n - 2))
+    grid = np.linspace(float(x.min()), float(x.max()), steps)
+    fit = intercept + slope * grid
+    half = t * residual_sd * np.sqrt(1.0 / n + (grid - x.mean()) ** 2 / sxx)
+    return pl.DataFrame({"x": grid, "fit": fit, "band_low": fit - half, "band_high": fit + half})
+
+
+def scatter_points(points: pl.DataFrame, x: str, y: str, keys: list[str]) -> pl.DataFrame:
+    """Per-run points, or per-configuration means when there are too many runs to draw."""
+    if points.height <= MAX_SCATTER_POINTS:
+        return points.with_columns(pl.lit(1).alias("n_runs"))
+    return points.group_by(keys).agg(pl.col(x).mean(), pl.col(y).mean(), pl.len().alias("n_runs"))
+
+
+def time_energy_chart(points: pl.DataFrame, fit: pl.DataFrame, level: float) -> alt.FacetChart | alt.LayerChart:
+    """Energy per inference against median latency, one dot per run (or configuration), with
+    the OLS line and its confidence band per fit group (device by default), faceted by it."""
+    x, y = "latency_median_ms", "energy_per_inference_j"
+    fit_keys = group_columns(fit, {"part", "term", "p_value", "r_squared"}) if fit.height else []
+    keys = [c for c in points.columns if c not in ("run_idx", x, y)]
+    drawn = label_column(scatter_points(points, x, y, keys), [c for c in varying(points, keys) if c not in fit_keys] or keys)
+    facet_by = next((k for k in fit_keys if k in FACETABLE and drawn[k].n_unique() > 1), None)
+    bands = []
+    for _, sub in (drawn.group_by(fit_keys, maintain_order=True) if fit_keys else [((), drawn)]):
+        band = ols_band(sub[x].to_numpy().astype(float), sub[y].to_numpy().astype(float), level)
+        bands.append(band.with_columns(*(pl.lit(sub[k][0]).alias(k) for k in fit_keys)))
+    band = pl.concat(bands, how="diagonal_relaxed") if bands else pl.DataFrame()
+    layers = [
+        alt.Chart().mark_area(opacity=0.2, color="#1f77b4").transform_filter("isValid(datum.band_low)").encode(
+            x=alt.X("x:Q", title="median latency (ms)"), y=alt.Y("band_low:Q", title="energy per inference (J)"), y2="band_high:Q"),
+        alt.Chart().mark_line(color="#1f77b4").transform_filter("isValid(datum.fit)").encode(x="x:Q", y="fit:Q"),
+        alt.Chart().mark_point(filled=True, opacity=0.7).transform_filter("isValid(datum.n_runs)").encode(
+            x=alt.X(f"{x}:Q"), y=alt.Y(f"{y}:Q"), color=alt.Color("config:N", title="configuration"),
+            tooltip=[alt.Tooltip("config:N"), alt.Tooltip(f"{x}:Q", format=".4~g"), alt.Tooltip(f"{y}:Q", format=".4~g"),
+                     alt.Tooltip("n_runs:Q")]),
+    ]
+    data = pl.concat([drawn.select(*({"config", x, y, "n_runs"} | set(fit_keys))), band], how="diagonal_relaxed")
+    layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=280)
+    return facet(layer, data, facet_by)
+
+
+def phase_energy_chart(phases: pl.DataFrame, quantity: str = "energy_j") -> alt.FacetChart | alt.LayerChart:
+    """Mean energy (or mean power) of each phase per configuration, with its interval."""
+    frame = phases.filter((pl.col("quantity") == quantity) & pl.col("estimate").is_not_null())
+    keys = group_columns(frame, {"part", "phase", "quantity"})
+    facet_by = facet_column(frame.select(keys))
+    frame = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
+    frame = frame.select("config", "phase", *([facet_by] if facet_by else []), "estimate", "ci_low", "ci_high", "level", "n")
+    title = {"energy_j": "energy above idle (J)", "mean_power_w": "mean power (W)"}.get(quantity, quantity)
+    y = alt.Y("phase:N", title=None, sort=PHASE_ORDER + ["total"])
+    colour = alt.Color("config:N", title="configuration")
+    offset = alt.YOffset("config:N")
+    rules = alt.Chart().mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", title=title), x2="ci_high:Q", y=y,
+                                                        yOffset=offset, color=colour)
+    dots = alt.Chart().mark_point(filled=True, size=40).encode(
+        x="estimate:Q", y=y, yOffset=offset, color=colour, tooltip=interval_tooltip("config", "phase"))
+    height = band_height(frame["phase"].n_unique() * max(frame["config"].n_unique(), 1))
+    layer = alt.layer(rules, dots).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=height)
+    return facet(layer, frame, facet_by)
+
+
+def correlation_chart(correlation: pl.DataFrame) -> alt.LayerChart:
+    """Pearson and Spearman coefficients with their intervals, on the full [-1, 1] axis."""
+    keys = [c for c in group_columns(correlation, {"part", "p_value"}) if c != "method"]
+    return coefficient_chart(label_column(correlation, ["method", *varying(correlation, keys)]))

@@ -1,0 +1,205 @@
+"""Chart builders of the inference-time analyses: summary (latency per configuration: box plot,
+quantiles, ECDF) and breakdown (seconds per phase, load / steady ratios; pCAMP Table 3).
+
+Each takes the tidy frame an analysis returns (group keys, then estimate/ci_low/ci_high/level/n,
+see edgestats.analysis.result) and draws every estimate with its interval. Nothing here reads a
+DB, an analysis' options or computes a statistic; the report's sections (reports/sections/) pick
+the frames.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from edgestats.reports.charts_common import (
+    LABEL_LIMIT, WIDTH, any_interval, band_height, facet, facet_column, group_columns, label_column, valid_interval,
+    varying, wide_range,
+)
+
+# -- summary: latency per configuration ----------------------------------------------------------
+
+LATENCY_METRICS = {"latency_median_ms": "median", "latency_p90_ms": "p90", "latency_p99_ms": "p99"}
+
+
+def latency_quantile_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """One row per configuration: median with its interval, p90 and p99 (which may be null for
+    imported one-figure-per-run results), a config label, and the facet column if any."""
+    keys = group_columns(metrics, {"metric", "n_runs"})
+    facet_by = facet_column(metrics.select(keys))
+    labelled = label_column(metrics, [c for c in varying(metrics, keys) if c != facet_by] or keys)
+    index = ["config", *([facet_by] if facet_by else [])]
+    median = (labelled.filter(pl.col("metric") == "latency_median_ms")
+              .select(*index, "estimate", "ci_low", "ci_high", "level", "n", "n_unit"))
+    tails = (labelled.filter(pl.col("metric").is_in(["latency_p90_ms", "latency_p99_ms"]))
+             .select(*index, pl.col("metric").replace_strict(LATENCY_METRICS), "estimate")
+             .pivot(on="metric", index=index, values="estimate"))
+    for column in ("p90", "p99"):
+        if column not in tails.columns:
+            tails = tails.with_columns(pl.lit(None, pl.Float64).alias(column))
+    return median.join(tails, on=index, how="left").sort(index), facet_by
+
+
+# Columns of summary's `distribution` frame (ms) that are not group keys.
+DISTRIBUTION_COLUMNS = {"n_runs", "n", "n_unit", "note", "min_ms", "q01_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms",
+                        "q95_ms", "q99_ms", "max_ms"}
+
+
+def latency_box_frame(metrics: pl.DataFrame, distribution: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """One row per configuration: the quantiles of `distribution` next to the median's interval
+    from `metrics` (null where the median has none), a config label and the facet column."""
+    keys = [c for c in distribution.columns if c not in DISTRIBUTION_COLUMNS]
+    median = (metrics.filter(pl.col("metric") == "latency_median_ms")
+              .select(*keys, *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high")), "level"))
+    joined = distribution.join(median, on=keys, how="left", nulls_equal=True)
+    facet_by = facet_column(joined.select(keys))
+    labelled = label_column(joined, [c for c in varying(joined, keys) if c != facet_by] or keys)
+    index = ["config", *([facet_by] if facet_by else [])]
+    quantiles = ["min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms"]
+    return labelled.select(*index, "n", "n_unit", *(pl.col(c).cast(pl.Float64) for c in quantiles),
+                           "ci_low", "ci_high", "level").sort(index), facet_by
+
+
+def latency_distribution_chart(metrics: pl.DataFrame, distribution: pl.DataFrame | None = None
+                               ) -> alt.FacetChart | alt.LayerChart:
+    """A box plot per configuration: box p25–p75, a tick at the median, whiskers p5–p95 and a
+    dotted tail to p99, with the median's confidence interval as a dark bar across the tick
+    (where it has one). Log axis when configurations span decades. Without the `distribution`
+    frame (older callers), the median with its interval, a bar to p90 and a line to p99."""
+    if distribution is None or distribution.height == 0:
+        return latency_quantile_chart(metrics)
+    frame, facet_by = latency_box_frame(metrics, distribution)
+    log = wide_range(pl.concat([frame["q05_ms"], frame["q99_ms"]]))
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("median_ms", op="min"))
+    x_title = "steady-state latency (ms)" + (", log scale" if log else "")
+    fmt = ".4~g"
+    tooltip = [alt.Tooltip("config:N"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N"),
+               *(alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms"), format=fmt)
+                 for c in ("min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")),
+               alt.Tooltip("ci_low:Q", title="median ci_low", format=fmt), alt.Tooltip("ci_high:Q", title="median ci_high", format=fmt),
+               alt.Tooltip("level:Q")]
+    tail = alt.Chart().mark_rule(color="#9aa7b5", strokeDash=[2, 2]).encode(
+        x=alt.X("q95_ms:Q", scale=scale, title=x_title), x2="q99_ms:Q", y=y)
+    whisker = alt.Chart().mark_rule(color="#6b7b8c").encode(x=alt.X("q05_ms:Q", scale=scale), x2="q95_ms:Q", y=y)
+    box = alt.Chart().mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1).encode(
+        x=alt.X("q25_ms:Q", scale=scale), x2="q75_ms:Q", y=y, tooltip=tooltip)
+    interval = alt.Chart().mark_bar(size=5, color="#08519c").transform_filter(valid_interval()).encode(
+        x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
+    median = alt.Chart().mark_tick(color="#08306b", thickness=2, size=14).encode(
+        x=alt.X("median_ms:Q", scale=scale), y=y, tooltip=tooltip)
+    n_rows = frame["config"].n_unique()
+    layers = [tail, whisker, box, *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
+    layer = alt.layer(*layers).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=band_height(n_rows))
+    return facet(layer, frame, facet_by)
+
+
+def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
+    """The ECDF of each configuration's latencies: its quantile function on a grid (summary's
+    `ecdf` frame, 51 points per configuration) joined by lines, one line per configuration, per
+    device when several; a log axis when configurations span decades."""
+    keys = [c for c in ecdf.columns if c not in {"p", "latency_ms", "n", "n_unit"}]
+    facet_by = facet_column(ecdf.select(keys))
+    frame = label_column(ecdf, [c for c in varying(ecdf, keys) if c != facet_by] or keys)
+    frame = frame.select("config", *([facet_by] if facet_by else []), "p", "latency_ms", "n", "n_unit").sort(
+        ["config", *([facet_by] if facet_by else []), "p"])
+    log = wide_range(frame["latency_ms"])
+    x = alt.X("latency_ms:Q", title="steady-state latency (ms)" + (", log scale" if log else ""),
+              scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
+    line = alt.Chart().mark_line(strokeWidth=1.5).encode(
+        x=x, y=alt.Y("p:Q", title="fraction of latencies at or below", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("config:N", title="configuration", legend=alt.Legend(labelLimit=LABEL_LIMIT)),
+        order="p:Q", tooltip=[alt.Tooltip("config:N"), alt.Tooltip("p:Q", format=".2f"),
+                              alt.Tooltip("latency_ms:Q", format=".4~g"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N")])
+    layer = alt.layer(line).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=220)
+    return facet(layer, frame, facet_by)
+
+
+def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
+    """Per configuration: the median with its interval (thick rule and dot), the spread to the
+    p90 (bar) and the tail to the p99 (thin rule). Log axis when configurations span decades."""
+    frame, facet_by = latency_quantile_frame(metrics)
+    log = wide_range(pl.concat([frame["estimate"], frame["p99"]]))
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("estimate", op="min"))
+    x_title = "latency (ms)" + (", log scale" if log else "")
+    tail = alt.Chart().mark_rule(color="#9aa7b5").encode(x=alt.X("estimate:Q", scale=scale, title=x_title), x2="p99:Q", y=y)
+    spread = alt.Chart().mark_bar(size=9, color="#c6dbef").encode(x=alt.X("estimate:Q", scale=scale), x2="p90:Q", y=y)
+    interval = alt.Chart().mark_rule(strokeWidth=3, color="#08519c").transform_filter(valid_interval()).encode(
+        x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y)
+    median = alt.Chart().mark_point(filled=True, size=50, color="#08519c").encode(
+        x=alt.X("estimate:Q", scale=scale), y=y,
+        tooltip=[alt.Tooltip("config:N"), alt.Tooltip("estimate:Q", title="median ms", format=".4~g"),
+                 alt.Tooltip("ci_low:Q", format=".4~g"), alt.Tooltip("ci_high:Q", format=".4~g"),
+                 alt.Tooltip("p90:Q", format=".4~g"), alt.Tooltip("p99:Q", format=".4~g"),
+                 alt.Tooltip("level:Q"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N")])
+    n_rows = frame["config"].n_unique()
+    layers = [tail, spread, *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
+    layer = alt.layer(*layers).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=band_height(n_rows))
+    return facet(layer, frame, facet_by)
+
+
+# -- breakdown: where a run's time goes (pCAMP Table 3) ------------------------------------------
+
+PHASE_ORDER = ["import", "load_model", "first_inference", "steady", "other"]
+
+
+def stacked_phase_frame(phases: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """Mean seconds per configuration and phase, stacked in pCAMP's order: each segment's start
+    and end, and its interval drawn at the segment's end (low/high = end ∓ the CI half-widths)."""
+    keys = group_columns(phases, {"phase", "share_of_total"})
+    facet_by = facet_column(phases.select(keys))
+    labelled = label_column(phases, [c for c in varying(phases, keys) if c != facet_by] or keys)
+    index = ["config", *([facet_by] if facet_by else [])]
+    order = pl.col("phase").replace_strict({p: i for i, p in enumerate(PHASE_ORDER)}, default=len(PHASE_ORDER))
+    seconds = pl.col("estimate").clip(lower_bound=0.0)  # "other" may dip below 0 by rounding
+    stacked = (labelled.with_columns(order.alias("phase_order"), seconds.alias("seconds"))
+               .sort([*index, "phase_order"])
+               .with_columns(pl.col("seconds").cum_sum().over(index).alias("stack_end"))
+               .with_columns((pl.col("stack_end") - pl.col("seconds")).alias("stack_start"),
+                             (pl.col("stack_end") - (pl.col("estimate") - pl.col("ci_low"))).alias("err_low"),
+                             (pl.col("stack_end") + (pl.col("ci_high") - pl.col("estimate"))).alias("err_high")))
+    return stacked.select(*index, "phase", "phase_order", "estimate", "ci_low", "ci_high", "level", "n",
+                          "share_of_total", "stack_start", "stack_end", "err_low", "err_high"), facet_by
+
+
+def phase_breakdown_chart(phases: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
+    """Stacked bars of mean seconds per phase and configuration, each segment's interval as an
+    error bar at its end."""
+    frame, facet_by = stacked_phase_frame(phases)
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    present = [p for p in PHASE_ORDER if p in frame["phase"].to_list()]
+    bars = alt.Chart().mark_bar(size=14).encode(
+        x=alt.X("stack_start:Q", title="mean seconds per run"), x2="stack_end:Q", y=y,
+        color=alt.Color("phase:N", sort=present, scale=alt.Scale(domain=present, scheme="tableau10")),
+        order=alt.Order("phase_order:Q"),
+        tooltip=[alt.Tooltip("config:N"), alt.Tooltip("phase:N"), alt.Tooltip("estimate:Q", title="mean s", format=".4~g"),
+                 alt.Tooltip("ci_low:Q", format=".4~g"), alt.Tooltip("ci_high:Q", format=".4~g"),
+                 alt.Tooltip("share_of_total:Q", format=".1%"), alt.Tooltip("n:Q")])
+    errors = alt.Chart().mark_rule(color="#333").encode(x="err_low:Q", x2="err_high:Q", y=y)
+    layer = alt.layer(bars, errors).properties(width=WIDTH if facet_by is None else WIDTH // 2,
+                                               height=band_height(frame["config"].n_unique()))
+    return facet(layer, frame, facet_by, independent_x=True)
+
+
+def ratio_chart(ratios: pl.DataFrame, *, ratio_name: str, title: str) -> alt.FacetChart | alt.LayerChart:
+    """One ratio per configuration with its interval, on a log axis, with 1 (break-even) marked."""
+    frame = ratios.filter((pl.col("ratio") == ratio_name) & pl.col("estimate").is_not_null())
+    keys = group_columns(frame, {"ratio", "load_exceeds_steady", "confident"})
+    facet_by = facet_column(frame.select(keys))
+    frame = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
+    frame = frame.select("config", *([facet_by] if facet_by else []), "estimate", "ci_low", "ci_high", "level", "n")
+    log = bool(frame.height) and frame["estimate"].min() > 0 and (frame["ci_low"].min() or 0) > 0
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("estimate", op="min"))
+    one = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(x=alt.datum(1))
+    rules = alt.Chart().mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=scale, title=title), x2="ci_high:Q", y=y)
+    dots = alt.Chart().mark_point(filled=True, size=45).encode(
+        x=alt.X("estimate:Q", scale=scale), y=y,
+        tooltip=[alt.Tooltip("config:N"), alt.Tooltip("estimate:Q", format=".4~g"), alt.Tooltip("ci_low:Q", format=".4~g"),
+                 alt.Tooltip("ci_high:Q", format=".4~g"), alt.Tooltip("level:Q"), alt.Tooltip("n:Q")])
+    layer = alt.layer(one, rules, dots).properties(width=WIDTH if facet_by is None else WIDTH // 2,
+                                                   height=band_height(frame["config"].n_unique()))
+    return facet(layer, frame, facet_by)

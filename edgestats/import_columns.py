@@ -1,4 +1,4 @@
-"""The canonical columns of `edgestats import` (DESIGN.md §8) and the units their names carry.
+"""The canonical columns of `edgestats import` (docs/architecture.md §9) and the units their names carry.
 
 A source column is matched by its normalised name: exactly (`training_time_s`), or as the same
 quantity in another unit of the same kind (`training_time_min`, `latency_us`, `mem_max_gib`,

@@ -1,6 +1,6 @@
 """Confidence intervals, each returned as an `Estimate` that says how it was made and on what.
 
-Which interval for which statistic (DESIGN.md §6):
+Which interval for which statistic (docs/architecture.md §6):
 
 - medians, percentiles and ratios: bootstrap BCa (scipy.stats.bootstrap) on small samples;
   for a quantile of a big sample the distribution-free order-statistic interval (below), because

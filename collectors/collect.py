@@ -34,14 +34,6 @@ class Plan:
     recovered: list[RunOutcome] = field(default_factory=list)
 
 
-def finished_hashes(store: Store) -> set[str]:
-    rows = store.con.execute(
-        "SELECT config_hash FROM runs WHERE source = 'collect' AND config_hash IS NOT NULL "
-        "GROUP BY config_hash HAVING bool_or(status <> 'killed')"
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
 def default_cache_dir() -> Path:
     return Path.home() / ".cache" / "edgestats" / "models"
 
@@ -73,7 +65,7 @@ def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
     configs = sweep.configs()
     runnable, skipped = feasibility(configs)
     with Store.open(db_path) as store:
-        done = finished_hashes(store)
+        done = store.finished_config_hashes()
     pending = [c for c in runnable if c.config_hash() not in done]
     seed = sweep.settings.get("shuffle_seed", random.SystemRandom().randrange(2**31))
     return Plan(uuid.uuid4(), seed, shuffled(pending, seed), skipped, len(runnable) - len(pending), len(configs), recovered)

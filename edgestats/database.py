@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from edgestats.errors import DatabaseError
+from edgestats.errors import DatabaseError, DatabaseLockedError
 
 
 def connect(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> duckdb.DuckDBPyConnection:
@@ -29,12 +29,15 @@ def connect(path: str | Path, *, read_only: bool = False, must_exist: bool = Fal
 
 
 def translate_open_error(path: Path, exc: Exception) -> DatabaseError:
-    """Map DuckDB's open errors to messages that say what to do."""
+    """Map DuckDB's open errors to messages that say what to do; a lock held by another process
+    is a DatabaseLockedError, so a caller that can wait recognises it by type."""
     text = str(exc)
+    # DuckDB reports the lock conflict only in its message (an IOException like any other I/O
+    # failure): this is the one place that reads it.
     if "Could not set lock" in text or "Conflicting lock" in text:
         holder = re.search(r"held in (.+?) \(PID (\d+)\)", text)
         who = f" (held by PID {holder.group(2)}, {holder.group(1)})" if holder else ""
-        return DatabaseError(
+        return DatabaseLockedError(
             f"{path} is in use by another process{who}. DuckDB allows one writer per file: "
             "wait for that process to finish (e.g. a running `edgestats collect`), or query a copy."
         )

@@ -13,6 +13,10 @@ class DatabaseError(EdgestatsError):
     """The DuckDB file cannot be used: missing, corrupt, locked, not an edgestats DB."""
 
 
+class DatabaseLockedError(DatabaseError):
+    """Another process holds the DuckDB file (DuckDB allows one writer per file); waiting may help."""
+
+
 class SchemaTooNewError(DatabaseError):
     """The DB was written by a newer edgestats than this one."""
 

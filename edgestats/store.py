@@ -201,6 +201,15 @@ class Store:
     def has_run(self, run_id: uuid.UUID | str) -> bool:
         return first_row(self.con, "SELECT 1 FROM runs WHERE run_id = ?", [str(run_id)]) is not None
 
+    def finished_config_hashes(self) -> set[str]:
+        """The configurations `edgestats collect` need not run again: config hashes with a
+        collected run that was not `killed` (an interrupted or OOM-killed attempt is retried)."""
+        rows = self.con.execute(
+            "SELECT config_hash FROM runs WHERE source = 'collect' AND config_hash IS NOT NULL "
+            "GROUP BY config_hash HAVING bool_or(status <> 'killed')"
+        ).fetchall()
+        return {r[0] for r in rows}
+
     def write_run(
         self,
         run: Mapping[str, Any],

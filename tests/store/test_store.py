@@ -84,3 +84,49 @@ def test_missing_parent_folder_and_locked_file(tmp_path):
         Store.open(tmp_path / "no" / "such" / "dir.duckdb")
     with pytest.raises(DatabaseError, match="no such file"):
         Store.open(tmp_path / "absent.duckdb", read_only=True)
+
+
+def test_a_db_held_by_another_process_is_a_locked_error(tmp_path):
+    """DuckDB allows one process to hold a file for writing: a second one gets DatabaseLockedError
+    (a DatabaseError), which a writer that can wait (the orchestrator) recognises by type."""
+    import subprocess
+    import sys
+
+    from edgestats.errors import DatabaseError, DatabaseLockedError
+
+    path = tmp_path / "held.duckdb"
+    Store.open(path).close()
+    code = f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for read_only in (False, True):
+            with pytest.raises(DatabaseLockedError, match="in use by another process") as caught:
+                Store.open(path, read_only=read_only)
+            assert isinstance(caught.value, DatabaseError) and f"PID {holder.pid}" in str(caught.value)
+    finally:
+        holder.communicate("")   # closing its stdin ends it
+    with Store.open(path) as store:   # released: opens again
+        assert store.counts()["runs"] == 0
+
+
+def test_finished_config_hashes_are_collected_runs_not_only_killed(tmp_path):
+    with Store.open(tmp_path / "s.duckdb") as store:
+        device = store.register_device({"name": "d"})
+
+        def run(config_hash, status, source="collect"):
+            store.write_run({"device_id": device, "kind": "inference", "status": status,
+                             "config_hash": config_hash, "source": source})
+
+        run("ok-once", "ok")
+        run("killed-then-ok", "killed")
+        run("killed-then-ok", "ok")
+        run("only-killed", "killed")
+        run("only-killed", "killed")
+        run("errored", "error")
+        run("timed-out", "timeout")
+        run("imported", "ok", source="import")
+        run(None, "ok")
+        assert store.finished_config_hashes() == {"ok-once", "killed-then-ok", "errored", "timed-out"}
+    with Store.open(tmp_path / "empty.duckdb") as store:
+        assert store.finished_config_hashes() == set()

@@ -5,9 +5,11 @@ session (so a timeout kills its whole process tree), wait, read the spool, and w
 with all its rows in one transaction. The DB is opened only for that write, so other tools can
 read it between runs.
 
-Status: ok | error (exception text kept) | timeout (--timeout) | killed (a signal, e.g. the OOM
-killer). Whatever the worker flushed before it died is stored with the run. Spool files stay
-until their run is in the DB: a run whose orchestrator died is recovered by the next collect.
+Status: ok | diverged | error (exception text kept) | timeout (--timeout) | killed (a signal,
+e.g. the OOM killer), decided by record.classify_exit. Whatever the worker flushed before it died
+is stored with the run. Each run's record (record.py) is written next to its spool before the
+worker starts, and the files stay until the run is in the DB: a run whose orchestrator died is
+recovered by the next collect, with its started_at and an ended_at.
 """
 
 from __future__ import annotations
@@ -27,20 +29,21 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from edgestats import __version__
-from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.adapters.prepare import cached_artifact
+from edgestats.collectors.host.facts import read_cpu_frequency_state
+from edgestats.collectors.power.meter_csv import ClockAnchor
+from edgestats.collectors.record import RunEnd, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.spool import SpoolContents, read_spool
-from edgestats.collectors.training.rows import diverged_text, training_outcome, with_training
+from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.session import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
+from edgestats.collectors.training.rows import training_outcome, with_training
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV
-from edgestats.errors import DatabaseError
+from edgestats.errors import DatabaseLockedError
 from edgestats.store import Store
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
 STORE_WAIT_S = 120.0  # how long a finished run waits for another process to release the DB
-INTERRUPTED = "interrupted: edgestats collect stopped before this run finished"
 
 
 @dataclass
@@ -55,28 +58,17 @@ class RunOutcome:
     accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
 
 
-def worker_env(config: RunConfig) -> dict[str, str]:
-    """The worker's environment: math-library thread counts set before the framework loads."""
+def worker_env(config: RunConfig, memory_limit_bytes: int | None = None) -> dict[str, str]:
+    """The worker's environment: math-library thread counts set before the framework loads, and
+    the heap cap the worker applies to itself."""
     env = dict(os.environ)
     if config.threads:
         for name in THREAD_ENV_VARS:
             env[name] = str(config.threads)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if memory_limit_bytes:
+        env[MEMORY_LIMIT_ENV] = str(memory_limit_bytes)
     return env
-
-
-def classify_exit(returncode: int | None, timed_out: bool, spool: SpoolContents, log_tail: str, timeout_s: float | None) -> tuple[str, str | None]:
-    """(status, error_text) from how the worker ended."""
-    if timed_out:
-        return "timeout", f"exceeded --timeout {timeout_s:g} s; the worker's process tree was killed"
-    if returncode is not None and returncode < 0:
-        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
-        hint = " (e.g. the kernel's OOM killer)" if -returncode == signal.SIGKILL else ""
-        return "killed", f"killed by {name}{hint}"
-    if returncode == 0 and spool.finished:
-        return ("diverged", diverged_text(spool.diverged)) if spool.diverged else ("ok", None)
-    text = spool.error or (log_tail.strip() or f"worker exited with status {returncode} without a message")
-    return "error", text
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
@@ -86,27 +78,31 @@ def _tail(path: Path, limit: int = 4000) -> str:
     return data.decode("utf-8", "replace")
 
 
-def run_row(config: RunConfig, spool: SpoolContents, meta: dict[str, Any], tele: RunTelemetry | None = None) -> dict[str, Any]:
-    """The runs row of a collected run, from its config, its spool and the orchestrator's notes."""
-    versions = spool.versions
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def run_row(record: RunRecord, end: RunEnd, spool: SpoolContents, tele: RunTelemetry | None = None) -> dict[str, Any]:
+    """The runs row of a collected run, from its record, how it ended and its spool."""
+    config, versions = record.config, spool.versions
     telemetry_columns = tele.run_columns if tele is not None else {}
     return {**telemetry_columns,
-        "run_id": meta["run_id"], "sweep_id": meta.get("sweep_id"), "device_id": meta["device_id"],
-        "kind": "inference", "status": meta["status"], "error_text": meta["error_text"],
+        "run_id": str(record.run_id), "sweep_id": str(record.sweep_id) if record.sweep_id else None,
+        "device_id": str(record.device_id), "kind": "inference", "status": end.status, "error_text": end.error_text,
         "framework": config.framework, "framework_version": next(iter(versions.values()), None),
         "runtime": spool.runtime or config.runtime,
         "model": config.model, "model_params": spool.model.get("params"), "model_flops": spool.model.get("flops"),
         "batch_size": config.batch_size, "threads": config.threads, "precision": config.precision,
         "accelerator": config.accelerator, "iterations": config.iterations, "warmup": config.warmup,
         "seed": config.seed, "repeat_index": config.repeat_index,
-        "config": {**asdict(config), "sweep": meta.get("sweep", {})}, "config_hash": config.config_hash(),
+        "config": {**asdict(config), "sweep": record.sweep}, "config_hash": config.config_hash(),
         "environment": {"versions": versions, "runtime_detail": spool.environment, "model": spool.model,
-                        "thread_env": {k: meta["env"].get(k) for k in THREAD_ENV_VARS},
-                        "python": sys.version.split()[0], "clock": meta.get("clock"), "cpu": meta.get("cpu"),
-                        "memory_limit_bytes": meta.get("memory_limit_bytes"),
+                        "thread_env": record.thread_env, "python": sys.version.split()[0],
+                        "clock": asdict(record.clock), "cpu": record.cpu,
+                        "memory_limit_bytes": record.memory_limit_bytes,
                         "worker_start": spool.start, "torn_spool_lines": spool.torn_lines,
                         "sampler": tele.stats if tele is not None else {}},
-        "started_at": meta.get("started_at"), "ended_at": meta.get("ended_at"),
+        "started_at": record.started_at, "ended_at": end.ended_at,
         "edgestats_version": __version__, "source": "collect",
     }
 
@@ -173,51 +169,51 @@ class Orchestrator:
     # -- one run ---------------------------------------------------------------------------------
 
     def run(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunOutcome:
-        run_id = uuid.uuid4()
-        paths = self._paths(run_id)
-        meta = {"run_id": str(run_id), "sweep_id": str(sweep_id) if sweep_id else None, "device_id": str(self.device_id),
-                "sweep": sweep or {}, "config": asdict(config), "env": worker_env(config),
-                "memory_limit_bytes": self.memory_limit_bytes}
-        if self.memory_limit_bytes:
-            meta["env"][MEMORY_LIMIT_ENV] = str(self.memory_limit_bytes)
-        paths["config"].write_text(json.dumps(asdict(config)))
-        paths["meta"].write_text(json.dumps({k: v for k, v in meta.items() if k != "env"}))
         started = time.monotonic()
-        meta["started_at"] = dt.datetime.now(dt.timezone.utc)
+        record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
+        paths = self._paths(record.run_id)
         artifact, prep_error = self.prepare(config, paths["config"], paths["log"])
-        returncode, timed_out, batch = None, False, None
-        if prep_error is None:
-            returncode, timed_out, batch = self._spawn_and_wait(config, paths, artifact, meta)
-        meta["ended_at"] = dt.datetime.now(dt.timezone.utc)
+        worker, batch = self._spawn_and_wait(record, paths, artifact) if prep_error is None else (None, None)
+        ended_at = _now()
         spool = read_spool(paths["spool"])
-        if prep_error:
-            meta["status"], meta["error_text"] = "error", prep_error
+        if worker is None:
+            end = RunEnd("error", prep_error, ended_at)
         else:
-            meta["status"], meta["error_text"] = classify_exit(returncode, timed_out, spool, _tail(paths["log"]), self.timeout_s)
-            if meta["status"] == "error" and self.memory_limit_bytes and _out_of_memory(meta["error_text"]):
-                meta["error_text"] = (f"out of memory under --memory-limit-mb {self.memory_limit_bytes / 2**20:g}:\n"
-                                      + meta["error_text"])
-        self._store(config, spool, meta, batch)
+            end = classify_exit(spool, worker, ended_at, timeout_s=self.timeout_s, memory_limit_bytes=record.memory_limit_bytes)
+        self._store(record, end, spool, batch)
         self._cleanup(paths)
-        return RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), time.monotonic() - started,
-                          *training_outcome(spool))
+        return RunOutcome(record.run_id, config, end.status, end.error_text, len(spool.latencies),
+                          time.monotonic() - started, *training_outcome(spool))
+
+    def begin(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunRecord:
+        """A new run's record, complete, written next to its spool before anything of it runs, so
+        that a run whose orchestrator dies is recovered with the same facts a finished run has."""
+        env = worker_env(config)
+        # The clock pair fixes the offset between the monotonic and the wall clock; NTP slews both
+        # alike, so the pair taken here, before the model is prepared, holds for the whole run.
+        record = RunRecord(run_id=uuid.uuid4(), device_id=self.device_id, config=config, started_at=_now(),
+                           clock=ClockAnchor.now(), cpu=read_cpu_frequency_state(), sweep_id=sweep_id,
+                           sweep=sweep or {}, thread_env={k: env.get(k) for k in THREAD_ENV_VARS},
+                           memory_limit_bytes=self.memory_limit_bytes)
+        paths = self._paths(record.run_id)
+        paths["config"].write_text(json.dumps(asdict(config)))
+        record.write(paths["meta"])
+        return record
 
     def _paths(self, run_id: uuid.UUID) -> dict[str, Path]:
         base = self.spool_dir / str(run_id)
         return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
                 "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log")}
 
-    def _spawn_and_wait(self, config: RunConfig, paths: dict[str, Path], artifact: str | None,
-                        meta: dict) -> tuple[int | None, bool, SampleBatch | None]:
+    def _spawn_and_wait(self, record: RunRecord, paths: dict[str, Path],
+                        artifact: str | None) -> tuple[WorkerExit, SampleBatch | None]:
         cmd = [self.python, "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
         if artifact:
             cmd += ["--artifact", artifact]
-        meta["clock"] = {"monotonic_ns": time.monotonic_ns(), "unix_ns": time.time_ns()}
-        meta["cpu"] = read_cpu_frequency_state()
         with open(paths["log"], "ab") as log:
             cmd += ["--spawn-ns", str(time.monotonic_ns())]
             proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                    env=meta["env"], start_new_session=True)
+                                    env=worker_env(record.config, record.memory_limit_bytes), start_new_session=True)
         sampler = self.telemetry.start_sampler(proc.pid) if self.telemetry else None
         try:
             if self.on_spawn:
@@ -225,29 +221,29 @@ class Orchestrator:
             returncode, timed_out = _wait(proc, self.timeout_s)
         finally:
             batch = sampler.stop() if sampler else None
-        return returncode, timed_out, batch
+        return WorkerExit(returncode, timed_out, _tail(paths["log"])), batch
 
-    def _store(self, config: RunConfig, spool: SpoolContents, meta: dict[str, Any], batch: SampleBatch | None = None) -> None:
-        # Someone may be reading the DB right now (DuckDB allows one process at a time to hold a
-        # file open for writing): wait for them rather than fail; the spool stays until stored.
+    def _store(self, record: RunRecord, end: RunEnd, spool: SpoolContents, batch: SampleBatch | None = None) -> None:
         phases = phase_list(spool)
-        tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, meta.get("clock"))
+        tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, asdict(record.clock))
         rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
                 "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
-        run = run_row(config, spool, meta, tele)
-        if config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)
-            run, training = with_training(run, config, spool)
+        run = run_row(record, end, spool, tele)
+        if record.config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)
+            run, training = with_training(run, record.config, spool)
             if training.get("epochs") is not None:
                 training["epochs"] = with_epoch_energy(training["epochs"], tele.series)
             rows.update(training)
+        # Someone may be reading the DB right now (DuckDB allows one process at a time to hold a
+        # file open for writing): wait for them rather than fail; the spool stays until stored.
         deadline = time.monotonic() + STORE_WAIT_S
         while True:
             try:
                 with Store.open(self.db_path) as store:
                     store.write_run(run, **rows)
                 return
-            except DatabaseError as exc:
-                if "in use" not in str(exc) or time.monotonic() > deadline:
+            except DatabaseLockedError:
+                if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
 
@@ -258,40 +254,39 @@ class Orchestrator:
     # -- runs whose orchestrator died ------------------------------------------------------------
 
     def recover_orphans(self) -> list[RunOutcome]:
-        """Store the spools a killed `edgestats collect` left behind (their worker has ended)."""
+        """Store the runs a killed `edgestats collect` left behind, from their records and spools."""
         recovered = []
         for meta_path in sorted(self.spool_dir.glob("*.meta.json")):
-            run_id = uuid.UUID(meta_path.name.split(".")[0])
-            paths = self._paths(run_id)
-            spool = read_spool(paths["spool"])
-            if spool.start and _alive(spool.start.get("pid")):
-                # Its orchestrator is gone, so nothing sampled it: stop it, store what it
-                # measured as interrupted, and let the resumed sweep run it again.
-                _kill_pid_group(spool.start["pid"])
-                spool = read_spool(paths["spool"])
-            meta = json.loads(meta_path.read_text())
-            config = RunConfig.from_dict(meta["config"])
+            record = RunRecord.read(meta_path)
+            paths = self._paths(record.run_id)
+            ended_at = _end_orphan(paths, record.started_at)
             with Store.open(self.db_path) as store:
-                done = store.has_run(run_id)
+                done = store.has_run(record.run_id)
             if not done:
-                meta["env"] = worker_env(config)
-                if spool.finished:
-                    meta["status"], meta["error_text"] = ("diverged", diverged_text(spool.diverged)) if spool.diverged else ("ok", None)
-                elif spool.error:
-                    meta["status"], meta["error_text"] = "error", spool.error
-                else:
-                    meta["status"], meta["error_text"] = "killed", INTERRUPTED
-                self._store(config, spool, meta)
-                recovered.append(RunOutcome(run_id, config, meta["status"], meta["error_text"], len(spool.latencies), 0.0))
+                spool = read_spool(paths["spool"])
+                # The worker was not our child: its exit status is unknown (WorkerExit()).
+                end = classify_exit(spool, WorkerExit(), ended_at, memory_limit_bytes=record.memory_limit_bytes)
+                self._store(record, end, spool)
+                recovered.append(RunOutcome(record.run_id, record.config, end.status, end.error_text,
+                                            len(spool.latencies), 0.0))
             self._cleanup(paths)
         return recovered
 
 
-def _out_of_memory(error_text: str | None) -> bool:
-    """Whether a worker's error is a failed allocation (Python's MemoryError, or a framework's
-    allocator refusing: PyTorch "can't allocate memory", TensorFlow "OOM when allocating")."""
-    text = error_text or ""
-    return any(s in text for s in ("MemoryError", "can't allocate memory", "OOM when allocating", "std::bad_alloc"))
+def _end_orphan(paths: dict[str, Path], started_at: dt.datetime) -> dt.datetime:
+    """Make sure an orphaned run's worker has ended, and say when it ended (UTC).
+
+    A worker still running is stopped now: its orchestrator is gone, so nothing sampled it; what
+    it measured is stored as interrupted and the resumed sweep runs it again. It ended now.
+    A worker that had ended wrote last when it ended: the last modification of its spool, log or
+    record (the record alone when it died before the worker started), never before started_at.
+    """
+    spool = read_spool(paths["spool"])
+    if spool.start and _alive(spool.start.get("pid")):
+        _kill_pid_group(spool.start["pid"])
+        return _now()
+    written_s = max(p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists())
+    return max(started_at, dt.datetime.fromtimestamp(written_s, dt.timezone.utc))
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float | None) -> tuple[int | None, bool]:

@@ -19,6 +19,7 @@ from edgestats.collectors.collect import execute, open_orchestrator, plan
 from edgestats.collectors.sweep import build_sweep
 from edgestats.store import Store
 
+pytestmark = pytest.mark.frameworks   # every test runs framework workers
 runner = CliRunner()
 PCAMP_PHASES = ["process_start", "import", "load_model", "load_first_input", "first_inference",
                 "load_second_input", "second_inference", "warmup", "steady", "total"]
@@ -163,6 +164,9 @@ def test_sweep_killed_midway_resumes_only_the_missing_runs(tmp_path, cache_dir):
     assert len({r["config_hash"] for r in ok}) == 6 and len(ok) == 6, "each configuration completed exactly once"
     assert {r["run_id"] for r in before} <= {r["run_id"] for r in ok}, "completed runs were kept, not redone"
     assert all(r["status"] in ("ok", "killed") for r in runs)
+    times = query(db, "SELECT started_at, ended_at FROM runs")
+    assert all(t["started_at"] is not None and t["ended_at"] is not None and t["started_at"] <= t["ended_at"]
+               for t in times), "every run, the one recovered after the kill too, has started_at <= ended_at"
     for run in ok:
         n = query(db, f"SELECT count(*) AS n FROM latencies WHERE run_id = '{run['run_id']}' AND NOT warmup")[0]["n"]
         assert n == 400

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.store import Store
 
+pytestmark = pytest.mark.frameworks   # every test runs framework workers
 runner = CliRunner()
 EVERY_TICK = ("rss_bytes", "cpu_user_pct", "cpu_system_pct", "cpu_total_pct", "io_read_bytes", "io_read_ops",
               "sys_cpu_user_pct", "sys_cpu_system_pct", "sys_cpu_iowait_pct", "sys_cpu_total_pct")

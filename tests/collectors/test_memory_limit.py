@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
@@ -14,6 +15,7 @@ from edgestats.store import Store
 runner = CliRunner()
 
 
+@pytest.mark.frameworks   # trains in PyTorch workers
 def test_batch_size_past_the_memory_limit_is_an_error_with_what_it_measured(tmp_path: Path):
     data = tmp_path / "mnist"
     make_dataset("mnist", data, 1000, n_test=100)

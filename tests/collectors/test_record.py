@@ -1,0 +1,201 @@
+"""The run record (collectors/record.py): written complete before the worker starts, read back
+after a crash; one classification of how a worker ended; recovered runs keep their times.
+No framework runs here: the worker's spool is written with the worker's own SpoolWriter."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from edgestats.collectors.orchestrator import Orchestrator
+from edgestats.collectors.power.meter_csv import ClockAnchor
+from edgestats.collectors.record import (INTERRUPTED, RunEnd, RunRecord, RunRecordError, WorkerExit,
+                                         classify_exit)
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.spool import SpoolContents, SpoolWriter
+from edgestats.store import Store
+
+CONFIG = RunConfig(framework="onnxruntime", model="cnn9", iterations=5, warmup=1, threads=2)
+NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
+
+
+def make_orchestrator(tmp_path: Path, memory_limit_bytes: int | None = None) -> Orchestrator:
+    db = tmp_path / "r.duckdb"
+    with Store.open(db) as store:
+        device_id = store.register_device({"name": "test-device"})
+    return Orchestrator(db, device_id=device_id, cache_dir=tmp_path / "cache", memory_limit_bytes=memory_limit_bytes)
+
+
+def stored_runs(orchestrator: Orchestrator) -> list[dict]:
+    with Store.open(orchestrator.db_path, read_only=True) as store:
+        return store.frame("SELECT run_id, status, error_text, started_at, ended_at, threads, "
+                           "environment->>'$.clock.unix_ns' AS unix_ns, environment->>'$.cpu' AS cpu, "
+                           "environment->>'$.thread_env.OMP_NUM_THREADS' AS omp, "
+                           "config->>'$.sweep.shuffle_seed' AS shuffle_seed FROM runs").to_dicts()
+
+
+def write_spool(path: Path, pid: int, *, n_latencies: int, finished: bool = False) -> None:
+    """What a worker flushes as it goes: start, the phases it finished, latencies, maybe end."""
+    spool = SpoolWriter(path)
+    t0 = time.monotonic_ns()
+    spool.write("start", pid=pid, spawn_ns=t0 - 1_000_000, start_ns=t0)
+    spool.write("phase", phase="import", seq=0, start_ns=t0, end_ns=t0 + 1_000)
+    for i in range(n_latencies):
+        spool.write("lat", i=i, w=False, s=t0 + 2_000 + i * 10, ns=5)
+    if finished:
+        spool.write("end", end_ns=t0 + 10_000)
+    spool.close()
+
+
+def ended_process_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+# -- the record -------------------------------------------------------------------------------
+
+def test_record_round_trips_through_json():
+    record = RunRecord(run_id=uuid.uuid4(), device_id=uuid.uuid4(), config=CONFIG, started_at=NOW,
+                       clock=ClockAnchor(123, 456), cpu={"cpu_governor": "performance", "cpu_cur_khz": None},
+                       sweep_id=uuid.uuid4(), sweep={"shuffle_seed": 7, "axes": {"batch_size": [1, 2]}},
+                       thread_env={"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": None}, memory_limit_bytes=2**29)
+    assert RunRecord.from_json(record.to_json()) == record
+    bare = RunRecord(run_id=uuid.uuid4(), device_id=uuid.uuid4(), config=CONFIG, started_at=NOW,
+                     clock=ClockAnchor(1, 2), cpu={})
+    assert RunRecord.from_json(bare.to_json()) == bare
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"run_id": "x"}', "[]", ""])
+def test_an_unreadable_record_names_its_file_and_what_to_do(tmp_path, text):
+    path = tmp_path / f"{uuid.uuid4()}.meta.json"
+    path.write_text(text)
+    with pytest.raises(RunRecordError, match="not a readable run record") as caught:
+        RunRecord.read(path)
+    assert str(path) in str(caught.value) and "delete" in str(caught.value)
+
+
+def test_the_record_is_complete_on_disk_before_the_model_is_prepared(tmp_path):
+    orchestrator = make_orchestrator(tmp_path, memory_limit_bytes=2**30)
+    before = dt.datetime.now(dt.timezone.utc)
+    record = orchestrator.begin(CONFIG, sweep_id=uuid.uuid4(), sweep={"shuffle_seed": 3})
+    on_disk = RunRecord.read(orchestrator.spool_dir / f"{record.run_id}.meta.json")
+    assert on_disk == record
+    assert before <= on_disk.started_at <= dt.datetime.now(dt.timezone.utc)
+    assert on_disk.clock.unix_ns > 0 and "cpu_governor" in on_disk.cpu
+    assert on_disk.thread_env["OMP_NUM_THREADS"] == "2" and on_disk.memory_limit_bytes == 2**30
+
+
+# -- how a worker ended ---------------------------------------------------------------------------
+
+def spool_of(**fields) -> SpoolContents:
+    return SpoolContents(**fields)
+
+
+@pytest.mark.parametrize("spool, worker, status, text", [
+    (spool_of(finished=True), WorkerExit(0), "ok", None),
+    (spool_of(finished=True), WorkerExit(None), "ok", None),
+    (spool_of(finished=True, diverged={"epoch": 1, "batch": 4, "loss": "nan"}), WorkerExit(0), "diverged", "epoch 1, batch 4"),
+    (spool_of(finished=True, diverged={"epoch": 0, "batch": 2, "loss": "inf"}), WorkerExit(None), "diverged", "batch 2"),
+    (spool_of(), WorkerExit(None, timed_out=True), "timeout", "exceeded --timeout 12 s"),
+    (spool_of(), WorkerExit(-signal.SIGKILL), "killed", "SIGKILL (e.g. the kernel's OOM killer)"),
+    (spool_of(), WorkerExit(-signal.SIGTERM), "killed", "killed by SIGTERM"),
+    (spool_of(error="Traceback: boom"), WorkerExit(1), "error", "Traceback: boom"),
+    (spool_of(error="Traceback: boom"), WorkerExit(None), "error", "Traceback: boom"),
+    (spool_of(), WorkerExit(1, log_tail="  Segmentation fault\n"), "error", "Segmentation fault"),
+    (spool_of(), WorkerExit(3), "error", "worker exited with status 3 without a message"),
+    (spool_of(finished=True), WorkerExit(2, log_tail="late failure"), "error", "late failure"),
+    (spool_of(), WorkerExit(None), "killed", INTERRUPTED),
+])
+def test_one_classification_for_every_way_a_worker_ends(spool, worker, status, text):
+    end = classify_exit(spool, worker, NOW, timeout_s=12.0)
+    assert isinstance(end, RunEnd) and end.status == status and end.ended_at == NOW
+    assert end.error_text is None if text is None else text in end.error_text
+
+
+def test_a_failed_allocation_under_a_memory_limit_says_so():
+    spool = spool_of(error="RuntimeError: DefaultCPUAllocator: can't allocate memory")
+    end = classify_exit(spool, WorkerExit(1), NOW, memory_limit_bytes=500 * 2**20)
+    assert end.status == "error" and end.error_text.startswith("out of memory under --memory-limit-mb 500:\n")
+    assert classify_exit(spool, WorkerExit(1), NOW).error_text == spool.error, "no limit: the error as it was"
+
+
+# -- runs whose orchestrator died -------------------------------------------------------------
+
+def test_a_run_whose_orchestrator_died_is_recovered_with_its_times(tmp_path):
+    orchestrator = make_orchestrator(tmp_path)
+    record = orchestrator.begin(CONFIG, sweep={"shuffle_seed": 11})
+    spool_path = orchestrator.spool_dir / f"{record.run_id}.jsonl"
+    write_spool(spool_path, ended_process_pid(), n_latencies=3)   # the worker died with it
+    last_write = dt.datetime.fromtimestamp(spool_path.stat().st_mtime, dt.timezone.utc)
+
+    [outcome] = make_orchestrator(tmp_path).recover_orphans()   # the next collect
+    assert (outcome.run_id, outcome.status, outcome.error_text, outcome.n_latencies) == (record.run_id, "killed", INTERRUPTED, 3)
+    [run] = stored_runs(orchestrator)
+    assert run["status"] == "killed" and run["error_text"] == INTERRUPTED
+    assert run["started_at"] is not None and run["ended_at"] is not None
+    assert run["started_at"] <= run["ended_at"]
+    assert _utc(run["started_at"]) == record.started_at, "started when the record says, not at recovery"
+    assert abs((_utc(run["ended_at"]) - last_write).total_seconds()) < 1e-3, "ended when the spool was last written"
+    assert int(run["unix_ns"]) == record.clock.unix_ns and "cpu_governor" in run["cpu"]
+    assert run["omp"] == "2" and run["shuffle_seed"] == "11", "the record's facts, not recovery-time ones"
+    assert list(orchestrator.spool_dir.iterdir()) == [], "its files are gone once stored"
+
+
+def test_a_finished_worker_whose_orchestrator_died_is_recovered_as_ok(tmp_path):
+    orchestrator = make_orchestrator(tmp_path)
+    record = orchestrator.begin(CONFIG)
+    write_spool(orchestrator.spool_dir / f"{record.run_id}.jsonl", ended_process_pid(), n_latencies=5, finished=True)
+    [outcome] = orchestrator.recover_orphans()
+    assert outcome.status == "ok"
+    [run] = stored_runs(orchestrator)
+    assert run["status"] == "ok" and run["started_at"] <= run["ended_at"]
+
+
+def test_a_worker_still_running_is_stopped_and_ends_at_recovery(tmp_path):
+    orchestrator = make_orchestrator(tmp_path)
+    record = orchestrator.begin(CONFIG)
+    # A stand-in worker: recovery only kills a process whose command line names the worker module.
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "edgestats.collectors.worker"],
+                              start_new_session=True)
+    try:
+        write_spool(orchestrator.spool_dir / f"{record.run_id}.jsonl", worker.pid, n_latencies=2)
+        before_recovery = dt.datetime.now(dt.timezone.utc)
+        [outcome] = orchestrator.recover_orphans()
+        assert worker.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+    assert outcome.status == "killed" and outcome.error_text == INTERRUPTED
+    [run] = stored_runs(orchestrator)
+    assert run["started_at"] <= run["ended_at"] and _utc(run["ended_at"]) >= before_recovery
+
+
+def test_a_run_that_died_before_its_worker_started_is_recovered_with_its_times(tmp_path):
+    orchestrator = make_orchestrator(tmp_path)
+    record = orchestrator.begin(CONFIG)   # died while preparing the model: no spool
+    [outcome] = orchestrator.recover_orphans()
+    assert outcome.status == "killed" and outcome.n_latencies == 0
+    [run] = stored_runs(orchestrator)
+    assert run["run_id"] == str(record.run_id) and run["started_at"] <= run["ended_at"]
+
+
+def test_an_unreadable_record_stops_recovery_with_its_name(tmp_path):
+    orchestrator = make_orchestrator(tmp_path)
+    bad = orchestrator.spool_dir / f"{uuid.uuid4()}.meta.json"
+    bad.write_text('{"run_id": ')   # cut short
+    with pytest.raises(RunRecordError, match=str(bad)):
+        orchestrator.recover_orphans()
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    """A TIMESTAMPTZ read back (in the session's zone) or a naive UTC TIMESTAMP, as aware UTC."""
+    return value.astimezone(dt.timezone.utc) if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)

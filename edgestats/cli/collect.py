@@ -4,24 +4,29 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from edgestats.cli.common import handle_errors
-from edgestats.collectors.collect import execute, open_orchestrator, plan
-from edgestats.collectors.sweep import combine, load_sweep_file, parse_option_flags
+from edgestats.collectors.collect import Plan, execute, open_orchestrator, plan
+from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
+from edgestats.registry import power, runtimes
 
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
 
 @handle_errors
 def collect_command(
+    ctx: typer.Context,
     sweep_file: Path = typer.Argument(None, help="A TOML sweep file with a [sweep] table (lists are axes, scalars fixed)."),
     db: Path = typer.Option(..., "--db", help="Results DB to write (created if missing)."),
     kind: str = typer.Option(None, "--kind", help="inference (default) or training (zoo models trained on --data)."),
-    framework: list[str] = typer.Option([], "--framework", "-f", help="pytorch, tensorflow, tflite, onnxruntime (repeatable: an axis)."),
+    framework: list[str] = typer.Option([], "--framework", "-f", help=f"{runtimes.choices_text()} (repeatable: an axis)."),
     model: list[str] = typer.Option([], "--model", "-m", help="Zoo model (alexnet, squeezenet, mobilenet_v2, mobilenet_v3_small, resnet18, cnn9, mnist_cnn, cifar_cnn, ...) or a model file (.pt, .onnx, .tflite, .keras). Repeatable."),
     runtime: list[str] = typer.Option([], "--runtime", help="Runtime variant, e.g. torchscript or tf-eager (repeatable)."),
     batch_size: list[int] = typer.Option([], "--batch-size", "-b", help="Batch size (repeatable)."),
@@ -39,7 +44,7 @@ def collect_command(
     option: list[str] = typer.Option([], "--option", "-o", help="Adapter option KEY=VALUE (repeatable): input_shape=[3,224,224], architecture=resnet18, interop_threads=1, jit_compile=true, xnnpack=false."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
     sample_hz: float = typer.Option(None, "--sample-hz", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
-    power: str = typer.Option(None, "--power", help="Power source for energy: auto, none, rapl, nvml, jetson or csv:PATH (an external meter's log). Default auto: the best available, or none with the reason."),
+    power: str = typer.Option(None, "--power", help=f"Power source for energy: {power.spec_help()} (an external meter's log). Default auto: the best available, or none with the reason."),
     data: list[str] = typer.Option([], "--data", help="Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats dataset make` writes one). Repeatable."),
     epochs: list[int] = typer.Option([], "--epochs", help="Training: epochs (default 1, or as many as --iterations needs). Repeatable."),
     learning_rate: list[float] = typer.Option([], "--learning-rate", "--lr", help="Training: learning rate (default 0.01). Repeatable."),
@@ -63,18 +68,39 @@ def collect_command(
     stall, compute); a run whose loss becomes NaN is stored as diverged.
     """
     file_values = load_sweep_file(sweep_file) if sweep_file else None
-    flags = {"framework": framework, "model": model, "runtime": runtime, "batch_size": batch_size, "threads": threads,
-             "precision": precision, "accelerator": accelerator, "input": input_path, "iterations": iterations,
-             "warmup": warmup, "seed": seed, "repeat": repeat, "timeout": timeout, "cooldown": cooldown,
-             "shuffle_seed": shuffle_seed, "options": parse_option_flags(option) or None,
-             "sample_hz": sample_hz, "power": power, "clock_offset": clock_offset,
-             "memory_limit_mb": memory_limit_mb, "kind": kind, "data": data,
-             "epochs": epochs, "learning_rate": learning_rate, "optimizer": optimizer, "num_workers": num_workers,
-             "evict_cache": None if evict_cache is None else [evict_cache]}
-    sweep = combine(file_values, flags, sweep_file)
+    sweep = combine(file_values, sweep_flags(ctx.params), sweep_file)
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
     orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)
     the_plan = plan(db, sweep, orchestrator)
+    print_plan(console, the_plan, orchestrator)
+    counts = run_with_progress(console, the_plan, orchestrator, sweep)
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
+    typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
+
+
+# The options that are sweep keys: option name -> sweep key, in the order the sweep's axes take
+# (the order of the configurations, and so of a shuffled sweep with a given seed).
+SWEEP_FLAGS = {"framework": "framework", "model": "model", "runtime": "runtime", "batch_size": "batch_size",
+               "threads": "threads", "precision": "precision", "accelerator": "accelerator", "input_path": "input",
+               "iterations": "iterations", "warmup": "warmup", "seed": "seed", "repeat": "repeat",
+               "timeout": "timeout", "cooldown": "cooldown", "shuffle_seed": "shuffle_seed", "option": "options",
+               "sample_hz": "sample_hz", "power": "power", "clock_offset": "clock_offset",
+               "memory_limit_mb": "memory_limit_mb", "kind": "kind", "data": "data", "epochs": "epochs",
+               "learning_rate": "learning_rate", "optimizer": "optimizer", "num_workers": "num_workers",
+               "evict_cache": "evict_cache"}
+
+
+def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
+    """The command's options (by parameter name) as the sweep keys collectors/sweep.py's
+    `combine` takes; an empty list or None is an option not given."""
+    flags = {key: params[name] for name, key in SWEEP_FLAGS.items()}
+    flags["options"] = parse_option_flags(flags["options"]) or None
+    flags["evict_cache"] = None if flags["evict_cache"] is None else [flags["evict_cache"]]
+    return flags
+
+
+def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator) -> None:
+    """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
     for outcome in the_plan.recovered:
         console.print(f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} ({outcome.n_latencies} latencies)")
     for config, reason in the_plan.skipped:
@@ -82,34 +108,41 @@ def collect_command(
     console.print(f"{the_plan.total} runs planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
                   f"{len(the_plan.skipped)} cannot run here (shuffle seed {the_plan.shuffle_seed})")
     console.print(_telemetry_line(orchestrator.telemetry))
+
+
+def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrator, sweep: Sweep) -> Counter[str]:
+    """Run the plan under a progress bar, one line per finished run; the count of each status."""
     counts: Counter[str] = Counter()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("collect", total=len(the_plan.to_run))
 
-        def on_start(index: int, config) -> None:
+        def on_start(index: int, config: RunConfig) -> None:
             progress.update(task, description=f"[{index + 1}/{len(the_plan.to_run)}] {config.label()}")
 
-        def on_done(index: int, outcome) -> None:
+        def on_done(index: int, outcome: RunOutcome) -> None:
             counts[outcome.status] += 1
-            style = STATUS_STYLE.get(outcome.status, "white")
-            first_line = (outcome.error_text or "").strip().splitlines()[-1:] if outcome.error_text else []
-            why = f": {first_line[0][:160]}" if first_line else ""
-            if outcome.config.kind == "training":
-                accuracy = f", test accuracy {outcome.accuracy_pct:.1f} %" if outcome.accuracy_pct is not None else ""
-                measured = f"{outcome.n_batches} batches{accuracy}"
-            else:
-                measured = f"{outcome.n_latencies} latencies"
-            progress.console.print(f"[{style}]{outcome.status}[/] {outcome.config.label()} — {measured}, "
-                                   f"{outcome.seconds:.1f} s{why}")
+            progress.console.print(_outcome_line(outcome))
             progress.advance(task)
 
         try:
             execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
         finally:
             orchestrator.telemetry.close()
-    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
-    typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
+    return counts
+
+
+def _outcome_line(outcome: RunOutcome) -> str:
+    """"ok pytorch cnn9 b1 fp32 #0 — 35 latencies, 7.6 s", with the error's last line when it failed."""
+    style = STATUS_STYLE.get(outcome.status, "white")
+    first_line = (outcome.error_text or "").strip().splitlines()[-1:] if outcome.error_text else []
+    why = f": {first_line[0][:160]}" if first_line else ""
+    if outcome.config.kind == "training":
+        accuracy = f", test accuracy {outcome.accuracy_pct:.1f} %" if outcome.accuracy_pct is not None else ""
+        measured = f"{outcome.n_batches} batches{accuracy}"
+    else:
+        measured = f"{outcome.n_latencies} latencies"
+    return f"[{style}]{outcome.status}[/] {outcome.config.label()} — {measured}, {outcome.seconds:.1f} s{why}"
 
 
 def _telemetry_line(telemetry) -> str:

@@ -92,3 +92,23 @@ def test_adapter_options_from_file_and_flags(tmp_path):
     with pytest.raises(SweepError, match="unknown option.*colour.*xnnpack: use TFLite"):
         build_sweep({"framework": "tflite", "model": "cnn9", "options": {"colour": 1}})
     assert sweep.configs()[0].config_hash() != flagged.configs()[0].config_hash()
+
+
+def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
+    """collect's options reach the sweep through one mapping (cli/collect.py SWEEP_FLAGS): an
+    option added to the command but not to the mapping would be silently ignored."""
+    import inspect
+
+    from edgestats.cli.collect import SWEEP_FLAGS, collect_command, sweep_flags
+
+    params = [p for p in inspect.signature(collect_command).parameters if p != "ctx"]
+    assert sorted(set(params) - set(SWEEP_FLAGS)) == ["cache_dir", "db", "sweep_file"]
+    given = {name: None for name in params}
+    given.update(framework=["pytorch"], model=["cnn9"], batch_size=[1, 2], input_path=None,
+                 option=["interop_threads=1"], evict_cache=None, threads=[])
+    flags = sweep_flags(given)
+    assert list(flags)[:4] == ["framework", "model", "runtime", "batch_size"], "axes keep the options' order"
+    assert flags["options"] == {"interop_threads": 1} and flags["evict_cache"] is None and "input" in flags
+    assert sweep_flags({**given, "evict_cache": False})["evict_cache"] == [False]
+    sweep = combine(None, flags, None)
+    assert [c.batch_size for c in sweep.configs()] == [1, 2] and sweep.configs()[0].extra == {"interop_threads": 1}

@@ -2,7 +2,8 @@
 fast), plus squeezenet once through the two conversions (ONNX export, TFLite conversion).
 
 Every framework is installed in the dev environment, so a missing one FAILS here (no skips): the
-adapters are the product, and a silently skipped adapter is an untested one.
+adapters are the product, and a silently skipped adapter is an untested one. The tests that load
+a framework carry the `frameworks` marker; config checks and registry facts run in the fast lane.
 """
 
 from __future__ import annotations
@@ -64,12 +65,14 @@ def restore_torch_threads():
     torch.set_num_threads(before)
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("framework", sorted(runtime_names()))
 def test_every_adapter_is_available_here(framework):
     available, why = adapter_class(framework).is_available()
     assert available, f"{framework}: {why}"  # must fail, not skip: the dev env installs all four
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("framework,runtime", VARIANTS, ids=[f"{f}-{r}" for f, r in VARIANTS])
 def test_cnn9_runs_through_every_phase(framework, runtime, cache):
     adapter, versions, info, out1, out2 = run_phases(config(framework, runtime), cache)
@@ -89,11 +92,13 @@ def test_cnn9_runs_through_every_phase(framework, runtime, cache):
     json.dumps(env)  # goes into the spool as JSON
 
 
+@pytest.mark.frameworks
 def test_flops_are_the_same_model_in_every_framework(cache):
     flops = {f: run_phases(config(f, batch_size=1), cache)[2].flops for f in sorted(runtime_names())}
     assert len(set(flops.values())) == 1, flops
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("framework,runtime", INT8, ids=[f"{f}-{r}" for f, r in INT8])
 def test_int8_runs_and_stays_near_fp32(framework, runtime, cache):
     fp32 = run_phases(config(framework, runtime), cache)
@@ -105,6 +110,7 @@ def test_int8_runs_and_stays_near_fp32(framework, runtime, cache):
     assert "int8" in json.dumps(int8[0].environment())
 
 
+@pytest.mark.frameworks
 def test_torch_threads_are_honoured(cache, restore_torch_threads):
     import torch
     adapter, *_ = run_phases(config("pytorch", threads=1), cache)
@@ -112,11 +118,13 @@ def test_torch_threads_are_honoured(cache, restore_torch_threads):
     assert adapter.environment()["num_threads"] == 1
 
 
+@pytest.mark.frameworks
 def test_onnxruntime_threads_are_honoured(cache):
     adapter, *_ = run_phases(config("onnxruntime", threads=1), cache)
     assert adapter.environment()["intra_op_num_threads"] == 1
 
 
+@pytest.mark.frameworks
 def test_tensorflow_threads_are_honoured_in_a_fresh_process(cache):
     """TF fixes its thread pools when its runtime starts, so only a fresh process can show this."""
     cfg = config("tensorflow", threads=1)
@@ -151,6 +159,7 @@ def test_load_image_decodes_resizes_and_normalises(tmp_path):
     np.testing.assert_array_equal(nchw[0], nchw[2])
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("framework", ["onnxruntime", "tflite"])
 def test_input_image_is_fed_to_the_model(framework, tmp_path, cache):
     jpeg = write_jpeg(tmp_path / "dog.jpg", size=(300, 200))
@@ -160,6 +169,7 @@ def test_input_image_is_fed_to_the_model(framework, tmp_path, cache):
     assert out1.shape == (3, 10)
 
 
+@pytest.mark.frameworks
 def test_unreadable_image_is_a_clear_error(tmp_path, cache):
     junk = tmp_path / "junk.jpg"
     junk.write_bytes(b"this is not a jpeg")
@@ -199,6 +209,7 @@ def test_precisions_are_only_offered_where_real():
 
 # -- user model files -----------------------------------------------------------------------------
 
+@pytest.mark.frameworks
 def test_user_onnx_file_has_its_initializers_counted(tmp_path, cache):
     exported = adapter_class("onnxruntime").prepare(config("onnxruntime", batch_size=1), cache)
     mine = shutil.copy(exported, tmp_path / "mine.onnx")
@@ -208,6 +219,7 @@ def test_user_onnx_file_has_its_initializers_counted(tmp_path, cache):
     assert info.input_shape == (3, 32, 32)
 
 
+@pytest.mark.frameworks
 def test_user_tflite_file_takes_its_input_shape_from_the_model(tmp_path, cache):
     converted = adapter_class("tflite").prepare(config("tflite"), cache)
     mine = shutil.copy(converted, tmp_path / "mine.tflite")
@@ -215,6 +227,7 @@ def test_user_tflite_file_takes_its_input_shape_from_the_model(tmp_path, cache):
     assert info.params is None and info.input_shape == (32, 32, 3) and out.shape == (4, 10)
 
 
+@pytest.mark.frameworks
 def test_user_torch_files(tmp_path, cache):
     import torch
     scripted = adapter_class("pytorch").prepare(config("pytorch", "torchscript"), cache)
@@ -238,6 +251,7 @@ def test_user_torch_files(tmp_path, cache):
 
 # -- a bigger net through the two conversions --------------------------------------------------------
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("framework", ["onnxruntime", "tflite"])
 def test_squeezenet_converts_and_runs(framework, tmp_path):
     adapter, _, info, out, _ = run_phases(config(framework, model="squeezenet", batch_size=1), tmp_path)
@@ -254,6 +268,7 @@ def test_adapter_modules_import_no_framework():
     assert not loaded & {"torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert", "numpy", "PIL", "onnx"}
 
 
+@pytest.mark.frameworks
 def test_tflite_falls_back_to_tf_lite_without_litert(monkeypatch, cache):
     """Where ai_edge_litert (and tflite_runtime) are missing, full TensorFlow's tf.lite runs it."""
     for name in ("ai_edge_litert", "ai_edge_litert.interpreter", "tflite_runtime", "tflite_runtime.interpreter"):
@@ -265,6 +280,7 @@ def test_tflite_falls_back_to_tf_lite_without_litert(monkeypatch, cache):
     assert info.params == CNN9_PARAMS and out.shape == (2, 10)
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite")])
 def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tmp_path):
     """prepare() must not die on a bad user file: the worker's load_model reports it, so the run
@@ -279,6 +295,7 @@ def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tm
         adapter.load_model()
 
 
+@pytest.mark.frameworks
 def test_torch_runtime_follows_a_user_file_unless_asked(tmp_path, cache):
     scripted = adapter_class("pytorch").prepare(config("pytorch", "torchscript"), cache)
     mine = shutil.copy(scripted, tmp_path / "mine.pt")
@@ -290,6 +307,7 @@ def test_torch_runtime_follows_a_user_file_unless_asked(tmp_path, cache):
         adapter.load_model()
 
 
+@pytest.mark.frameworks
 def test_user_keras_file_and_savedmodel(tmp_path, cache):
     saved = adapter_class("tensorflow").prepare(config("tensorflow"), cache)
     mine = shutil.copy(saved, tmp_path / "mine.keras")

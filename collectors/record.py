@@ -37,7 +37,7 @@ class RunRecord:
     device_id: uuid.UUID
     config: RunConfig
     started_at: dt.datetime                    # UTC, before the model is prepared
-    clock: ClockAnchor                          # maps the run's monotonic windows to a meter's wall clock
+    clock: ClockAnchor | None                   # maps the run's monotonic windows to a meter's wall clock
     cpu: dict[str, Any]                         # CPU governor and frequencies just before the run
     sweep_id: uuid.UUID | None = None
     sweep: dict[str, Any] = field(default_factory=dict)       # shuffle seed, axes and settings
@@ -54,16 +54,25 @@ class RunRecord:
         return json.dumps(data, sort_keys=True, default=str)
 
     @classmethod
-    def from_json(cls, text: str) -> RunRecord:
-        """The record `to_json` wrote; ValueError, KeyError or TypeError when it is not one."""
+    def from_json(cls, text: str, *, written_at: dt.datetime | None = None) -> RunRecord:
+        """The record `to_json` wrote; ValueError, KeyError or TypeError when it is not one.
+
+        A meta.json left by edgestats before the typed record has no started_at, clock or cpu: it
+        was written just before the run started, so `written_at` (the file's mtime) stands in for
+        started_at, and the clock pair and CPU state stay unknown, as they were stored then."""
         data = json.loads(text)
         if not isinstance(data, dict):
             raise TypeError(f"a JSON object was expected, not {type(data).__name__}")
         sweep_id = data.get("sweep_id")
+        if "started_at" in data:
+            started_at = dt.datetime.fromisoformat(data["started_at"])
+        elif written_at is not None:
+            started_at = written_at
+        else:
+            raise KeyError("started_at")
         return cls(run_id=uuid.UUID(data["run_id"]), device_id=uuid.UUID(data["device_id"]),
-                   config=RunConfig.from_dict(data["config"]),
-                   started_at=dt.datetime.fromisoformat(data["started_at"]),
-                   clock=ClockAnchor(**data["clock"]), cpu=dict(data["cpu"]),
+                   config=RunConfig.from_dict(data["config"]), started_at=started_at,
+                   clock=ClockAnchor(**data["clock"]) if data.get("clock") else None, cpu=dict(data.get("cpu") or {}),
                    sweep_id=uuid.UUID(sweep_id) if sweep_id else None, sweep=data.get("sweep") or {},
                    thread_env=data.get("thread_env") or {}, memory_limit_bytes=data.get("memory_limit_bytes"))
 
@@ -73,7 +82,8 @@ class RunRecord:
     @classmethod
     def read(cls, path: Path) -> RunRecord:
         try:
-            return cls.from_json(path.read_text(encoding="utf-8"))
+            written_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
+            return cls.from_json(path.read_text(encoding="utf-8"), written_at=written_at)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RunRecordError(
                 f"{path}: not a readable run record ({type(exc).__name__}: {exc}). It belongs to a run whose "

@@ -188,6 +188,26 @@ def test_a_run_that_died_before_its_worker_started_is_recovered_with_its_times(t
     assert run["run_id"] == str(record.run_id) and run["started_at"] <= run["ended_at"]
 
 
+def test_a_meta_file_from_before_the_typed_record_is_still_recovered(tmp_path):
+    """A spool left by an older edgestats (meta.json without started_at, clock or cpu) is stored,
+    not refused: started_at is the file's mtime, written just before that run started."""
+    import json
+    from dataclasses import asdict
+
+    orchestrator = make_orchestrator(tmp_path)
+    run_id = uuid.uuid4()
+    meta = orchestrator.spool_dir / f"{run_id}.meta.json"
+    meta.write_text(json.dumps({"run_id": str(run_id), "sweep_id": None, "device_id": str(uuid.uuid4()),
+                                "sweep": {}, "config": asdict(CONFIG), "memory_limit_bytes": None}))
+    written = dt.datetime.fromtimestamp(meta.stat().st_mtime, dt.timezone.utc)
+    write_spool(orchestrator.spool_dir / f"{run_id}.jsonl", ended_process_pid(), n_latencies=4, finished=True)
+    [outcome] = orchestrator.recover_orphans()
+    assert (outcome.status, outcome.n_latencies) == ("ok", 4)
+    [run] = stored_runs(orchestrator)
+    assert abs((_utc(run["started_at"]) - written).total_seconds()) < 1e-3
+    assert run["started_at"] <= run["ended_at"] and run["unix_ns"] is None
+
+
 def test_an_unreadable_record_stops_recovery_with_its_name(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     bad = orchestrator.spool_dir / f"{uuid.uuid4()}.meta.json"

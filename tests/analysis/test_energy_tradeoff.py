@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import polars as pl
 import pytest
@@ -52,6 +54,64 @@ def test_time_energy_correlation_and_fit_match_scipy_and_statsmodels():
     assert slope["estimate"] == pytest.approx(0.008, rel=0.1)  # ≈ 8 W: J per ms of latency
     assert fit["r_squared"] == pytest.approx(ols.rsquared)
     assert {"correlation", "fit", "points"} <= set(result.frames)
+
+
+def statsmodels_band(points: pl.DataFrame, grid: np.ndarray, level: float) -> np.ndarray:
+    """Independent reference: statsmodels' mean-response interval at the band's own x points."""
+    model = sm.OLS(points["energy_per_inference_j"].to_numpy(), sm.add_constant(points["latency_median_ms"].to_numpy())).fit()
+    prediction = model.get_prediction(sm.add_constant(grid, has_constant="add"))
+    return np.column_stack([prediction.predicted_mean, prediction.conf_int(alpha=1 - level)])
+
+
+@pytest.mark.parametrize("level", [0.95, 0.9])
+def test_band_matches_statsmodels_prediction_per_fit_group(level):
+    """The time-energy chart's line and band are computed here, through the very points it draws."""
+    runs = energy_runs()
+    result = energy(runs, None, config=CONFIG, by=[], level=level)
+    points, band = result.frames["points"], result.frames["band"]
+    assert points["n_runs"].to_list() == [1] * runs.height  # few runs: one point per run
+    assert band["device"].unique(maintain_order=True).to_list() == ["FogNode", "Jetson TX2"]  # fit per device by default
+    assert band["level"].to_list() == [level] * band.height
+    for device in ("FogNode", "Jetson TX2"):
+        sub, rows = points.filter(pl.col("device") == device), band.filter(pl.col("device") == device)
+        assert rows.height == 40
+        assert (rows["x"].min(), rows["x"].max()) == pytest.approx((sub["latency_median_ms"].min(), sub["latency_median_ms"].max()))
+        reference = statsmodels_band(sub, rows["x"].to_numpy(), level)
+        assert rows.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+def test_band_through_configuration_means_above_the_scatter_limit(monkeypatch):
+    """Too many runs to draw: points are each configuration's means, and the band is fitted to them."""
+    # edgestats.analysis re-exports the function `energy` under the module's name
+    energy_module = importlib.import_module("edgestats.analysis.energy")
+    monkeypatch.setattr(energy_module, "MAX_SCATTER_POINTS", 4)
+    runs = energy_runs()
+    result = energy(runs, None, config=CONFIG, by=["device"])
+    points, band = result.frames["points"], result.frames["band"]
+    means = (runs.group_by(CONFIG, maintain_order=True)
+             .agg(pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean(), pl.len().alias("n_runs")))
+    points, means = points.sort(CONFIG), means.sort(CONFIG)
+    assert points.select(CONFIG).rows() == means.select(CONFIG).rows()
+    for column in ("latency_median_ms", "energy_per_inference_j"):
+        assert points[column].to_list() == pytest.approx(means[column].to_list())
+    assert "run_idx" not in points.columns and points["n_runs"].to_list() == [2] * 8
+    fog = band.filter(pl.col("device") == "FogNode")
+    reference = statsmodels_band(points.filter(pl.col("device") == "FogNode"), fog["x"].to_numpy(), 0.95)
+    assert fog.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(reference, rel=1e-9, abs=1e-12)
+
+
+def test_no_band_where_no_line_can_be_fitted():
+    """Two runs, or one latency: no rows, but the fit group's columns are still named."""
+    two = runs_frame([{"latency_median_ms": v, "energy_per_inference_j": v / 100} for v in (10.0, 12.0)])
+    flat = runs_frame([{"latency_median_ms": 10.0, "energy_per_inference_j": e} for e in (0.1, 0.2, 0.3)])
+    for runs in (two, flat):
+        band = energy(runs, None, config=CONFIG, by=[]).frames["band"]
+        assert band.height == 0 and {"device", "x", "fit", "band_low", "band_high", "level"} <= set(band.columns)
+    missing = runs_frame([{"latency_median_ms": v, "energy_per_inference_j": e}
+                          for v, e in ((10.0, 0.1), (11.0, None), (12.0, 0.12), (None, 0.2), (13.0, 0.13))])
+    result = energy(missing, None, config=CONFIG, by=[])
+    assert result.frames["points"].height == 3  # a run without either figure is not a point of the chart
+    assert result.frames["band"].height == 40 and result.frames["band"]["fit"].is_not_nan().all()
 
 
 def test_null_energy_is_not_enough_data_never_zero():

@@ -1,14 +1,12 @@
 """Chart builders of energy and power: the power trace of one run (pCAMP Figures 1 and 3), energy
 per inference against latency with the fitted line and its band, energy per phase, and the
-time-energy correlations. Pure: an analysis frame (or the loaded PowerTrace) in, a chart out.
+time-energy correlations. Pure: an analysis frame (or the loaded PowerTrace) in, a chart out; the
+fitted line and its band are computed by the energy analysis (its `band` frame), never here.
 """
 
 from __future__ import annotations
 
-import math
-
 import altair as alt
-import numpy as np
 import polars as pl
 
 from edgestats.analysis.power_trace import PowerTrace
@@ -41,50 +39,20 @@ def power_over_time_chart(trace: PowerTrace) -> alt.LayerChart:
 
 # -- energy: time vs energy, with the fitted line and its band -----------------------------------
 
-MAX_SCATTER_POINTS = 2000   # above this, one point per configuration (its means) instead of per run
-BAND_STEPS = 40
+# Columns of energy's `band` frame that are not its fit group keys.
+BAND_VALUES = ("x", "fit", "band_low", "band_high", "level")
 
 
-def ols_band(x: np.ndarray, y: np.ndarray, level: float, steps: int = BAND_STEPS) -> pl.DataFrame:
-    """The OLS line y = a + b·x on a grid over x's range, with the confidence band of the mean
-    response: ŷ ± t·s·sqrt(1/n + (x − x̄)² / Sxx). Empty when no line can be fitted (n < 3 or x
-    constant), so a chart then shows the points alone."""
-    from scipy import stats
-
-    n = len(x)
-    sxx = float(((x - x.mean()) ** 2).sum()) if n else 0.0
-    if n < 3 or sxx == 0:
-        return pl.DataFrame(schema={"x": pl.Float64, "fit": pl.Float64, "band_low": pl.Float64, "band_high": pl.Float64})
-    slope = float(((x - x.mean()) * (y - y.mean())).sum()) / sxx
-    intercept = float(y.mean()) - slope * float(x.mean())
-    residual_sd = math.sqrt(float(((y - intercept - slope * x) ** 2).sum()) / (n - 2))
-    t = float(stats.t.ppf(0.5 + level / 2, n - 2))
-    grid = np.linspace(float(x.min()), float(x.max()), steps)
-    fit = intercept + slope * grid
-    half = t * residual_sd * np.sqrt(1.0 / n + (grid - x.mean()) ** 2 / sxx)
-    return pl.DataFrame({"x": grid, "fit": fit, "band_low": fit - half, "band_high": fit + half})
-
-
-def scatter_points(points: pl.DataFrame, x: str, y: str, keys: list[str]) -> pl.DataFrame:
-    """Per-run points, or per-configuration means when there are too many runs to draw."""
-    if points.height <= MAX_SCATTER_POINTS:
-        return points.with_columns(pl.lit(1).alias("n_runs"))
-    return points.group_by(keys).agg(pl.col(x).mean(), pl.col(y).mean(), pl.len().alias("n_runs"))
-
-
-def time_energy_chart(points: pl.DataFrame, fit: pl.DataFrame, level: float) -> alt.FacetChart | alt.LayerChart:
+def time_energy_chart(points: pl.DataFrame, band: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
     """Energy per inference against median latency, one dot per run (or configuration), with
-    the OLS line and its confidence band per fit group (device by default), faceted by it."""
+    the OLS line and its confidence band per fit group (device by default), faceted by it. Both
+    frames come from the energy analysis (its `points` and `band`): the band is fitted there,
+    through the very points drawn here."""
     x, y = "latency_median_ms", "energy_per_inference_j"
-    fit_keys = group_columns(fit, {"part", "term", "p_value", "r_squared"}) if fit.height else []
-    keys = [c for c in points.columns if c not in ("run_idx", x, y)]
-    drawn = label_column(scatter_points(points, x, y, keys), [c for c in varying(points, keys) if c not in fit_keys] or keys)
+    fit_keys = [c for c in band.columns if c not in BAND_VALUES]
+    keys = [c for c in points.columns if c not in ("run_idx", "n_runs", x, y)]
+    drawn = label_column(points, [c for c in varying(points, keys) if c not in fit_keys] or keys)
     facet_by = next((k for k in fit_keys if k in FACETABLE and drawn[k].n_unique() > 1), None)
-    bands = []
-    for _, sub in (drawn.group_by(fit_keys, maintain_order=True) if fit_keys else [((), drawn)]):
-        band = ols_band(sub[x].to_numpy().astype(float), sub[y].to_numpy().astype(float), level)
-        bands.append(band.with_columns(*(pl.lit(sub[k][0]).alias(k) for k in fit_keys)))
-    band = pl.concat(bands, how="diagonal_relaxed") if bands else pl.DataFrame()
     layers = [
         alt.Chart().mark_area(opacity=0.2, color="#1f77b4").transform_filter("isValid(datum.band_low)").encode(
             x=alt.X("x:Q", title="median latency (ms)"), y=alt.Y("band_low:Q", title="energy per inference (J)"), y2="band_high:Q"),
@@ -94,7 +62,8 @@ def time_energy_chart(points: pl.DataFrame, fit: pl.DataFrame, level: float) -> 
             tooltip=[alt.Tooltip("config:N"), alt.Tooltip(f"{x}:Q", format=".4~g"), alt.Tooltip(f"{y}:Q", format=".4~g"),
                      alt.Tooltip("n_runs:Q")]),
     ]
-    data = pl.concat([drawn.select(*({"config", x, y, "n_runs"} | set(fit_keys))), band], how="diagonal_relaxed")
+    data = pl.concat([drawn.select(*({"config", x, y, "n_runs"} | set(fit_keys))), band.drop("level", strict=False)],
+                     how="diagonal_relaxed")
     layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=280)
     return facet(layer, data, facet_by)
 

@@ -11,15 +11,17 @@ from edgestats.formatting import format_interval
 from edgestats.reports import charts_energy
 from edgestats.reports.sections import FigureSpec, drawable, figure, pct
 
-DRAWN = frozenset({"points", "fit", "phases", "correlation"})
+DRAWN = frozenset({"points", "fit", "band", "phases", "correlation"})
 
 
 def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
-    fit = frames.get("fit", pl.DataFrame())
+    # The band's columns name the fit groups even where no group had a line to fit (no rows).
+    band = result.frames.get("band")
+    band = pl.DataFrame() if band is None else band
     return [
         *figure(frames, "points", "time-energy", "Energy per inference against latency, with the fitted line and its band",
-                lambda points: charts_energy.time_energy_chart(points, fit, result.level)),
+                lambda points: charts_energy.time_energy_chart(points, band)),
         *figure(frames, "phases", "phase-energy", "Energy above idle per phase, with intervals",
                 charts_energy.phase_energy_chart),
         *figure(frames, "correlation", "correlation", "Correlation of latency and energy per inference, with intervals",

@@ -24,7 +24,6 @@ from edgestats.reports.report import figures_for, generic_interval_chart
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "charts"
 UPDATE = bool(os.environ.get("EDGESTATS_UPDATE_GOLDEN"))
-LEVEL = 0.95
 
 # builder name -> (analysis, frame key or None for a frame built otherwise, build(frames) -> chart)
 BUILDERS = {
@@ -35,7 +34,9 @@ BUILDERS = {
     "phase_breakdown": ("breakdown", "phases", lambda f: charts_latency.phase_breakdown_chart(f["phases"])),
     "load_ratio": ("breakdown", "ratios", lambda f: charts_latency.ratio_chart(f["ratios"], ratio_name="load_model / steady",
                                                                        title="load_model / steady")),
-    "time_energy": ("energy", ("points", "fit"), lambda f: charts_energy.time_energy_chart(f["points"], f["fit"], LEVEL)),
+    # The fitted line and its band come from the analysis (energy's band frame), no longer from the
+    # chart: the points input gained n_runs, the band input was added, the golden spec is unchanged.
+    "time_energy": ("energy", ("points", "band"), lambda f: charts_energy.time_energy_chart(f["points"], f["band"])),
     "correlation": ("energy", "correlation", lambda f: charts_energy.correlation_chart(f["correlation"])),
     "pareto": ("tradeoff", "pareto", lambda f: charts_tradeoff.pareto_chart(f["pareto"])),
     "winners": ("tradeoff", "winners", lambda f: charts_tradeoff.winners_chart(f["winners"])),
@@ -133,3 +134,28 @@ def test_builders_accept_the_live_analysis_frames(tmp_path):
     results = run_analyses(db)
     built = [key for name, result in results.items() for key, _, build in figures_for(name, result) if build().to_dict()]
     assert len(built) >= 12
+
+
+def test_chart_builders_compute_no_statistics():
+    """Reports draw, analyses compute: no chart module imports a numerical or statistics library
+    (the time-energy band, for one, is fitted by the energy analysis)."""
+    import ast
+
+    for path in sorted(Path(charts_energy.__file__).parent.glob("charts*.py")):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module.split(".")[0])
+        assert not imported & {"numpy", "scipy", "statsmodels"}, f"{path.name} imports {imported & {'numpy', 'scipy', 'statsmodels'}}"
+
+
+def test_time_energy_draws_the_band_it_is_given(frozen_inputs):
+    """The chart's line and band rows are the analysis' band frame, row for row, unchanged."""
+    points, band = frozen_inputs["energy.points"], frozen_inputs["energy.band"]
+    spec = charts_energy.time_energy_chart(points, band).to_dict()
+    (rows,) = spec["datasets"].values()
+    drawn = [(r["device"], r["x"], r["fit"], r["band_low"], r["band_high"]) for r in rows if r.get("fit") is not None]
+    assert drawn == band.select("device", "x", "fit", "band_low", "band_high").rows()
+    assert sum(1 for r in rows if r.get("n_runs") is not None) == points.height

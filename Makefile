@@ -1,4 +1,4 @@
-# The two entry points of the README: `make demo` and `make test`.
+# The two entry points of the README: `make demo` and `make test` (`make test-fast` for the pure tests).
 # Both create .venv with the Python found as $(PY) and install edgestats with the dev extras,
 # pinned by constraints.txt (torch 2.13.0 CPU build, tensorflow-cpu).
 
@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgestats-installed
 DB ?= results.duckdb
 
-.PHONY: demo test install system-deps bench clean
+.PHONY: demo test test-fast install system-deps bench clean
 
 $(BIN)/python:
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "edgestats needs Python >= 3.10; run: make PY=python3.11 ...")'
@@ -31,8 +31,17 @@ system-deps:
 	  echo "installing Chromium for the report's headless-browser test"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
+# Lanes (markers in pyproject.toml): test-fast runs the pure tests, no framework, Spark, browser or
+# wheel build, in under a minute; test runs every test, spread over $(TEST_WORKERS) pytest-xdist
+# workers (--dist loadgroup keeps the tests that share an xdist_group on one worker).
+FAST_LANE := not frameworks and not spark and not browser and not packaging
+TEST_WORKERS ?= auto
+
 test: install system-deps
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+test-fast: install
+	$(BIN)/python -m pytest -m "$(FAST_LANE)"
 
 demo: install
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal

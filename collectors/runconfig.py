@@ -11,7 +11,6 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-FRAMEWORKS = ("pytorch", "tensorflow", "tflite", "onnxruntime")
 KINDS = ("inference", "training")
 TRAINING_FRAMEWORKS = ("pytorch", "tensorflow")
 OPTIMIZERS = ("sgd", "adam")    # sgd: with momentum 0.9 (the DLaaS study's SGD runs)

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from edgestats.collectors.power.attribution import ENERGY_PREFIX, POWER_PREFIX
+from edgestats.collectors.power.base import ENERGY_PREFIX, POWER_PREFIX
 from edgestats.store import Store
 
 MAX_POINTS = 400

@@ -34,8 +34,6 @@ from edgestats.reports.page import Figure, Section, element_id, render_page
 from edgestats.reports.sections import unavailable_sentence
 from edgestats.reports.tables import TABLE_FORMATS, write_tables
 
-# Frames that are raw per-run points for a chart, not figures for a table.
-NOT_TABLES = {("energy", "points"), ("summary", "ecdf")}
 # Columns of result frames that mean nothing to a reader of a table.
 HIDDEN_COLUMNS = ("run_idx",)
 
@@ -100,7 +98,7 @@ def table_frames(name: str, result: Any) -> list[tuple[str, str, pl.DataFrame]]:
     """(key, caption, frame) of every figure frame worth a table."""
     out = []
     for key, frame in result.frames.items():
-        if frame is None or frame.height == 0 or (name, key) in NOT_TABLES:
+        if frame is None or frame.height == 0 or key in getattr(result, "chart_only", ()):  # points, bands: charts only
             continue
         out.append((f"{name}-{key}", f"{name}: {key.replace('_', ' ')}", frame.drop([c for c in HIDDEN_COLUMNS if c in frame.columns])))
     return out

@@ -209,7 +209,7 @@ def energy(runs: pl.DataFrame, phase_energy: pl.DataFrame | None, *, config: lis
     entries += phase_entries
     if phase_rows:
         frames["phases"] = rows_frame(phase_rows)
-    return AnalysisResult(NAME, level, entries, frames)
+    return AnalysisResult(NAME, level, entries, frames, chart_only={"points", "band"})
 
 
 def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:

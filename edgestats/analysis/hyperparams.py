@@ -329,6 +329,7 @@ def _add_iteration_means(result: AnalysisResult) -> None:
     means = iteration_means(points, modelled_responses(result), result.level)
     if means.height:
         result.frames["vs_iterations"] = means
+        result.chart_only.add("vs_iterations")
 
 
 def iteration_means(points: pl.DataFrame, responses: list[str], level: float) -> pl.DataFrame:

@@ -9,6 +9,8 @@ An analysis is a pure function: polars frames in, an `AnalysisResult` out. The r
   appear, they become null.
 - `frames`: tidy polars frames of the figures, one row per plotted point, with ci_low, ci_high,
   level and n columns, for the report's charts.
+- `chart_only`: the keys of frames that only feed a chart (raw points, a fitted band, an ECDF
+  grid): the report draws them but shows no table of them, and the terminal skips them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class AnalysisResult:
     entries: list[dict[str, Any]] = field(default_factory=list)
     frames: dict[str, pl.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    chart_only: set[str] = field(default_factory=set)
 
     @property
     def frame(self) -> pl.DataFrame:

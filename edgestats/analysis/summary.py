@@ -126,7 +126,8 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
             pl.lit(IMPORTED_NOTE if n_latencies == 0 else
                    f"{without} run(s) without per-inference rows left out" if without else None, pl.String).alias("note")))
     distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
-    return AnalysisResult(NAME, level, entries, {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf})
+    return AnalysisResult(NAME, level, entries, {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf},
+                          chart_only={"ecdf"})
 
 
 def latency_distribution(entries: list[dict], members: pl.DataFrame,

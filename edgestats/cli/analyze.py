@@ -143,7 +143,7 @@ def print_results(results) -> None:
             console.print(f"[bold]{name}[/bold]: skipped — {result.entries[0].get('reason', 'not enough data')}")
             continue
         for part, frame in result.frames.items():
-            if frame.height == 0:
+            if frame.height == 0 or part in result.chart_only:
                 continue
             shown, notes = _readable(frame.head(MAX_ROWS))
             table = Table(title=f"{name}: {part} (level {result.level:g})", title_justify="left")

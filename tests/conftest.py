@@ -11,6 +11,7 @@ down by seconds (torch and TensorFlow take 2-10 s each to import), so the guard 
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -63,6 +64,26 @@ def pytest_make_collect_report(collector: pytest.Collector):
     return report
 
 
+@pytest.fixture(scope="session")
+def results_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built once per session (per xdist worker): creating a DB runs every migration."""
+    path = make_results_db(tmp_path_factory.mktemp("results-template") / "results.duckdb")
+    assert not Path(f"{path}.wal").exists(), "the builder left a WAL: a copy of the file alone would miss rows"
+    return path
+
+
 @pytest.fixture
-def results_db(tmp_path: Path) -> Path:
-    return make_results_db(tmp_path / "results.duckdb")
+def results_db(tmp_path: Path, results_db_template: Path) -> Path:
+    """A results DB of the test's own (tests may write to it): a copy of the session's template,
+    the same rows make_results_db writes, at a fraction of the cost of building it."""
+    path = tmp_path / "results.duckdb"
+    shutil.copyfile(results_db_template, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`collect --cache-dir` for every test of the session (per xdist worker): preparing a model
+    (ONNX export, TFLite conversion) takes a framework import and seconds, and the cache is keyed
+    by everything the file depends on, so tests that collect the same model share it safely."""
+    return tmp_path_factory.mktemp("model-cache")

@@ -29,6 +29,7 @@ def cli_report() -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 @pytest.mark.parametrize("name", ["pytorch", "tensorflow", "tflite", "onnxruntime"])
 def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name: str) -> None:
     # The dev environment installs edgestats[all]: a framework missing here is a broken setup,
@@ -40,6 +41,7 @@ def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name:
     assert probe["kind"] == "framework"
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 def test_framework_details(cli_report: dict) -> None:
     probes = cli_report["probes"]
     assert isinstance(probes["pytorch"]["detail"]["cuda_available"], bool)
@@ -48,6 +50,7 @@ def test_framework_details(cli_report: dict) -> None:
     assert probes["tflite"]["detail"]["backend"] in {"ai_edge_litert", "tflite_runtime", "tensorflow.lite"}
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 def test_missing_module_reports_why(cli_report: dict) -> None:
     probe = cli_report["probes"][MISSING]
     assert probe["available"] is False and probe["version"] is None
@@ -55,6 +58,7 @@ def test_missing_module_reports_why(cli_report: dict) -> None:
     assert probe["kind"] == "module"
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 def test_report_carries_device_facts(cli_report: dict) -> None:
     device = cli_report["device"]
     assert device["device_id"] == read_device_facts()["device_id"]
@@ -66,6 +70,7 @@ def test_report_carries_device_facts(cli_report: dict) -> None:
     assert nvml["available"] or nvml["reason"]  # no GPU here: a reason, never a blank
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 def test_text_output_of_the_real_report(cli_report: dict) -> None:
     text = render_text(cli_report)
     assert re.search(r"^  pytorch\s+yes\s+\d+\.\d+", text, re.MULTILINE)
@@ -73,6 +78,7 @@ def test_text_output_of_the_real_report(cli_report: dict) -> None:
     assert f"device id   {cli_report['device']['device_id']}" in text
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 def test_text_command_with_one_probe() -> None:
     result = runner.invoke(app, ["doctor", "--only", "onnxruntime"])
     assert result.exit_code == 0, result.output
@@ -174,6 +180,7 @@ def test_probe_child_starts_with_nothing_heavy_loaded() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.frameworks   # doctor imports the frameworks in child processes
 def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
     sources = {s["name"]: s for s in cli_report["power_sources"]}
     assert set(sources) == {"rapl", "nvml", "jetson", "csv"}

@@ -203,6 +203,7 @@ def write_meter_log(path: Path, start_s: float, end_s: float, idle_until_s: floa
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.frameworks   # runs framework workers
 def test_collect_with_a_meter_and_a_baseline_stores_energy_per_phase_and_inference(tmp_path):
     now = time.time()
     meter = tmp_path / "meter.csv"
@@ -258,6 +259,7 @@ def test_collect_with_an_unusable_named_power_source_stops_before_any_run(tmp_pa
     assert not db.exists()
 
 
+@pytest.mark.frameworks   # runs framework workers
 def test_training_epochs_get_energy_from_a_meter_and_the_baseline(tmp_path):
     from edgestats.collectors.training.synthetic import make_dataset
 

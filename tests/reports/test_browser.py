@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 
 from edgestats.analysis import run_analyses
 
+pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")

@@ -6,6 +6,7 @@ from the module limit only."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).parents[1]
@@ -16,7 +17,8 @@ LONG_TABLES = {"collectors/zoo/torch_models.py", "collectors/zoo/keras_models.py
 SKIPPED_FOLDERS = {"bench", "build", "dist", "node_modules", "__pycache__"}
 
 
-def python_files() -> list[Path]:
+@functools.cache
+def python_files() -> tuple[Path, ...]:
     files = []
     for path in sorted(REPO.rglob("*.py")):
         parts = path.relative_to(REPO).parts[:-1]
@@ -24,7 +26,7 @@ def python_files() -> list[Path]:
             continue
         files.append(path)
     assert len(files) > 50, f"found only {len(files)} Python files under {REPO}"
-    return files
+    return tuple(files)
 
 
 def test_no_function_is_over_60_lines():

@@ -28,6 +28,21 @@ def frameworks_loaded() -> frozenset[str]:
     return frozenset(name for name in FRAMEWORK_MODULES if name in sys.modules)
 
 
+# Markers of the tests that take seconds to minutes each (framework workers, Spark, Chromium, a wheel build).
+HEAVY_MARKERS = ("frameworks", "spark", "browser", "packaging")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, modules holding heavy tests go first: the workers start on the
+    minute-long tests and the many sub-second ones fill in at the end, instead of one worker
+    finishing a long test alone. A module's tests stay together (the sort is stable and keyed by
+    module), so its module-scoped fixtures are built once per worker. Serial runs keep file order."""
+    if not hasattr(config, "workerinput"):
+        return
+    heavy_modules = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
+    items.sort(key=lambda item: item.path not in heavy_modules)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item):
     item.stash[_LOADED_AT_SETUP] = frameworks_loaded()

@@ -23,7 +23,7 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.packaging
+@pytest.mark.packaging   # a wheel build and a pip install: ~20 s
 def test_wheel_installs_into_a_clean_venv_and_runs(tmp_path):
     dist = tmp_path / "dist"
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)])
@@ -36,8 +36,10 @@ def test_wheel_installs_into_a_clean_venv_and_runs(tmp_path):
         assert expected in names, f"{expected} missing from the wheel"
 
     venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", str(venv)])
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)])
+    # A venv without pip, filled by this interpreter's pip (--python): the same clean install,
+    # without the ~6 s of bootstrapping a pip the test never uses.
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", str(wheel)])
     exe = str(venv / "bin" / "edgestats")
     help_text = run([exe, "--help"], cwd=tmp_path).stdout
     assert "merge" in help_text and "import" in help_text

@@ -33,14 +33,16 @@ HEAVY_MARKERS = ("frameworks", "spark", "browser", "packaging")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, modules holding heavy tests go first: the workers start on the
+    """Under pytest-xdist, the xdist groups go first (each is a chain of long tests that one worker
+    runs in a row), then the modules holding heavy tests, then the rest: the workers start on the
     minute-long tests and the many sub-second ones fill in at the end, instead of one worker
-    finishing a long test alone. A module's tests stay together (the sort is stable and keyed by
-    module), so its module-scoped fixtures are built once per worker. Serial runs keep file order."""
+    finishing a long test alone. The sort is stable and otherwise keyed by module, so a module's
+    tests stay together and its module-scoped fixtures are built once per worker. Serial runs
+    keep file order."""
     if not hasattr(config, "workerinput"):
         return
     heavy_modules = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
-    items.sort(key=lambda item: item.path not in heavy_modules)
+    items.sort(key=lambda item: (item.get_closest_marker("xdist_group") is None, item.path not in heavy_modules))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -162,8 +162,11 @@ def test_iterations_cap_decides_the_epochs():
 
 
 # -- end to end --------------------------------------------------------------------------------------------
+# One xdist group: these training runs each use every core (framework threads, loader workers),
+# so under `make test` they run one after another on one worker instead of against each other.
 
 @pytest.mark.frameworks   # trains in PyTorch/TensorFlow workers
+@pytest.mark.xdist_group("training")
 def test_hyperparameter_sweep_two_frameworks_accuracy_above_chance(tmp_path, mnist_dir):
     """The issue's first acceptance check: 2 frameworks x 2 batch sizes x 2 learning rates."""
     db = tmp_path / "r.duckdb"
@@ -195,6 +198,7 @@ def test_hyperparameter_sweep_two_frameworks_accuracy_above_chance(tmp_path, mni
 
 
 @pytest.mark.frameworks   # trains in PyTorch/TensorFlow workers
+@pytest.mark.xdist_group("training")
 def test_huge_learning_rate_is_stored_as_diverged_with_its_history(tmp_path, mnist_dir):
     db = tmp_path / "r.duckdb"
     sweep = build_sweep({"kind": "training", "framework": ["pytorch", "tensorflow"], "model": ["mnist_cnn"],
@@ -210,6 +214,7 @@ def test_huge_learning_rate_is_stored_as_diverged_with_its_history(tmp_path, mni
 
 
 @pytest.mark.frameworks   # trains in PyTorch/TensorFlow workers
+@pytest.mark.xdist_group("training")
 def test_pipeline_sweep_num_workers_stall_and_page_cache(tmp_path, jpeg_dir):
     """The issue's second acceptance check (the Jetson study): stall lower with 1 worker than 0;
     residency near 0 after --evict-cache, near 1 in the next epoch."""
@@ -244,6 +249,7 @@ def test_pipeline_sweep_num_workers_stall_and_page_cache(tmp_path, jpeg_dir):
 
 
 @pytest.mark.frameworks   # trains in PyTorch/TensorFlow workers
+@pytest.mark.xdist_group("training")
 def test_tensorflow_pipeline_and_any_model_on_any_format(tmp_path, mnist_dir, jpeg_dir):
     """tf.data with parallel calls on JPEGs; mobilenet_v3_small on greyscale MNIST resized to
     224x224 RGB; --iterations caps the optimizer steps."""
@@ -266,6 +272,7 @@ def test_tensorflow_pipeline_and_any_model_on_any_format(tmp_path, mnist_dir, jp
 
 
 @pytest.mark.frameworks   # trains in PyTorch/TensorFlow workers
+@pytest.mark.xdist_group("training")
 def test_killed_training_run_keeps_the_batches_it_measured(tmp_path, mnist_dir):
     """What the OOM killer does to a too-large batch: SIGKILL mid-training. The run is stored
     as killed with every batch and epoch flushed before."""
@@ -298,6 +305,7 @@ def test_killed_training_run_keeps_the_batches_it_measured(tmp_path, mnist_dir):
 
 
 @pytest.mark.frameworks   # trains in PyTorch/TensorFlow workers
+@pytest.mark.xdist_group("training")
 def test_a_stored_training_sweep_resumes_without_rerunning(tmp_path, mnist_dir):
     """Also: math-library threads are an axis of training runs too (the DLaaS study's #THREADS),
     set in the worker's environment before the framework loads and recorded."""

@@ -31,9 +31,9 @@ system-deps:
 	  echo "installing Chromium for the report's headless-browser test"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
-# Lanes (markers in pyproject.toml): test-fast runs the pure tests, no framework, Spark, browser or
-# wheel build, in under a minute; test runs every test, spread over $(TEST_WORKERS) pytest-xdist
-# workers (--dist loadgroup keeps the tests that share an xdist_group on one worker).
+# Lanes (markers in pyproject.toml): test-fast runs the pure tests (no framework, Spark, browser or
+# wheel build); test runs every test. Both spread over $(TEST_WORKERS) pytest-xdist workers
+# (--dist loadgroup keeps the tests that share an xdist_group on one worker, one after another).
 FAST_LANE := not frameworks and not spark and not browser and not packaging
 TEST_WORKERS ?= auto
 
@@ -41,7 +41,7 @@ test: install system-deps
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: install
-	$(BIN)/python -m pytest -m "$(FAST_LANE)"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)"
 
 demo: install
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal

@@ -89,7 +89,7 @@ def migrate_command(db: Path = typer.Argument(..., help="Results DB to bring to 
     con = connect(db, must_exist=True)
     try:
         before, _ = current_version(con, str(db))
-        applied = migrate(con, str(db))
+        applied = migrate(con, str(db), refresh_views=True)
     finally:
         con.close()
     if applied:

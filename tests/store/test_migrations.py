@@ -68,6 +68,47 @@ def test_reopening_applies_nothing(tmp_path):
     con.close()
 
 
+def _view_sql(path: Path, view: str) -> str:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?", [view]).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_views_are_recreated_only_when_views_sql_changed(tmp_path, monkeypatch):
+    """A writable open re-creates the views when this edgestats' views.sql differs from the one
+    that made them (its fingerprint is the last view's comment), and leaves current views alone."""
+    path = tmp_path / "r.duckdb"
+    Store.open(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE VIEW run_summary AS SELECT 1 AS tampered")   # not views.sql's
+    con.close()
+    Store.open(path).close()
+    assert "tampered" in _view_sql(path, "run_summary"), "views made by this views.sql are not re-created"
+
+    changed = migrations.views_sql() + "\nCREATE OR REPLACE VIEW test_new_view AS SELECT 42 AS answer;\n"
+    monkeypatch.setattr(migrations, "views_sql", lambda: changed)
+    with Store.open(path) as store:
+        assert store.con.execute("SELECT answer FROM test_new_view").fetchone() == (42,)
+    assert "tampered" not in _view_sql(path, "run_summary"), "a new views.sql re-creates every view"
+
+
+def test_migrate_command_always_recreates_the_views(tmp_path):
+    from typer.testing import CliRunner
+
+    from edgestats.cli import app
+
+    path = tmp_path / "r.duckdb"
+    Store.open(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("CREATE OR REPLACE VIEW run_summary AS SELECT 1 AS tampered")
+    con.close()
+    result = CliRunner().invoke(app, ["migrate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "tampered" not in _view_sql(path, "run_summary")
+
+
 def _with_extra_migration(monkeypatch, sql: str) -> None:
     """Pretend this edgestats ships one more migration than the real ones."""
     real = migrations.available_migrations()

@@ -15,7 +15,7 @@ from edgestats.collectors.collect import Plan, execute, open_orchestrator, plan
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
-from edgestats.registry import power, runtimes
+from edgestats.registry import power as power_sources, runtimes
 
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
@@ -44,7 +44,7 @@ def collect_command(
     option: list[str] = typer.Option([], "--option", "-o", help="Adapter option KEY=VALUE (repeatable): input_shape=[3,224,224], architecture=resnet18, interop_threads=1, jit_compile=true, xnnpack=false."),
     cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
     sample_hz: float = typer.Option(None, "--sample-hz", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
-    power: str = typer.Option(None, "--power", help=f"Power source for energy: {power.spec_help()} (an external meter's log). Default auto: the best available, or none with the reason."),
+    power: str = typer.Option(None, "--power", help=f"Power source for energy: {power_sources.spec_help()} (an external meter's log). Default auto: the best available, or none with the reason."),
     data: list[str] = typer.Option([], "--data", help="Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats dataset make` writes one). Repeatable."),
     epochs: list[int] = typer.Option([], "--epochs", help="Training: epochs (default 1, or as many as --iterations needs). Repeatable."),
     learning_rate: list[float] = typer.Option([], "--learning-rate", "--lr", help="Training: learning rate (default 0.01). Repeatable."),

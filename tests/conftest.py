@@ -11,6 +11,7 @@ down by seconds (torch and TensorFlow take 2-10 s each to import), so the guard 
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -18,6 +19,11 @@ from pathlib import Path
 import pytest
 
 from builders import make_results_db, write_inference_run, write_training_run  # noqa: F401  (re-exported)
+
+# Two xdist workers on two cores each start framework processes whose OpenMP threads (PyTorch's
+# intra-op pool) spin while waiting for work, taking a core from the other worker's tests. Passive
+# waiting gives it back; the tests' assertions do not depend on it. A user's setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Top-level names of the framework packages the `frameworks` marker stands for.
 FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert")

@@ -25,10 +25,10 @@ PCAMP_PHASES = ["process_start", "import", "load_model", "load_first_input", "fi
                 "load_second_input", "second_inference", "warmup", "steady", "total"]
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    """Prepared model files, shared by this module's tests (made fresh in every test session)."""
-    return tmp_path_factory.mktemp("model-cache")
+@pytest.fixture
+def cache_dir(model_cache) -> Path:
+    """Prepared model files, shared with every test of the session (conftest's model_cache)."""
+    return model_cache
 
 
 def query(db: Path, sql: str) -> list[dict]:

@@ -18,11 +18,11 @@ EVERY_TICK = ("rss_bytes", "cpu_user_pct", "cpu_system_pct", "cpu_total_pct", "i
 
 
 @pytest.mark.parametrize("hz", [10, 100])
-def test_collect_samples_at_the_requested_rate(tmp_path: Path, hz: int):
+def test_collect_samples_at_the_requested_rate(model_cache, tmp_path: Path, hz: int):
     db = tmp_path / "r.duckdb"
     result = runner.invoke(app, ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "squeezenet", "-n", "500",
                                  "--threads", "1", "--sample-hz", str(hz), "--power", "auto",
-                                 "--cache-dir", str(tmp_path / "cache")])
+                                 "--cache-dir", str(model_cache)])
     assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
         rates = store.frame(
@@ -53,10 +53,10 @@ def test_collect_samples_at_the_requested_rate(tmp_path: Path, hz: int):
             assert all(p["energy_j"] is None and "no power source" in p["energy_unavailable_reason"] for p in phases)
 
 
-def test_sample_hz_zero_turns_the_sampler_off_and_says_so(tmp_path: Path):
+def test_sample_hz_zero_turns_the_sampler_off_and_says_so(model_cache, tmp_path: Path):
     db = tmp_path / "r.duckdb"
     result = runner.invoke(app, ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "-n", "20",
-                                 "--sample-hz", "0", "--power", "none", "--cache-dir", str(tmp_path / "cache")])
+                                 "--sample-hz", "0", "--power", "none", "--cache-dir", str(model_cache)])
     assert result.exit_code == 0, result.output
     assert "sampler off" in result.output
     with Store.open(db, read_only=True) as store:

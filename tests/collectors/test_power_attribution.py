@@ -204,7 +204,7 @@ def write_meter_log(path: Path, start_s: float, end_s: float, idle_until_s: floa
 
 
 @pytest.mark.frameworks   # runs framework workers
-def test_collect_with_a_meter_and_a_baseline_stores_energy_per_phase_and_inference(tmp_path):
+def test_collect_with_a_meter_and_a_baseline_stores_energy_per_phase_and_inference(model_cache, tmp_path):
     now = time.time()
     meter = tmp_path / "meter.csv"
     write_meter_log(meter, now - 60, now + 600, idle_until_s=now - 20, idle_w=2.0, busy_w=5.0)
@@ -214,7 +214,7 @@ def test_collect_with_a_meter_and_a_baseline_stores_energy_per_phase_and_inferen
     assert result.exit_code == 0, result.output
     assert "idle power 2 W" in result.output
     result = runner.invoke(app, ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "-n", "200",
-                                 "--power", f"csv:{meter}", "--cache-dir", str(tmp_path / "cache")])
+                                 "--power", f"csv:{meter}", "--cache-dir", str(model_cache)])
     assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
         baseline = store.frame("SELECT * FROM baselines").to_dicts()[0]

@@ -98,7 +98,7 @@ def run_row(record: RunRecord, end: RunEnd, spool: SpoolContents, tele: RunTelem
         "config": {**asdict(config), "sweep": record.sweep}, "config_hash": config.config_hash(),
         "environment": {"versions": versions, "runtime_detail": spool.environment, "model": spool.model,
                         "thread_env": record.thread_env, "python": sys.version.split()[0],
-                        "clock": asdict(record.clock) if record.clock else None, "cpu": record.cpu,
+                        "clock": record.clock_fields, "cpu": record.cpu,
                         "memory_limit_bytes": record.memory_limit_bytes,
                         "worker_start": spool.start, "torn_spool_lines": spool.torn_lines,
                         "sampler": tele.stats if tele is not None else {}},
@@ -225,8 +225,7 @@ class Orchestrator:
 
     def _store(self, record: RunRecord, end: RunEnd, spool: SpoolContents, batch: SampleBatch | None = None) -> None:
         phases = phase_list(spool)
-        tele = run_telemetry(self.telemetry, batch, phases, spool.latencies,
-                             asdict(record.clock) if record.clock else None)
+        tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, record.clock_fields)
         rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
                 "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
         run = run_row(record, end, spool, tele)

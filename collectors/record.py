@@ -46,6 +46,12 @@ class RunRecord:
     thread_env: dict[str, str | None] = field(default_factory=dict)
     memory_limit_bytes: int | None = None       # --memory-limit-mb, as RLIMIT_DATA
 
+    @property
+    def clock_fields(self) -> dict[str, int] | None:
+        """The clock pair as runs.environment stores it and the meter alignment takes it (None:
+        unknown, a record written by an edgestats older than this one)."""
+        return asdict(self.clock) if self.clock else None
+
     def to_json(self) -> str:
         data = asdict(self)
         data.update(run_id=str(self.run_id), device_id=str(self.device_id),

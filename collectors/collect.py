@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from edgestats.cachedir import user_cache_dir
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
@@ -35,7 +36,7 @@ class Plan:
 
 
 def default_cache_dir() -> Path:
-    return Path.home() / ".cache" / "edgestats" / "models"
+    return user_cache_dir() / "models"
 
 
 def open_telemetry(sweep: Sweep) -> Telemetry:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgestats.database import connect, first_row, scalar
+import duckdb
+
+from edgestats.database import connect, first_row, scalar, translate_open_error
 from edgestats.errors import DatabaseError, MergeConflictError
 from edgestats.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store import CHILD_TABLES, Store, quote_ident
@@ -39,31 +41,31 @@ class InputReport:
     rows_added: dict[str, int] = field(default_factory=dict)
 
 
-@contextmanager
-def _current_schema_copy(path: Path, workdir: Path) -> Iterator[tuple[Path, int | None]]:
-    """The input itself if it is at the current schema, else a migrated copy of it."""
-    con = connect(path, read_only=True)
-    try:
-        version, written_by = current_version(con, str(path))
-    finally:
-        con.close()
-    check_not_newer(version, written_by, str(path))
+def _attach_current(con, path: Path, alias: str, workdir: Path) -> int | None:
+    """Attach `path` read-only as `alias`: the input itself if it is at the current schema, else a
+    copy of it migrated in `workdir` (returns the version it was migrated from). Each input is
+    opened once, by the ATTACH: the version is read through it."""
+    label = str(path)
+    con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [label])
+    version, written_by = current_version(con, label, database=alias)
+    check_not_newer(version, written_by, label)
     if version == 0:
         raise DatabaseError(f"{path} holds no edgestats results (empty DuckDB file); leave it out of the merge")
     if version == latest_version():
-        yield path, None
-        return
-    copy = workdir / f"{len(list(workdir.iterdir()))}_{path.name}"
+        return None
+    con.execute(f"DETACH {alias}")
+    copy = workdir / f"{alias}_{path.name}"
     shutil.copy2(path, copy)
     wal = path.with_name(path.name + ".wal")
     if wal.exists():  # uncommitted-to-file changes live in the WAL: copy them too
         shutil.copy2(wal, copy.with_name(copy.name + ".wal"))
-    con = connect(copy)
+    migrated = connect(copy)
     try:
-        migrate(con, f"a copy of {path}")
+        migrate(migrated, f"a copy of {path}")
     finally:
-        con.close()
-    yield copy, version
+        migrated.close()
+    con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [str(copy)])
+    return version
 
 
 def fingerprint_sql(db: str, table: str, run_ids: str) -> str:
@@ -97,6 +99,9 @@ class _Merger:
             f"CREATE OR REPLACE TEMP TABLE _overlap AS SELECT run_id FROM {quote_ident(src)}.runs "
             f"WHERE run_id IN (SELECT run_id FROM {quote_ident(self.dst)}.runs)"
         )
+        overlapping = self.count("SELECT count(*) FROM _overlap")
+        if not overlapping:  # the usual first merge: no run to compare, skip the fingerprints
+            return 0
         conflicts: dict[str, list[str]] = {}
         for table in RUN_TABLES:
             for run_id, n_in, n_out in self.con.execute(differing_runs_sql(src, self.dst, table, "_overlap")).fetchall():
@@ -109,15 +114,17 @@ class _Merger:
                 f"{shown}{more}. Nothing was written. Remove the stale copy of those runs from one input "
                 "(e.g. with `edgestats sql IN --write \"DELETE ...\"` on a copy) and merge again."
             )
-        return self.count("SELECT count(*) FROM _overlap")
+        return overlapping
+
+    def insert(self, sql: str) -> int:
+        """Run an INSERT and return how many rows it added (DuckDB answers an INSERT with its count)."""
+        return int(self.con.execute(sql).fetchone()[0])
 
     def add_missing_by_id(self, src: str, table: str, key: str) -> int:
-        before = self.count(f"SELECT count(*) FROM {quote_ident(self.dst)}.{table}")
-        self.con.execute(
+        return self.insert(
             f"INSERT INTO {quote_ident(self.dst)}.{table} BY NAME SELECT * FROM {quote_ident(src)}.{table} "
             f"WHERE {key} NOT IN (SELECT {key} FROM {quote_ident(self.dst)}.{table})"
         )
-        return self.count(f"SELECT count(*) FROM {quote_ident(self.dst)}.{table}") - before
 
     def merge_input(self, src: str, path: Path, report: InputReport) -> None:
         d, s = quote_ident(self.dst), quote_ident(src)
@@ -138,11 +145,8 @@ class _Merger:
         )
         report.runs_added = self.count("SELECT count(*) FROM _new_runs")
         for table in RUN_TABLES:
-            self.con.execute(
+            report.rows_added[table] = self.insert(
                 f"INSERT INTO {d}.{table} BY NAME SELECT * FROM {s}.{table} WHERE run_id IN (SELECT run_id FROM _new_runs)"
-            )
-            report.rows_added[table] = self.count(
-                f"SELECT count(*) FROM {s}.{table} WHERE run_id IN (SELECT run_id FROM _new_runs)"
             )
 
 
@@ -159,22 +163,25 @@ def merge(out: str | Path, inputs: list[str | Path], *, progress: Callable[[str]
             raise DatabaseError(f"{path} is both the output and an input; write the merge to a new file")
     reports = [InputReport(p) for p in paths]
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="edgestats-merge-") as tmp:
-        prepared = [stack.enter_context(_current_schema_copy(p, Path(tmp))) for p in paths]
         store = stack.enter_context(Store.open(out_path))
-        merger = _Merger(store)
-        aliases = []
-        for i, ((attach_path, migrated_from), report) in enumerate(zip(prepared, reports)):
-            report.migrated_from = migrated_from
-            alias = f"edgestats_in_{i}"
-            store.con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [str(attach_path)])
-            aliases.append(alias)
+        aliases: list[str] = []
         try:
+            for i, report in enumerate(reports):
+                alias = f"edgestats_in_{i}"
+                try:
+                    report.migrated_from = _attach_current(store.con, report.path, alias, Path(tmp))
+                except duckdb.Error as exc:
+                    raise translate_open_error(report.path, exc) from exc
+                aliases.append(alias)
+            merger = _Merger(store)
             with store.transaction():
                 for alias, report in zip(aliases, reports):
                     if progress:
                         progress(f"merging {report.path}")
                     merger.merge_input(alias, report.path, report)
         finally:
-            for alias in aliases:
-                store.con.execute(f"DETACH {alias}")
+            attached = {row[0] for row in store.con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+            for alias in aliases + [f"edgestats_in_{len(aliases)}"]:
+                if alias in attached:
+                    store.con.execute(f"DETACH {alias}")
     return reports

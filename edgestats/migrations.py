@@ -81,19 +81,22 @@ def views_current(con: duckdb.DuckDBPyConnection) -> bool:
     return row is not None and row[0] == views_fingerprint()
 
 
-def _user_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+def _user_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list[str]:
     rows = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND NOT temporary"
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = coalesce(?, current_database()) AND NOT temporary",
+        [database],
     ).fetchall()
     return [r[0] for r in rows]
 
 
-def current_version(con: duckdb.DuckDBPyConnection, label: str = "the DB") -> tuple[int, str | None]:
-    """(schema version, edgestats version that applied it); (0, None) for an empty DB.
+def current_version(con: duckdb.DuckDBPyConnection, label: str = "the DB", *,
+                    database: str | None = None) -> tuple[int, str | None]:
+    """(schema version, edgestats version that applied it); (0, None) for an empty DB. `database`
+    reads a DB attached under that name instead of the connection's own.
 
     A DuckDB file that has tables but no migrations table was not made by edgestats.
     """
-    tables = _user_tables(con)
+    tables = _user_tables(con, database)
     if MIGRATIONS_TABLE not in tables:
         if tables:
             raise DatabaseError(
@@ -101,7 +104,8 @@ def current_version(con: duckdb.DuckDBPyConnection, label: str = "the DB") -> tu
                 f"{', '.join(sorted(tables)[:5])} but no {MIGRATIONS_TABLE}); give a new or edgestats-made file."
             )
         return 0, None
-    row = first_row(con, f"SELECT version, edgestats_version FROM {MIGRATIONS_TABLE} ORDER BY version DESC LIMIT 1")
+    table = f'"{database}".{MIGRATIONS_TABLE}' if database else MIGRATIONS_TABLE
+    row = first_row(con, f"SELECT version, edgestats_version FROM {table} ORDER BY version DESC LIMIT 1")
     return (row[0], row[1]) if row else (0, None)
 
 

@@ -12,7 +12,6 @@ Every string that may come from a DB (device, model, framework names, error text
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import html
 import json
 import math
@@ -24,6 +23,7 @@ import polars as pl
 
 from edgestats import __version__
 from edgestats.analysis.overview import Overview
+from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.tables import report_table, right_aligned
 
 # HTML tables stop here; the full tables are in analysis.json and `--tables`.
@@ -89,17 +89,6 @@ def script_json(value: Any) -> str:
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
     return text
-
-
-@functools.lru_cache(maxsize=1)
-def vega_bundle() -> str:
-    """Vega + Vega-Lite + vega-embed as one script (about 0.9 MB), shipped inside vl-convert."""
-    import vl_convert
-
-    bundle = vl_convert.javascript_bundle()
-    if "</script" in bundle.lower():  # would end our <script> early; never seen, but fail loudly
-        raise RuntimeError("vl-convert's JavaScript bundle contains '</script'; cannot inline it")
-    return bundle
 
 
 def esc(value: object) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,12 @@ from builders import make_results_db, write_inference_run, write_training_run  #
 # intra-op pool) spin while waiting for work, taking a core from the other worker's tests. Passive
 # waiting gives it back; the tests' assertions do not depend on it. A user's setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# The user cache (edgestats.cachedir: the report's script bundle, the default model cache) is one
+# folder per test run, shared by its xdist workers: tests never write to the user's home, and each
+# run starts cold as on a new machine.
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+os.environ["XDG_CACHE_HOME"] = str(Path(tempfile.gettempdir()) / f"edgestats-tests-{_RUN}" / "cache")
 
 # Top-level names of the framework packages the `frameworks` marker stands for.
 FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert")

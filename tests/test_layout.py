@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from pathlib import Path
 
 REPO = Path(__file__).parents[1]
@@ -17,14 +18,17 @@ LONG_TABLES = {"collectors/zoo/torch_models.py", "collectors/zoo/keras_models.py
 SKIPPED_FOLDERS = {"bench", "build", "dist", "node_modules", "__pycache__"}
 
 
+def _skipped(folder: str) -> bool:
+    return folder in SKIPPED_FOLDERS or folder.startswith(".") or folder.endswith(".egg-info")
+
+
 @functools.cache
 def python_files() -> tuple[Path, ...]:
     files = []
-    for path in sorted(REPO.rglob("*.py")):
-        parts = path.relative_to(REPO).parts[:-1]
-        if any(p in SKIPPED_FOLDERS or p.startswith(".") or p.endswith(".egg-info") for p in parts):
-            continue
-        files.append(path)
+    # os.walk with pruning: rglob would walk all of .venv (tens of thousands of files) first
+    for folder, subfolders, names in os.walk(REPO):
+        subfolders[:] = sorted(d for d in subfolders if not _skipped(d))
+        files += [Path(folder) / n for n in sorted(names) if n.endswith(".py")]
     assert len(files) > 50, f"found only {len(files)} Python files under {REPO}"
     return tuple(files)
 

@@ -42,7 +42,7 @@ def collect_command(
     seed: int = typer.Option(None, "--seed", help="Seed of model weights and synthetic input (default 0)."),
     shuffle_seed: int = typer.Option(None, "--shuffle-seed", help="Seed of the run order (default: random, recorded with each run)."),
     option: list[str] = typer.Option([], "--option", "-o", help="Adapter option KEY=VALUE (repeatable): input_shape=[3,224,224], architecture=resnet18, interop_threads=1, jit_compile=true, xnnpack=false."),
-    cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default ~/.cache/edgestats/models)."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default $XDG_CACHE_HOME/edgestats/models, else ~/.cache/edgestats/models)."),
     sample_hz: float = typer.Option(None, "--sample-hz", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
     power: str = typer.Option(None, "--power", help=f"Power source for energy: {power_sources.spec_help()} (an external meter's log). Default auto: the best available, or none with the reason."),
     data: list[str] = typer.Option([], "--data", help="Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats dataset make` writes one). Repeatable."),

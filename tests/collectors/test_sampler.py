@@ -62,7 +62,7 @@ def test_peak_rss_of_a_worker_that_allocates_300_mb():
         with Sampler(child.pid, 20, uss_budget=0.02) as sampler:
             wait_line(child, "allocated")
             after = psutil.Process(child.pid).memory_info().rss
-            time.sleep(1.8)
+            time.sleep(0.6)  # a dozen samples at the peak
         batch = sampler.stop()
     finally:
         finish(child)
@@ -74,7 +74,7 @@ def test_peak_rss_of_a_worker_that_allocates_300_mb():
     assert max(values(batch, "uss_bytes")) >= 290 * MiB  # the bytearray is private to the child
 
 
-@pytest.mark.parametrize("hz, seconds", [(10, 2.5), (100, 2.0)])
+@pytest.mark.parametrize("hz, seconds", [(10, 2.5), (100, 1.2)])
 def test_achieved_rate_within_10_percent(hz, seconds):
     child = spawn("import time; print('ready', flush=True); time.sleep(30)")
     try:

@@ -119,9 +119,9 @@ def test_every_chart_draws_its_intervals(frozen_inputs):
 
 
 def test_charts_embed_aggregates_not_runs(tmp_path):
-    """10,000 runs give charts of the same size as 100: the frames are aggregated first."""
+    """1,500 runs give charts of the same size as 60: the frames are aggregated first."""
     small = run_analyses(make_report_db(tmp_path / "small.duckdb", n_inference_runs=60, latencies_per_run=5))
-    big = run_analyses(make_report_db(tmp_path / "big.duckdb", n_inference_runs=3000, latencies_per_run=5))
+    big = run_analyses(make_report_db(tmp_path / "big.duckdb", n_inference_runs=1500, latencies_per_run=5))
     for name in ("summary", "breakdown", "tradeoff"):
         small_size = sum(len(json.dumps(b().to_dict())) for _, _, b in figures_for(name, small[name]))
         big_size = sum(len(json.dumps(b().to_dict())) for _, _, b in figures_for(name, big[name]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -13,8 +13,18 @@ from builders import make_results_db
 from edgestats.merge import merge
 from edgestats.store import Store
 
-# Each input: (device name index, number of inference runs, seed offset).
-inputs = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(0, 1000)), min_size=1, max_size=3)
+# Each input: (device name index, number of inference runs, seed offset). Seeds come from a small
+# pool so that inputs recur across examples: each distinct input is built once (BUILT) and copied.
+inputs = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(0, 7)), min_size=1, max_size=3)
+BUILT = Path(tempfile.mkdtemp(prefix="edgestats-merge-inputs-"))
+
+
+def built_input(dest: Path, device: int, n_runs: int, seed: int) -> Path:
+    source = BUILT / f"dev{device}-{n_runs}-{seed}.duckdb"
+    if not source.exists():
+        make_results_db(source, device_name=f"dev{device}", n_runs=n_runs, seed0=seed * 100)
+    shutil.copyfile(source, dest)
+    return dest
 
 
 def content(path: Path) -> dict[str, list]:
@@ -26,20 +36,19 @@ def content(path: Path) -> dict[str, list]:
         }
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(inputs)
 def test_merge_is_order_independent_and_idempotent(specs):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        files = [make_results_db(tmp / f"in{i}.duckdb", device_name=f"dev{d}", n_runs=n, seed0=seed)
-                 for i, (d, n, seed) in enumerate(specs)]
-        results = []
-        for k, order in enumerate(itertools.islice(itertools.permutations(files), 2)):
-            out = tmp / f"out{k}.duckdb"
-            merge(out, list(order))
-            results.append(content(out))
-            merge(out, list(order))  # again: nothing changes
-            assert content(out) == results[-1]
-        assert all(r == results[0] for r in results)
-        expected_runs = sum(n + 1 for _, n, _ in specs)  # n inference + 1 training run per input
-        assert len(results[0]["runs"]) == expected_runs
+        files = [built_input(tmp / f"in{i}.duckdb", d, n, seed) for i, (d, n, seed) in enumerate(specs)]
+        forward, backward = tmp / "forward.duckdb", tmp / "backward.duckdb"
+        merge(forward, files)
+        merged = content(forward)
+        merge(forward, files)  # again: nothing changes
+        assert content(forward) == merged
+        merge(backward, files[::-1])  # the other order: the same content
+        assert content(backward) == merged
+        distinct = {(d, n, seed) for d, n, seed in specs}  # the same input twice adds its runs once
+        expected_runs = sum(n + 1 for _, n, _ in distinct)  # n inference + 1 training run per input
+        assert len(merged["runs"]) == expected_runs

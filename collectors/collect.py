@@ -18,10 +18,11 @@ from typing import Callable
 from edgestats.cachedir import user_cache_dir
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
 from edgestats.collectors.telemetry.session import DEFAULT_SAMPLE_HZ, Telemetry
-from edgestats.store import Store
 
 
 @dataclass
@@ -50,7 +51,7 @@ def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = N
                       on_spawn: Callable[[int], None] | None = None) -> Orchestrator:
     telemetry = open_telemetry(sweep)   # first: a named power source that is unusable stops here
     facts = read_device_facts()
-    with Store.open(db_path) as store:
+    with store_waiting(db_path) as store:
         device_id = store.register_device(facts)
     return Orchestrator(db_path, device_id=device_id, cache_dir=cache_dir or default_cache_dir(),
                         timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn, telemetry=telemetry,
@@ -65,7 +66,7 @@ def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
     recovered = orchestrator.recover_orphans()
     configs = sweep.configs()
     runnable, skipped = feasibility(configs)
-    with Store.open(db_path) as store:
+    with store_waiting(db_path, read_only=True) as store:
         done = store.finished_config_hashes()
     pending = [c for c in runnable if c.config_hash() not in done]
     seed = sweep.settings.get("shuffle_seed", random.SystemRandom().randrange(2**31))
@@ -83,8 +84,12 @@ def execute(plan_: Plan, orchestrator: Orchestrator, sweep: Sweep, *,
             time.sleep(cooldown)  # let temperature and clocks settle between runs
         if on_start:
             on_start(index, config)
+        raise_if_stopped()  # a stop signal between runs: start no new one
         outcome = orchestrator.run(config, sweep_id=plan_.sweep_id, sweep=info)
         outcomes.append(outcome)
         if on_done:
             on_done(index, outcome)
+        if outcome.interrupted:  # stored as interrupted; now stop collect
+            raise outcome.interrupted
+        raise_if_stopped()
     return outcomes

@@ -9,7 +9,13 @@ Status: ok | diverged | error (exception text kept) | timeout (--timeout) | kill
 e.g. the OOM killer), decided by record.classify_exit. Whatever the worker flushed before it died
 is stored with the run. Each run's record (record.py) is written next to its spool before the
 worker starts, and the files stay until the run is in the DB: a run whose orchestrator died is
-recovered by the next collect, with its started_at and an ended_at.
+recovered by the next collect, with its started_at and an ended_at, and with its telemetry
+when the sampler's batch was written beside the spool (telemetry/batchfile.py).
+
+Concurrency: any number of collects may share a DB. Each owns the runs it spools (a held lock,
+ownership.py) and recovery touches only runs whose owner is dead (recovery.py); the DB is opened
+only to write a finished run, waiting while another process holds it (storeaccess.py). Signals
+stop the worker's whole tree and the run is stored as interrupted (processes.py).
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -32,18 +37,19 @@ from edgestats import __version__
 from edgestats.collectors.adapters.prepare import cached_artifact
 from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.power.meter_csv import ClockAnchor
+from edgestats.collectors.ownership import SpoolOwner
+from edgestats.collectors.processes import GroupExit, Interrupted, spawn_group, wait_group
 from edgestats.collectors.record import RunEnd, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, read_spool
+from edgestats.collectors.storeaccess import store_waiting
+from edgestats.collectors.telemetry.batchfile import write_batch
 from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.session import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
 from edgestats.collectors.training.rows import training_outcome, with_training
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV
-from edgestats.errors import DatabaseLockedError
-from edgestats.store import Store
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
-STORE_WAIT_S = 120.0  # how long a finished run waits for another process to release the DB
 
 
 @dataclass
@@ -56,6 +62,7 @@ class RunOutcome:
     seconds: float
     n_batches: int = 0                  # training runs: optimizer steps stored
     accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
+    interrupted: Interrupted | None = None  # a signal stopped collect during this run (stored first)
 
 
 def worker_env(config: RunConfig, memory_limit_bytes: int | None = None) -> dict[str, str]:
@@ -149,22 +156,43 @@ class Orchestrator:
         self.on_spawn = on_spawn
         self.spool_dir = self.db_path.parent / f".{self.db_path.name}.spool"
         self.spool_dir.mkdir(exist_ok=True)
+        self.owner = SpoolOwner(self.spool_dir)
+        self.warnings: list[str] = []  # for the user: spool files moved aside, runs left spooled
+
+    def close(self) -> None:
+        """Give up the claim on this collect's spool (runs still there become recoverable)."""
+        self.owner.close()
+
+    def __enter__(self) -> Orchestrator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- preparing the model file ---------------------------------------------------------------
 
-    def prepare(self, config: RunConfig, config_file: Path, log: Path) -> tuple[str | None, str | None]:
-        """(artifact path, None) or (None, why it failed). Runs in a separate process, once."""
+    def prepare(self, config: RunConfig, paths: dict[str, Path]) -> tuple[str | None, RunEnd | None, Interrupted | None]:
+        """(artifact path, None, None), or (None, how the run ended, the signal if one stopped it)
+        when preparing failed, ran past --timeout or was interrupted. A separate process, once
+        per cache key."""
         if config.kind == "training":
-            return None, None   # training builds the zoo model from code in the worker
+            return None, None, None   # training builds the zoo model from code in the worker
         cached, artifact = cached_artifact(config, self.cache_dir)
         if cached:
-            return artifact, None
-        with open(log, "ab") as out:
-            proc = subprocess.run([self.python, "-m", "edgestats.collectors.adapters.prepare", str(config_file), str(self.cache_dir)],
-                                  stdout=subprocess.PIPE, stderr=out, env=worker_env(config), timeout=self.timeout_s)
-        if proc.returncode != 0:
-            return None, "preparing the model failed:\n" + _tail(log)
-        return json.loads(proc.stdout.decode().strip().splitlines()[-1])["artifact"], None
+            return artifact, None, None
+        cmd = [self.python, "-m", "edgestats.collectors.adapters.prepare", str(paths["config"]), str(self.cache_dir)]
+        with open(paths["log"], "ab") as log, open(paths["prepared"], "wb") as out:
+            proc = spawn_group(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL, env=worker_env(config))
+        ended = wait_group(proc, self.timeout_s)
+        if ended.timed_out:
+            return None, RunEnd("timeout", f"model preparation (phase prepare) exceeded --timeout {self.timeout_s:g} s; "
+                                           "its process tree was killed", _now()), None
+        if ended.interrupted:
+            return None, RunEnd("killed", f"interrupted: edgestats collect received {ended.interrupted.name} while "
+                                          "the model was being prepared (phase prepare)", _now()), ended.interrupted
+        if ended.returncode != 0:
+            return None, RunEnd("error", "preparing the model failed:\n" + _tail(paths["log"]), _now()), None
+        return json.loads(paths["prepared"].read_text().strip().splitlines()[-1])["artifact"], None, None
 
     # -- one run ---------------------------------------------------------------------------------
 
@@ -172,18 +200,22 @@ class Orchestrator:
         started = time.monotonic()
         record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
         paths = self._paths(record.run_id)
-        artifact, prep_error = self.prepare(config, paths["config"], paths["log"])
-        worker, batch = self._spawn_and_wait(record, paths, artifact) if prep_error is None else (None, None)
+        artifact, prep_end, stop = self.prepare(config, paths)
+        worker, batch = None, None
+        if prep_end is None:
+            worker, batch, stop = self._spawn_and_wait(record, paths, artifact)
+            if batch is not None:
+                write_batch(paths["samples"], batch)  # so a run not stored now keeps its telemetry
         ended_at = _now()
         spool = read_spool(paths["spool"])
         if worker is None:
-            end = RunEnd("error", prep_error, ended_at)
+            end = prep_end
         else:
             end = classify_exit(spool, worker, ended_at, timeout_s=self.timeout_s, memory_limit_bytes=record.memory_limit_bytes)
-        self._store(record, end, spool, batch)
+        self.store(record, end, spool, batch)
         self._cleanup(paths)
         return RunOutcome(record.run_id, config, end.status, end.error_text, len(spool.latencies),
-                          time.monotonic() - started, *training_outcome(spool))
+                          time.monotonic() - started, *training_outcome(spool), interrupted=stop)
 
     def begin(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunRecord:
         """A new run's record, complete, written next to its spool before anything of it runs, so
@@ -194,145 +226,75 @@ class Orchestrator:
         record = RunRecord(run_id=uuid.uuid4(), device_id=self.device_id, config=config, started_at=_now(),
                            clock=ClockAnchor.now(), cpu=read_cpu_frequency_state(), sweep_id=sweep_id,
                            sweep=sweep or {}, thread_env={k: env.get(k) for k in THREAD_ENV_VARS},
-                           memory_limit_bytes=self.memory_limit_bytes)
+                           memory_limit_bytes=self.memory_limit_bytes, owner=self.owner.name)
         paths = self._paths(record.run_id)
         paths["config"].write_text(json.dumps(asdict(config)))
         record.write(paths["meta"])
         return record
 
     def _paths(self, run_id: uuid.UUID) -> dict[str, Path]:
-        base = self.spool_dir / str(run_id)
-        return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
-                "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log")}
+        return run_paths(self.spool_dir, run_id)
 
     def _spawn_and_wait(self, record: RunRecord, paths: dict[str, Path],
-                        artifact: str | None) -> tuple[WorkerExit, SampleBatch | None]:
+                        artifact: str | None) -> tuple[WorkerExit, SampleBatch | None, Interrupted | None]:
         cmd = [self.python, "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
         if artifact:
             cmd += ["--artifact", artifact]
         with open(paths["log"], "ab") as log:
             cmd += ["--spawn-ns", str(time.monotonic_ns())]
-            proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                                    env=worker_env(record.config, record.memory_limit_bytes), start_new_session=True)
+            proc = spawn_group(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                               env=worker_env(record.config, record.memory_limit_bytes))
         sampler = self.telemetry.start_sampler(proc.pid) if self.telemetry else None
+        ended = GroupExit(None)
         try:
             if self.on_spawn:
                 self.on_spawn(proc.pid)
-            returncode, timed_out = _wait(proc, self.timeout_s)
+            ended = wait_group(proc, self.timeout_s)
         finally:
             batch = sampler.stop() if sampler else None
-        return WorkerExit(returncode, timed_out, _tail(paths["log"])), batch
+        signame = ended.interrupted.name if ended.interrupted else None
+        return WorkerExit(ended.returncode, ended.timed_out, _tail(paths["log"]), signame), batch, ended.interrupted
 
-    def _store(self, record: RunRecord, end: RunEnd, spool: SpoolContents, batch: SampleBatch | None = None) -> None:
+    def store(self, record: RunRecord, end: RunEnd, spool: SpoolContents, batch: SampleBatch | None = None,
+              environment: dict[str, Any] | None = None) -> None:
+        """Write one run with all its rows, in one transaction."""
         phases = phase_list(spool)
         tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, record.clock_fields)
         rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
                 "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
         run = run_row(record, end, spool, tele)
+        run["environment"].update(environment or {})
         if record.config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)
             run, training = with_training(run, record.config, spool)
             if training.get("epochs") is not None:
                 training["epochs"] = with_epoch_energy(training["epochs"], tele.series)
             rows.update(training)
-        # Someone may be reading the DB right now (DuckDB allows one process at a time to hold a
-        # file open for writing): wait for them rather than fail; the spool stays until stored.
-        deadline = time.monotonic() + STORE_WAIT_S
-        while True:
-            try:
-                with Store.open(self.db_path) as store:
-                    store.write_run(run, **rows)
-                return
-            except DatabaseLockedError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        with store_waiting(self.db_path) as store:
+            store.write_run(run, **rows)
 
     def _cleanup(self, paths: dict[str, Path]) -> None:
-        for path in paths.values():
-            path.unlink(missing_ok=True)
-
-    # -- runs whose orchestrator died ------------------------------------------------------------
+        cleanup_run_files(paths)
 
     def recover_orphans(self) -> list[RunOutcome]:
-        """Store the runs a killed `edgestats collect` left behind, from their records and spools."""
-        recovered = []
-        for meta_path in sorted(self.spool_dir.glob("*.meta.json")):
-            record = RunRecord.read(meta_path)
-            paths = self._paths(record.run_id)
-            ended_at = _end_orphan(paths, record.started_at)
-            with Store.open(self.db_path) as store:
-                done = store.has_run(record.run_id)
-            if not done:
-                spool = read_spool(paths["spool"])
-                # The worker was not our child: its exit status is unknown (WorkerExit()).
-                end = classify_exit(spool, WorkerExit(), ended_at, memory_limit_bytes=record.memory_limit_bytes)
-                self._store(record, end, spool)
-                recovered.append(RunOutcome(record.run_id, record.config, end.status, end.error_text,
-                                            len(spool.latencies), 0.0))
-            self._cleanup(paths)
-        return recovered
+        """Store the runs that collects which died left behind (recovery.py); never a live one's."""
+        from edgestats.collectors.recovery import recover_orphans
+
+        return recover_orphans(self)
 
 
-def _end_orphan(paths: dict[str, Path], started_at: dt.datetime) -> dt.datetime:
-    """Make sure an orphaned run's worker has ended, and say when it ended (UTC).
-
-    A worker still running is stopped now: its orchestrator is gone, so nothing sampled it; what
-    it measured is stored as interrupted and the resumed sweep runs it again. It ended now.
-    A worker that had ended wrote last when it ended: the last modification of its spool, log or
-    record (the record alone when it died before the worker started), never before started_at.
-    """
-    spool = read_spool(paths["spool"])
-    if spool.start and _alive(spool.start.get("pid")):
-        _kill_pid_group(spool.start["pid"])
-        return _now()
-    written_s = max(p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists())
-    return max(started_at, dt.datetime.fromtimestamp(written_s, dt.timezone.utc))
+def run_paths(spool_dir: Path, run_id: uuid.UUID) -> dict[str, Path]:
+    """The files of one spooled run, all named after its run id."""
+    base = spool_dir / str(run_id)
+    return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
+            "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log"),
+            "prepared": base.with_suffix(".prepared.json"), "samples": base.with_suffix(".samples.arrow")}
 
 
-def _wait(proc: subprocess.Popen, timeout_s: float | None) -> tuple[int | None, bool]:
-    """(exit status, timed out): poll every 20 ms (the harness's per-run overhead), and kill the
-    whole process tree at the deadline."""
-    deadline = time.monotonic() + timeout_s if timeout_s else None
-    while True:
-        try:
-            return proc.wait(timeout=0.02), False
-        except subprocess.TimeoutExpired:
-            if deadline is not None and time.monotonic() > deadline:
-                _kill_tree(proc)
-                return proc.returncode, True
 
-
-def _kill_tree(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own session
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def _kill_pid_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        return
-    for _ in range(50):  # it is not our child: poll until it is gone
-        if not _alive(pid):
-            return
-        time.sleep(0.1)
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie or a reused pid that is not a worker counts as dead.
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True
-    return b"edgestats.collectors.worker" in cmdline
+def cleanup_run_files(paths: dict[str, Path]) -> None:
+    """Delete a stored run's files, its record last: files left by a crash midway still have a
+    record, so the next collect finds the run stored and finishes the cleanup."""
+    for name, path in paths.items():
+        if name != "meta":
+            path.unlink(missing_ok=True)
+    paths["meta"].unlink(missing_ok=True)

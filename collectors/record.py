@@ -45,6 +45,7 @@ class RunRecord:
     # orchestrator's, which may hold secrets, and the rest does not shape the measurement.
     thread_env: dict[str, str | None] = field(default_factory=dict)
     memory_limit_bytes: int | None = None       # --memory-limit-mb, as RLIMIT_DATA
+    owner: str | None = None                    # the owning collect's lock file (ownership.py)
 
     @property
     def clock_fields(self) -> dict[str, int] | None:
@@ -80,7 +81,8 @@ class RunRecord:
                    config=RunConfig.from_dict(data["config"]), started_at=started_at,
                    clock=ClockAnchor(**data["clock"]) if data.get("clock") else None, cpu=dict(data.get("cpu") or {}),
                    sweep_id=uuid.UUID(sweep_id) if sweep_id else None, sweep=data.get("sweep") or {},
-                   thread_env=data.get("thread_env") or {}, memory_limit_bytes=data.get("memory_limit_bytes"))
+                   thread_env=data.get("thread_env") or {}, memory_limit_bytes=data.get("memory_limit_bytes"),
+                   owner=data.get("owner"))
 
     def write(self, path: Path) -> None:
         path.write_text(self.to_json(), encoding="utf-8")
@@ -104,11 +106,12 @@ class WorkerExit:
     returncode: int | None = None   # None: unknown (a recovered run's worker was not our child)
     timed_out: bool = False
     log_tail: str = ""               # the end of the worker's stdout and stderr
+    interrupted_by: str | None = None  # the signal to collect that stopped the run ("SIGTERM")
 
 
 @dataclass(frozen=True)
 class RunEnd:
-    status: str                 # ok | diverged | error | timeout | killed
+    status: str                 # ok | diverged | error | timeout | killed (a signal, or collect stopped)
     error_text: str | None
     ended_at: dt.datetime       # UTC
 
@@ -118,8 +121,12 @@ def classify_exit(spool: SpoolContents, worker: WorkerExit, ended_at: dt.datetim
     """The status of a run from its spool and how its worker ended: ok, diverged, error, timeout
     or killed. A worker whose exit status is unknown (recovered) and that neither finished nor
     reported an error was stopped by its orchestrator's death: killed, "interrupted"."""
+    phase = f"in its {spool.running_phase} phase" if spool.running_phase else "between phases"
     if worker.timed_out:
-        return RunEnd("timeout", f"exceeded --timeout {timeout_s:g} s; the worker's process tree was killed", ended_at)
+        return RunEnd("timeout", f"exceeded --timeout {timeout_s:g} s {phase}; the worker's process tree was killed", ended_at)
+    if worker.interrupted_by:
+        return RunEnd("killed", f"interrupted: edgestats collect received {worker.interrupted_by} while the run was "
+                                f"{phase}; the worker's process tree was stopped and what it measured is kept", ended_at)
     if worker.returncode is not None and worker.returncode < 0:
         number = -worker.returncode
         name = signal.Signals(number).name if number in signal.valid_signals() else str(number)

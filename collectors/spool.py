@@ -8,6 +8,7 @@ A torn last line (killed mid-write) is ignored.
 Record types (key "t"):
   adapter  runtime (the runtime variant the adapter runs)
   start    pid, spawn_ns (orchestrator's clock at spawn), start_ns (worker main() entered)
+  begin    phase: the phase starts (so a run stopped in it can say which phase ran out)
   phase    phase, seq, start_ns, end_ns                  time.monotonic_ns()
   lat      i (iteration), w (warm-up?), s (monotonic start), ns (perf_counter_ns duration)
   versions {library: version}
@@ -65,6 +66,12 @@ class SpoolContents:
     epochs: list[dict[str, Any]] = field(default_factory=list)
     batches: list[dict[str, Any]] = field(default_factory=list)
     diverged: dict[str, Any] | None = None
+    begun: list[str] = field(default_factory=list)   # phases begun and not ended, innermost last
+
+    @property
+    def running_phase(self) -> str | None:
+        """The innermost phase that began and did not end: where a stopped run was."""
+        return self.begun[-1] if self.begun else None
 
 
 def read_spool(path: Path) -> SpoolContents:
@@ -88,8 +95,12 @@ def _apply(contents: SpoolContents, record: dict[str, Any]) -> None:
         contents.start = record
     elif kind == "adapter":
         contents.runtime = record.get("runtime")
+    elif kind == "begin":
+        contents.begun.append(record.get("phase"))
     elif kind == "phase":
         contents.phases.append(record)
+        if record.get("phase") in contents.begun:
+            del contents.begun[len(contents.begun) - 1 - contents.begun[::-1].index(record.get("phase"))]
     elif kind == "lat":
         contents.latencies.append(record)
     elif kind == "versions":

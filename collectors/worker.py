@@ -39,6 +39,7 @@ class PhaseClock:
         self.seq = 0
 
     def run(self, phase: str, action):
+        self.spool.write("begin", phase=phase)
         start = time.monotonic_ns()
         result = action()
         self.spool.write("phase", phase=phase, seq=self.seq, start_ns=start, end_ns=time.monotonic_ns())

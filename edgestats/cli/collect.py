@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import Plan, execute, open_orchestrator, plan
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
 from edgestats.registry import power as power_sources, runtimes
@@ -69,11 +70,24 @@ def collect_command(
     """
     file_values = load_sweep_file(sweep_file) if sweep_file else None
     sweep = combine(file_values, sweep_flags(ctx.params), sweep_file)
+    collect_sweep(db, sweep, cache_dir)
+
+
+def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None) -> None:
+    """Plan and run `sweep` into `db`; a stop signal stores the run it stopped and exits 128 + signal."""
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
-    orchestrator = open_orchestrator(db, sweep, cache_dir=cache_dir)
-    the_plan = plan(db, sweep, orchestrator)
-    print_plan(console, the_plan, orchestrator)
-    counts = run_with_progress(console, the_plan, orchestrator, sweep)
+    counts: Counter[str] = Counter()
+    with signals_stop_collect():
+        try:
+            with open_orchestrator(db, sweep, cache_dir=cache_dir) as orchestrator:
+                the_plan = plan(db, sweep, orchestrator)
+                print_plan(console, the_plan, orchestrator)
+                run_with_progress(console, the_plan, orchestrator, sweep, counts)
+        except Interrupted as stop:
+            stored = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no run"
+            typer.echo(f"{db}: stopped by {stop.name}: {stored} stored (a run it stopped is stored as killed, "
+                       "with what it measured); run the same command again to resume", err=True)
+            raise typer.Exit(stop.exit_code) from None
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
     typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
 
@@ -101,6 +115,8 @@ def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
 
 def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator) -> None:
     """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
+    for warning in orchestrator.warnings:
+        console.print(f"warning: {warning}", markup=False)
     for outcome in the_plan.recovered:
         console.print(f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} ({outcome.n_latencies} latencies)")
     for config, reason in the_plan.skipped:
@@ -110,9 +126,9 @@ def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator) -> 
     console.print(_telemetry_line(orchestrator.telemetry))
 
 
-def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrator, sweep: Sweep) -> Counter[str]:
-    """Run the plan under a progress bar, one line per finished run; the count of each status."""
-    counts: Counter[str] = Counter()
+def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrator, sweep: Sweep,
+                      counts: Counter[str]) -> None:
+    """Run the plan under a progress bar, one line per finished run, counting each status."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("collect", total=len(the_plan.to_run))
@@ -129,7 +145,6 @@ def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrat
             execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
         finally:
             orchestrator.telemetry.close()
-    return counts
 
 
 def _outcome_line(outcome: RunOutcome) -> str:

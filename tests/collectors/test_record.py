@@ -34,6 +34,13 @@ def make_orchestrator(tmp_path: Path, memory_limit_bytes: int | None = None) -> 
     return Orchestrator(db, device_id=device_id, cache_dir=tmp_path / "cache", memory_limit_bytes=memory_limit_bytes)
 
 
+def died(orchestrator: Orchestrator) -> Orchestrator:
+    """The collect that owned `orchestrator`'s runs is gone: its ownership lock is released, as
+    the kernel releases it when a process dies. Returns the next collect on the same DB."""
+    orchestrator.close()
+    return make_orchestrator(orchestrator.db_path.parent)
+
+
 def stored_runs(orchestrator: Orchestrator) -> list[dict]:
     with Store.open(orchestrator.db_path, read_only=True) as store:
         return store.frame("SELECT run_id, status, error_text, started_at, ended_at, threads, "
@@ -137,7 +144,7 @@ def test_a_run_whose_orchestrator_died_is_recovered_with_its_times(tmp_path):
     write_spool(spool_path, ended_process_pid(), n_latencies=3)   # the worker died with it
     last_write = dt.datetime.fromtimestamp(spool_path.stat().st_mtime, dt.timezone.utc)
 
-    [outcome] = make_orchestrator(tmp_path).recover_orphans()   # the next collect
+    [outcome] = died(orchestrator).recover_orphans()   # the next collect
     assert (outcome.run_id, outcome.status, outcome.error_text, outcome.n_latencies) == (record.run_id, "killed", INTERRUPTED, 3)
     [run] = stored_runs(orchestrator)
     assert run["status"] == "killed" and run["error_text"] == INTERRUPTED
@@ -154,7 +161,7 @@ def test_a_finished_worker_whose_orchestrator_died_is_recovered_as_ok(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     record = orchestrator.begin(CONFIG)
     write_spool(orchestrator.spool_dir / f"{record.run_id}.jsonl", ended_process_pid(), n_latencies=5, finished=True)
-    [outcome] = orchestrator.recover_orphans()
+    [outcome] = died(orchestrator).recover_orphans()
     assert outcome.status == "ok"
     [run] = stored_runs(orchestrator)
     assert run["status"] == "ok" and run["started_at"] <= run["ended_at"]
@@ -169,7 +176,7 @@ def test_a_worker_still_running_is_stopped_and_ends_at_recovery(tmp_path):
     try:
         write_spool(orchestrator.spool_dir / f"{record.run_id}.jsonl", worker.pid, n_latencies=2)
         before_recovery = dt.datetime.now(dt.timezone.utc)
-        [outcome] = orchestrator.recover_orphans()
+        [outcome] = died(orchestrator).recover_orphans()
         assert worker.wait(timeout=10) == -signal.SIGKILL
     finally:
         if worker.poll() is None:
@@ -182,7 +189,7 @@ def test_a_worker_still_running_is_stopped_and_ends_at_recovery(tmp_path):
 def test_a_run_that_died_before_its_worker_started_is_recovered_with_its_times(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     record = orchestrator.begin(CONFIG)   # died while preparing the model: no spool
-    [outcome] = orchestrator.recover_orphans()
+    [outcome] = died(orchestrator).recover_orphans()
     assert outcome.status == "killed" and outcome.n_latencies == 0
     [run] = stored_runs(orchestrator)
     assert run["run_id"] == str(record.run_id) and run["started_at"] <= run["ended_at"]
@@ -208,12 +215,66 @@ def test_a_meta_file_from_before_the_typed_record_is_still_recovered(tmp_path):
     assert run["started_at"] <= run["ended_at"] and run["unix_ns"] is None
 
 
-def test_an_unreadable_record_stops_recovery_with_its_name(tmp_path):
+@pytest.mark.parametrize("name, text", [(f"{uuid.uuid4()}.meta.json", '{"run_id": '),   # cut short
+                                        ("notes.meta.json", "{}"),                       # not a run id
+                                        (f"{uuid.uuid4()}.meta.json", "\udcff")])       # not UTF-8
+def test_an_unreadable_record_is_moved_aside_with_a_warning_and_recovery_goes_on(tmp_path, name, text):
+    dead = make_orchestrator(tmp_path)
+    good = dead.begin(CONFIG)
+    bad = dead.spool_dir / name
+    bad.write_bytes(text.encode("utf-8", "surrogateescape"))
+    (bad.parent / name.replace(".meta.json", ".jsonl")).write_text("{}\n")  # its spool goes with it
+    orchestrator = died(dead)
+    [outcome] = orchestrator.recover_orphans()
+    assert outcome.run_id == good.run_id, "the readable run is recovered all the same"
+    [warning] = orchestrator.warnings
+    assert "moved 2 unreadable spool file(s)" in warning and str(dead.spool_dir / "damaged") in warning
+    assert sorted(p.name for p in (dead.spool_dir / "damaged").iterdir()) == sorted([name, name.replace(".meta.json", ".jsonl")])
+    assert orchestrator.recover_orphans() == [] and orchestrator.warnings == [warning], "once moved, no longer in the way"
+
+
+def test_runs_of_a_live_collect_are_never_recovered_by_another(tmp_path):
+    """Ownership is proven by a held lock: a second collect leaves the first one's runs alone,
+    its worker included, however long the run takes."""
+    first = make_orchestrator(tmp_path)
+    record = first.begin(CONFIG)
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "edgestats.collectors.worker"],
+                              start_new_session=True)
+    try:
+        write_spool(first.spool_dir / f"{record.run_id}.jsonl", worker.pid, n_latencies=2)
+        second = make_orchestrator(tmp_path)
+        assert second.recover_orphans() == []
+        assert worker.poll() is None, "the live collect's worker was not killed"
+        assert (first.spool_dir / f"{record.run_id}.meta.json").exists() and stored_runs(first) == []
+        first.close()  # now it is gone: its run is recovered, its worker stopped
+        [outcome] = second.recover_orphans()
+        assert outcome.run_id == record.run_id and worker.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+    assert sorted(p.name for p in first.spool_dir.iterdir()) == [second.owner.name]
+
+
+def test_a_recovered_run_says_so_and_keeps_its_telemetry(tmp_path):
+    from edgestats.collectors.orchestrator import run_paths
+    from edgestats.collectors.telemetry.batchfile import write_batch
+    from edgestats.collectors.telemetry.sampler import Sampler
+
     orchestrator = make_orchestrator(tmp_path)
-    bad = orchestrator.spool_dir / f"{uuid.uuid4()}.meta.json"
-    bad.write_text('{"run_id": ')   # cut short
-    with pytest.raises(RunRecordError, match=str(bad)):
-        orchestrator.recover_orphans()
+    record = orchestrator.begin(CONFIG)
+    paths = run_paths(orchestrator.spool_dir, record.run_id)
+    write_spool(paths["spool"], ended_process_pid(), n_latencies=5, finished=True)
+    with Sampler(os.getpid(), 50) as sampler:
+        time.sleep(0.2)
+    batch = sampler.stop()
+    assert write_batch(paths["samples"], batch)
+    died(orchestrator).recover_orphans()
+    with Store.open(orchestrator.db_path, read_only=True) as store:
+        run = store.frame("SELECT status, environment->>'$.recovered.worker' AS how, "
+                          "environment->>'$.recovered.telemetry' AS telemetry FROM runs").to_dicts()[0]
+        n_samples = store.frame("SELECT count(*) AS n FROM samples").to_dicts()[0]["n"]
+    assert run == {"status": "ok", "how": "had ended", "telemetry": "kept"}
+    assert n_samples == len(batch) > 0
 
 
 def _utc(value: dt.datetime) -> dt.datetime:

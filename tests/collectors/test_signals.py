@@ -1,0 +1,171 @@
+"""Signals, timeouts and concurrent collects, with real processes: no run lost, no process left.
+
+Every test here runs `edgestats collect` as a process of its own (the CLI, as a user runs it)
+with ONNX Runtime workers on the session's prepared model cache.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from edgestats.store import Store
+
+pytestmark = pytest.mark.frameworks   # every test runs ONNX Runtime workers
+
+
+def collect_cmd(db: Path, cache: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "edgestats", "collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9",
+            "--cache-dir", str(cache), "--warmup", "1", *extra]
+
+
+def start(cmd: list[str]) -> subprocess.Popen:
+    # Its own session, like a shell job: the test's signals go to collect alone, as kill(1) does.
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs whose command line holds `text` (the trial's folder): collect, its workers, preparers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().split(") ")[-1][:1]
+            except OSError:
+                continue
+            if text.encode() in cmdline and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def none_left_within(text: str, seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := processes_mentioning(text)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def runs(db: Path, sql: str = "SELECT run_id, status, error_text, config_hash FROM runs") -> list[dict]:
+    with Store.open(db, read_only=True) as store:
+        return store.frame(sql).to_dicts()
+
+
+def read_lines(proc: subprocess.Popen, lines: list[str]) -> threading.Thread:
+    thread = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_signal_stops_the_worker_tree_and_stores_the_run_as_interrupted(tmp_path, model_cache, signum):
+    db = tmp_path / "r.duckdb"
+    proc = start(collect_cmd(db, model_cache, "-n", "100000000"))
+    lines: list[str] = []
+    reader = read_lines(proc, lines)
+    spool = tmp_path / ".r.duckdb.spool"
+    deadline = time.monotonic() + 60
+    while not any(p.read_text().count('"t": "lat"') > 20 for p in spool.glob("*.jsonl")):  # measuring now
+        assert time.monotonic() < deadline and proc.poll() is None, "".join(lines)
+        time.sleep(0.05)
+    os.kill(proc.pid, signum)
+    assert proc.wait(timeout=30) == 128 + signum
+    reader.join(5)
+    assert none_left_within(str(tmp_path), 5) == []
+    [run] = runs(db)
+    assert run["status"] == "killed" and f"received {signal.Signals(signum).name}" in run["error_text"]
+    assert "steady phase" in run["error_text"], run["error_text"]
+    n = runs(db, "SELECT count(*) AS n FROM latencies")[0]["n"]
+    assert n > 20, "what the run measured before the signal is kept"
+    output = "".join(lines)
+    assert f"stopped by {signal.Signals(signum).name}" in output and "Traceback" not in output
+    assert sorted(p.name for p in spool.iterdir()) == [], "the run is stored: nothing left to recover"
+
+
+def test_a_second_ctrl_c_exits_at_once_leaving_no_process(tmp_path, model_cache):
+    db = tmp_path / "r.duckdb"
+    proc = start(collect_cmd(db, model_cache, "-n", "100000000"))
+    spool = tmp_path / ".r.duckdb.spool"
+    deadline = time.monotonic() + 60
+    while not any(p.read_text().count('"t": "lat"') for p in spool.glob("*.jsonl")):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGINT)
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=10) == 130
+    proc.stdout.close()
+    assert none_left_within(str(tmp_path), 5) == []
+    # Whether the first signal's run was stored before the second arrived or not, it is not lost:
+    # the next collect stores what is still spooled.
+    subprocess.run(collect_cmd(db, model_cache, "-n", "5"), capture_output=True, timeout=120)
+    statuses = sorted(r["status"] for r in runs(db))
+    assert statuses == ["killed", "ok"], statuses
+
+
+def test_model_preparation_is_covered_by_the_timeout(tmp_path):
+    """A fresh cache: preparing cnn9 for ONNX Runtime exports it with torch, which takes longer
+    than the 0.5 s allowed; the run is stored as timeout naming the phase, and no traceback."""
+    db = tmp_path / "r.duckdb"
+    result = subprocess.run(collect_cmd(db, tmp_path / "empty-cache", "-n", "5", "--timeout", "0.5"),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr
+    [run] = runs(db)
+    assert run["status"] == "timeout" and "phase prepare" in run["error_text"] and "--timeout 0.5" in run["error_text"]
+    assert none_left_within(str(tmp_path), 5) == []
+
+
+def test_four_concurrent_collects_store_every_run(tmp_path, model_cache):
+    db = tmp_path / "r.duckdb"
+    procs = [start(collect_cmd(db, model_cache, "-n", "20", "--batch-size", str(b), "--repeat", "5"))
+             for b in (1, 2, 3, 4)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
+    stored = runs(db, "SELECT status, batch_size, error_text FROM runs")
+    assert len(stored) == 20 and all(r["status"] == "ok" for r in stored), stored
+    assert sorted(r["batch_size"] for r in stored) == sorted([1, 2, 3, 4] * 5)
+    assert not any("recovered" in out or "killed" in out for out in outputs), outputs
+    assert sorted(p.name for p in (tmp_path / ".r.duckdb.spool").iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", [20261123, 20261124])
+def test_signals_at_random_points_lose_no_run_and_leave_no_process(tmp_path, model_cache, seed):
+    """2 x 10 trials, each series on one DB: each trial starts collect (resuming the same sweep)
+    and sends SIGTERM, SIGINT or SIGKILL at a random moment (starting, planning, measuring,
+    storing). After each, no process of it is alive within 5 s; at the end, every run that
+    finished is in the DB once."""
+    db = tmp_path / "r.duckdb"
+    rng = random.Random(seed)
+    cmd = collect_cmd(db, model_cache, "-n", "30", "--repeat", "60")
+    finished = 0
+    for trial in range(10):
+        proc = start(cmd)
+        lines: list[str] = []
+        reader = read_lines(proc, lines)
+        time.sleep(rng.uniform(0.1, 2.5))
+        signum = rng.choice([signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+        os.kill(proc.pid, signum)
+        code = proc.wait(timeout=60)
+        reader.join(5)
+        # 128 + signal: collect (or the command, still starting) exited on it; -signal: it came
+        # before the interpreter had run a line of edgestats, so nothing had started.
+        assert code in (0, 128 + signum, -signum), (trial, code, "".join(lines))
+        assert none_left_within(str(tmp_path), 5) == [], f"trial {trial}: processes left after {signum!r}"
+        assert "Traceback" not in "".join(lines), "".join(lines)
+        finished += sum(line.startswith("ok ") or "-> ok" in line for line in lines)
+    final = subprocess.run(collect_cmd(db, model_cache, "-n", "30", "--repeat", "1"), capture_output=True, text=True,
+                           timeout=120)  # recovers what the last SIGKILL left spooled
+    finished += final.stdout.count("-> ok") + final.stderr.count("-> ok")
+    stored = runs(db)
+    assert len({r["run_id"] for r in stored}) == len(stored)
+    ok = [r for r in stored if r["status"] == "ok"]
+    assert len(ok) >= finished, "every run reported finished is stored"
+    assert len({r["config_hash"] for r in ok}) == len(ok), "no configuration completed twice"
+    assert all(r["status"] in ("ok", "killed") for r in stored), [r["error_text"] for r in stored]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 import sys
 from dataclasses import dataclass, field
@@ -71,6 +72,12 @@ SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float,
                              "sample_hz": float, "power": str, "clock_offset": float, "memory_limit_mb": float}
 MINIMUM = {"memory_limit_mb": 1, "batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
            "sample_hz": 0, "epochs": 1, "num_workers": 0, "learning_rate": 1e-12}
+# The counts are stored in INTEGER columns of runs (schema/0001_initial.sql) and the seed in a
+# BIGINT: a run with a larger value could not be stored. The sampler runs at most 1000 Hz
+# (docs/cli/collect.md).
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+MAXIMUM = {"batch_size": INT32_MAX, "threads": INT32_MAX, "iterations": INT32_MAX, "warmup": INT32_MAX, "epochs": INT32_MAX,
+           "num_workers": INT32_MAX, "repeat": INT32_MAX, "seed": INT64_MAX, "shuffle_seed": INT64_MAX, "sample_hz": 1000}
 
 
 class SweepError(EdgestatsError):
@@ -116,8 +123,12 @@ def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, wh
         raise SweepError(f"{where}{key}: expected {_type_name(expected)}{lists}, got {type(value).__name__} {value!r}")
     if allowed is not None and value not in allowed:
         raise SweepError(f"{where}{key}: {value!r} is not valid; use one of {', '.join(allowed)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SweepError(f"{where}{key}: {value!r} is not a finite number")
     if key in MINIMUM and value < MINIMUM[key]:
         raise SweepError(f"{where}{key}: {value!r} must be at least {MINIMUM[key]}")
+    if key in MAXIMUM and value > MAXIMUM[key]:
+        raise SweepError(f"{where}{key}: {value!r} must be at most {MAXIMUM[key]}")
     if key == "model":
         _check_model(value, where)
     if key == "input" and not Path(value).is_file():
@@ -222,8 +233,15 @@ def load_sweep_file(path: Path) -> dict[str, Any]:
     """The [sweep] table of a TOML file, unvalidated."""
     if not path.is_file():
         raise SweepError(f"{path}: no such sweep file")
+    raw = path.read_bytes()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SweepError(f"{path}: line {line} is not UTF-8 text (byte 0x{raw[exc.start]:02x}); TOML files are UTF-8: "
+                         "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{path}: not valid TOML: {exc}") from exc
     unknown = [k for k in data if k != "sweep"]

@@ -21,6 +21,9 @@ UNIT_FACTORS: dict[str, dict[str, float]] = {
     "pct": {"pct": 1.0, "frac": 100.0},
 }
 UNIT_FAMILY = {unit: family for family, units in UNIT_FACTORS.items() for unit in units}
+# The count columns (batch_size, threads, ...) are INTEGER in the runs table (schema/0001_initial.sql):
+# a value above this does not fit.
+INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)

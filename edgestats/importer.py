@@ -10,8 +10,11 @@ as written), checked and converted in SQL, and written with Arrow bulk inserts.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import pyarrow as pa
 from edgestats import __version__
 from edgestats.database import first_row
 from edgestats.errors import ImportFileError
-from edgestats.import_columns import CANONICAL, Canonical, UnitMismatch, normalise, resolve
+from edgestats.import_columns import CANONICAL, INT_MAX, Canonical, UnitMismatch, normalise, resolve
 from edgestats.store import Store, name_uuid, quote_ident
 
 RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
@@ -29,6 +32,8 @@ KINDS = ("inference", "training")
 # Thousands separators as in published tables ("1,114.34"); only this unambiguous shape.
 THOUSANDS = r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$"
 NONNEGATIVE_FAMILIES = ("time", "memory", "energy", "power", "pct")
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+DELIMITERS = (",", "\t", ";", "|")
 
 
 @dataclass
@@ -68,20 +73,55 @@ def parse_mappings(mappings: list[str]) -> dict[str, str]:
 def _read_as_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
     """Load the file into table `staged` (all VARCHAR, plus its 1-based row number `_row`)."""
     suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv", ".txt"):
-        source = "read_csv(?, all_varchar = true, header = true)"
+    if suffix in TEXT_SUFFIXES:
+        delimiter = check_text_file(path)
+        source = "read_csv(?, all_varchar = true, header = true, delim = ?, quote = '\"', escape = '\"')"
+        params = [str(path), delimiter]
     elif suffix in (".parquet", ".pq"):
-        source = "read_parquet(?)"
+        source, params = "read_parquet(?)", [str(path)]
     else:
         raise ImportFileError(f"{path}: unknown file type {suffix!r}; import reads .csv, .tsv or .parquet")
     try:
-        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {source}", [str(path)])
+        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {source}", params)
     except duckdb.Error as exc:
-        raise ImportFileError(f"{path}: cannot read it as {suffix[1:]}: {exc}") from exc
+        first_line = next((line for line in str(exc).splitlines() if line.strip()), str(exc)).rstrip(".")
+        data = path.read_bytes() if suffix in TEXT_SUFFIXES else b""
+        mixed = b"\r\n" in data and re.search(rb"(?<!\r)\n", data) is not None
+        hint = " (it mixes \\r\\n and \\n line endings: save it with one kind)" if mixed else ""
+        raise ImportFileError(f"{path}: cannot read it as {suffix[1:]}{hint}: {first_line}; nothing was imported") from exc
     columns = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE raw)").fetchall()]
     casts = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR) AS {quote_ident(c)}" for c in columns)
     con.execute(f"CREATE TEMP TABLE staged AS SELECT row_number() OVER () AS _row, {casts} FROM raw")
     return columns
+
+
+def check_text_file(path: Path) -> str:
+    """The delimiter of a CSV/TSV file, after checking that it is UTF-8 text whose quotes balance.
+
+    DuckDB's reader is lenient: with an unclosed quote it guesses another dialect and imports
+    `"pi` as a device name, or drops rows. Python's csv module in strict mode finds the record
+    where quoting goes wrong, so the error can name its row and line."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ImportFileError(f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file "
+                              "as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported") from None
+    header = text.split("\n", 1)[0]
+    default = "\t" if path.suffix.lower() == ".tsv" else ","
+    delimiter = max(DELIMITERS, key=lambda d: (header.count(d), d == default))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
+    record, start = 0, 1  # the record being read (0: the header) and the line it starts on
+    try:
+        for _ in reader:
+            record, start = record + 1, reader.line_num + 1
+    except csv.Error as exc:
+        where = "the header" if record == 0 else f"row {record}"
+        raise ImportFileError(
+            f"{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (\") that does not close, or "
+            f"text follows its closing quote ({exc}); close the quote or remove it; nothing was imported") from None
+    return delimiter
 
 
 def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> list[SourceColumn]:
@@ -142,6 +182,10 @@ def _check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceC
             if spec.type == "int":
                 _fail_at(con, path, column, f"{finite} AND ({number} <> round({number}) OR {number} < 0)",
                          f"is not a whole number ≥ 0 ({spec.name} counts)")
+                _fail_at(con, path, column, f"{finite} AND {number} > {INT_MAX}",
+                         f"is too large ({spec.name} is stored as a 32-bit integer, at most {INT_MAX})")
+            _fail_at(con, path, column, f"{finite} AND NOT isfinite({number} * {column.factor})",
+                     f"is too large to store once converted to {spec.name}")
             if spec.family in NONNEGATIVE_FAMILIES:
                 _fail_at(con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)")
             if spec.name == "accuracy_pct":
@@ -219,6 +263,24 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
 
     runs, results, diverged = _build_tables(rows, plan, kind=kind, path=path, file_hash=file_hash)
     device_names = sorted({r["device"] for r in rows})
+    created = not Path(db_path).exists()
+    try:
+        present = _write(Path(db_path), runs, results, device_names, path)
+    except BaseException:
+        if created:  # the DB this import created holds nothing: take it away again
+            for leftover in (Path(db_path), Path(f"{db_path}.wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    return ImportReport(
+        file=path, rows=len(rows), runs_added=len(rows) - len(present), runs_already_present=len(present),
+        devices=device_names,
+        columns={c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "") for c in plan if c.canonical},
+        extra_columns=[c.original for c in plan if c.canonical is None], diverged_rows=diverged,
+    )
+
+
+def _write(db_path: Path, runs: pa.Table, results: pa.Table, device_names: list[str], path: Path) -> set[str]:
+    """Write the new runs in one transaction; the run ids already present (left as they are)."""
     with Store.open(db_path) as store:
         present = {str(r[0]) for r in store.con.execute(
             "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [runs["run_id"].to_pylist()]
@@ -229,12 +291,7 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
                 store.register_device({"name": name, "facts": {"registered_by": f"import:{path.name}"}})
             store.insert_rows("runs", runs.filter(keep))
             store.insert_rows("run_results", results.filter(keep))
-    return ImportReport(
-        file=path, rows=len(rows), runs_added=len(rows) - len(present), runs_already_present=len(present),
-        devices=device_names,
-        columns={c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "") for c in plan if c.canonical},
-        extra_columns=[c.original for c in plan if c.canonical is None], diverged_rows=diverged,
-    )
+    return present
 
 
 def _arrow_type(column: str) -> pa.DataType:

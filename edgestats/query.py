@@ -1,7 +1,9 @@
 """`edgestats sql`: run a user's query and format the result.
 
-Read-only means the DuckDB connection itself is opened read-only, so any statement that would
-change the file fails inside DuckDB; there is no keyword filter to get around.
+Without --write the query runs in the sandbox of edgestats/sandbox.py: the DuckDB connection is
+opened read-only (any statement that would change the DB fails inside DuckDB) and locked down
+so that it reads no file but the DB and those named with --read, writes none, loads no
+extension and reaches no network. With --write the connection is a plain writable one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import decimal
 import io
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 import duckdb
 
 from edgestats.errors import QueryError
+from edgestats.sandbox import HINT, refuse_writes, sandboxed_store
 from edgestats.store import Store
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -30,22 +34,42 @@ class QueryResult:
     rows: list[tuple]
 
 
-def run_query(db_path: str | Path, query: str, *, write: bool = False) -> QueryResult:
-    with Store.open(db_path, read_only=not write) as store:
-        try:
-            # The relation API runs a statement at once and returns None when it has no result
-            # set; results come back through Arrow, which needs no pytz for TIMESTAMPTZ values.
-            relation = store.con.sql(query)
-            table = relation.to_arrow_table() if relation is not None else None
-        except duckdb.Error as exc:
-            text = str(exc)
-            if not write and ("read-only" in text.lower() or "read only" in text.lower()):
-                raise QueryError(f"{text}\nThe DB is opened read-only; pass --write to change it.") from exc
-            raise QueryError(text) from exc
-        if table is None:
-            return QueryResult([], [])
-        columns = [column.to_pylist() for column in table.columns]  # by position: names may repeat
-        return QueryResult(table.column_names, list(zip(*columns)))
+def run_query(db_path: str | Path, query: str, *, write: bool = False, read: Sequence[str | Path] = ()) -> QueryResult:
+    """Run `query` on the DB: sandboxed (reading the DB and `read` only) unless `write`."""
+    if write and read:
+        raise QueryError("--read is for the sandboxed (default) mode; with --write the connection is not sandboxed "
+                         "and reads any file, so drop --read")
+    if write:
+        with Store.open(db_path) as store:
+            return _execute(store.con, query, write=True)
+    refuse_writes(query)
+    with sandboxed_store(db_path, read) as store:
+        return _execute(store.con, query, write=False)
+
+
+def _execute(con: duckdb.DuckDBPyConnection, query: str, *, write: bool) -> QueryResult:
+    try:
+        # The relation API runs a statement at once and returns None when it has no result
+        # set; results come back through Arrow, which needs no pytz for TIMESTAMPTZ values.
+        relation = con.sql(query)
+        table = relation.to_arrow_table() if relation is not None else None
+    except duckdb.Error as exc:
+        text = _first_line(str(exc))
+        if not write and ("read-only" in text.lower() or "read only" in text.lower()):
+            raise QueryError(f"{text} The DB is opened read-only; pass --write to change it.") from exc
+        if not write and isinstance(exc, duckdb.PermissionException):
+            raise QueryError(f"{text}. {HINT}.") from exc
+        raise QueryError(text) from exc
+    if table is None:
+        return QueryResult([], [])
+    columns = [column.to_pylist() for column in table.columns]  # by position: names may repeat
+    return QueryResult(table.column_names, list(zip(*columns)))
+
+
+def _first_line(text: str) -> str:
+    """DuckDB's message without the lines it adds below (a caret under the query, hints)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else text
 
 
 def _plain(value: Any) -> Any:

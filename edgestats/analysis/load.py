@@ -8,8 +8,9 @@ as one column, through Arrow, never row by row. The latency distribution per con
 quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by the functions below, which
 return strings (tested without a DB), and run in `load_data()`.
 
-The DB is opened read-only. `--where` is checked to be a single expression before it is put in
-a query, and the connection could not write even if it were not.
+The DB is opened in the sandbox of edgestats/sandbox.py (read-only; no query, a `--where` subquery
+included, reads a file outside the DB, writes one or loads an extension), and `--where` is checked
+to be one expression before it is put in a query.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import polars as pl
 import pyarrow as pa
 
 from edgestats.errors import EdgestatsError
-from edgestats.store import Store, quote_ident
+from edgestats.sandbox import sandboxed_store
+from edgestats.store import quote_ident
 
 # Statuses whose figures are results: a diverged run (NaN loss) is a result (docs/architecture.md §5);
 # error / timeout / killed runs hold partial data and are left out.
@@ -91,27 +93,38 @@ def filters_sql(filters: dict[str, list[str]]) -> str:
     return " AND ".join(parts) if parts else "TRUE"
 
 
-def parentheses_balanced(text: str) -> bool:
-    """True when every ( outside quotes closes inside the text: `a) OR (b` would otherwise
-    escape the parentheses check_where puts around it."""
-    depth, quote = 0, None
+def _outside_quotes(text: str) -> tuple[str, bool]:
+    """`text` without what is inside '...' and "..." (or a doubled quote), and whether every quote closed."""
+    kept, quote = [], None
     for char in text:
         if quote:
             quote = None if char == quote else quote
         elif char in "'\"":
             quote = char
-        elif char == "(":
+        else:
+            kept.append(char)
+    return "".join(kept), quote is None
+
+
+def parentheses_balanced(text: str) -> bool:
+    """True when every ( outside quotes closes inside the text: `a) OR (b` would otherwise
+    escape the parentheses check_where puts around it."""
+    outside, closed = _outside_quotes(text)
+    depth = 0
+    for char in outside:
+        if char == "(":
             depth += 1
         elif char == ")":
             depth -= 1
             if depth < 0:
                 return False
-    return depth == 0 and quote is None
+    return depth == 0 and closed
 
 
 def check_where(where: str | None) -> str:
     """The user's --where as a parenthesised expression; anything that is not one expression (a
-    second statement, a dangling parenthesis) is refused before it reaches the DB."""
+    second statement, a dangling parenthesis) is refused before it reaches the DB. A ';' inside
+    a string or a quoted name is part of the expression."""
     if where is None or not where.strip():
         return "TRUE"
     probe = f"SELECT * FROM run_summary WHERE ({where})"
@@ -121,8 +134,8 @@ def check_where(where: str | None) -> str:
         first_line = str(exc).splitlines()[0]
         raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. "
                                  f"\"framework = 'pytorch'\" ({first_line})") from None
-    if (len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT or ";" in where
-            or not parentheses_balanced(where)):
+    if (len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT
+            or ";" in _outside_quotes(where)[0] or not parentheses_balanced(where)):
         raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. \"framework = 'pytorch'\"")
     return f"({where})"
 
@@ -264,10 +277,10 @@ def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
 
 def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, list[str]] | None = None,
               needs: Needs = Needs()) -> AnalysisData:
-    """Open the DB read-only and read the selected runs and what `needs` asks for."""
+    """Open the DB read-only, sandboxed, and read the selected runs and what `needs` asks for."""
     db = Path(db)
     where_sql = check_where(where)
-    with Store.open(db, read_only=True) as store:
+    with sandboxed_store(db) as store:
         con = store.con
         summary_columns = _columns(con, "run_summary")
         _check_summary(summary_columns, db)
@@ -278,8 +291,10 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
         except duckdb.Error as exc:
             if where:
                 first_line = str(exc).splitlines()[0]
-                raise AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); "
-                                         "it may use the columns of run_summary (edgestats sql DB \"DESCRIBE run_summary\")") from None
+                hint = ("analyze is sandboxed as `edgestats sql` is (docs/cli/sql.md): a --where reads nothing outside the DB"
+                        if isinstance(exc, duckdb.PermissionException) else "it may use the columns of run_summary "
+                        "(edgestats sql DB \"DESCRIBE run_summary\")")
+                raise AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); {hint}") from None
             raise
         runs = _derive(runs)
         data = AnalysisData(runs=runs)

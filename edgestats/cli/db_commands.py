@@ -66,17 +66,20 @@ def sql_command(
     db: Path = typer.Argument(..., help="Results DB to query."),
     query: str = typer.Argument(..., help="SQL (DuckDB dialect), e.g. \"SELECT * FROM run_summary\"."),
     fmt: str = typer.Option("table", "--format", "-f", help=f"Output format: {', '.join(FORMATS)}."),
-    write: bool = typer.Option(False, "--write", help="Open the DB for writing (default: the connection is read-only)."),
+    read: list[Path] = typer.Option([], "--read", metavar="PATH", help="A file or folder the query may read, e.g. an export folder for read_parquet (repeatable); nothing else outside the DB is readable."),
+    write: bool = typer.Option(False, "--write", help="Open the DB for writing, without the sandbox: the query can then write and read any file."),
 ) -> None:
     """Run a SQL query on a results DB and print the result.
 
     Tables: devices, runs, run_results, phases, latencies, samples, baselines, epochs, batches.
-    Views: run_summary, training_summary, phase_energy. The connection is read-only unless
-    --write is given.
+    Views: run_summary, training_summary, phase_energy. Without --write the query is sandboxed:
+    the DB is read-only, no file is written, none outside the DB is read (but those named with
+    --read), no extension is installed or loaded and no network is reached. --write opens the
+    DB for writing and is not sandboxed.
     """
     if fmt not in FORMATS:
         raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
-    typer.echo(format_result(run_query(db, query, write=write), fmt))
+    typer.echo(format_result(run_query(db, query, write=write, read=read), fmt))
 
 
 @handle_errors

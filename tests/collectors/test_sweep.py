@@ -112,3 +112,42 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
     assert sweep_flags({**given, "evict_cache": False})["evict_cache"] == [False]
     sweep = combine(None, flags, None)
     assert [c.batch_size for c in sweep.configs()] == [1, 2] and sweep.configs()[0].extra == {"interop_threads": 1}
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def test_a_sweep_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "sweep.toml"
+    path.write_bytes(b'[sweep]\nframework = "pytorch"\nmodel = "cnn9"\n# \xff\xfe\n')
+    db = tmp_path / "r.duckdb"
+    with pytest.raises(SweepError, match=r"line 4 is not UTF-8 text \(byte 0xff\)"):
+        load_sweep_file(path)
+    assert "not UTF-8" in one_line_error(runner.invoke(app, ["collect", str(path), "--db", str(db)]))
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("value", ["1e9", "1001", "nan", "inf", "-1"])
+def test_sample_hz_is_at_most_1000(tmp_path, value):
+    path = write(tmp_path, f'[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nsample_hz = {value}\n')
+    db = tmp_path / "r.duckdb"
+    with pytest.raises(SweepError, match="sample_hz"):
+        combine(load_sweep_file(path), {}, path)
+    assert "sample_hz" in one_line_error(runner.invoke(app, ["collect", str(path), "--db", str(db)]))
+    flag = runner.invoke(app, ["collect", "--db", str(db), "-f", "pytorch", "-m", "cnn9", "--sample-hz", value])
+    assert "sample_hz" in one_line_error(flag)
+    assert not db.exists()
+    assert build_sweep({"framework": "pytorch", "model": "cnn9", "sample_hz": 1000}).settings["sample_hz"] == 1000.0
+
+
+@pytest.mark.parametrize("key, value", [("batch_size", 3_000_000_000), ("threads", 2**31), ("iterations", 10**22),
+                                        ("timeout", float("inf")), ("cooldown", float("nan")), ("learning_rate", float("inf"))])
+def test_values_a_run_cannot_store_or_use_are_refused(key, value):
+    kind = {"kind": "training", "data": "."} if key == "learning_rate" else {}
+    with pytest.raises(SweepError, match=key):
+        build_sweep({"framework": "pytorch", "model": "cnn9", key: value, **kind})

@@ -144,3 +144,56 @@ def test_import_cli_success_and_error(tmp_path):
     assert "5 runs added" in ok.output
     bad = runner.invoke(app, ["import", str(db), str(tmp_path / "nope.csv"), "--kind", "training"])
     assert bad.exit_code == 1 and "error:" in bad.output and "Traceback" not in bad.output
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("column, value", [("batch_size", "1e23"), ("threads", "3000000000"), ("iterations", "2147483648")])
+def test_a_count_too_large_for_its_column_is_one_line_and_creates_no_db(tmp_path, column, value):
+    db = tmp_path / "new.duckdb"
+    src = write(tmp_path / "big.csv", f"device,framework,{column},latency_ms\npi,pytorch,4,3\npi,pytorch,{value},5\n")
+    line = one_line_error(runner.invoke(app, ["import", str(db), str(src), "--kind", "inference"]))
+    assert f"row 2 (line 3), column '{column}': '{value}' is too large" in line and "2147483647" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.csv"], "nothing is written on error"
+    largest = write(tmp_path / "largest.csv", f"device,framework,{column},latency_ms\npi,pytorch,2147483647,5\n")
+    assert import_results(db, largest, kind="inference").runs_added == 1
+
+
+@pytest.mark.parametrize("text, line", [
+    ('device,framework,latency_ms\npi,pytorch,3\n"pi,pytorch,5\n', 3),
+    ('device,framework,latency_ms\n"pi,pytorch,5\nx,tflite,3\n', 2),
+    ('device,framework,latency_ms\n"pi,pytorch,5\n"x,y",z,3\n', 2),
+    ('device\tframework\tlatency_ms\npi\t"pytorch\t5\n', 2),
+])
+def test_an_unbalanced_quote_is_refused_naming_its_row(tmp_path, text, line):
+    db = tmp_path / "r.duckdb"
+    import_results(db, SAMPLE, kind="training")
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    src = tmp_path / ("bad.tsv" if "\t" in text else "bad.csv")
+    src.write_text(text)
+    error = one_line_error(runner.invoke(app, ["import", str(db), str(src), "--kind", "inference"]))
+    assert f"row {line - 1} (line {line})" in error and "unbalanced quote" in error
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    assert rows(db, "SELECT count(*) AS n FROM devices WHERE name LIKE '%\"%'")[0]["n"] == 0
+
+
+def test_quoted_cells_still_import(tmp_path):
+    src = write(tmp_path / "q.csv", 'device,framework,model,latency_ms\n"pi, 4B",pytorch,"say ""hi""",3\npi,tflite,"two\nlines",5\n')
+    report = import_results(tmp_path / "r.duckdb", src, kind="inference")
+    assert report.devices == ["pi", "pi, 4B"]
+    assert sorted(r["model"] for r in rows(tmp_path / "r.duckdb", "SELECT model FROM runs")) == ['say "hi"', "two\nlines"]
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
+    db = tmp_path / "new.duckdb"
+    src = tmp_path / "latin1.csv"
+    src.write_bytes(b"device,framework,latency_ms\npi,pytorch,3\nk\xf6ln,tflite,5\n")
+    error = one_line_error(runner.invoke(app, ["import", str(db), str(src), "--kind", "inference"]))
+    assert "line 3" in error and "UTF-8" in error
+    assert not db.exists()

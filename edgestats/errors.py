@@ -17,6 +17,21 @@ class DatabaseLockedError(DatabaseError):
     """Another process holds the DuckDB file (DuckDB allows one writer per file); waiting may help."""
 
 
+class DamagedDatabaseError(DatabaseError):
+    """The DuckDB file is truncated or corrupt: nothing reads or writes it; restore it from a copy."""
+
+
+class StorageError(DatabaseError):
+    """A write failed for a storage reason (disk full, file too large, read-only file system,
+    permission denied). `cause` is the OS's words for it, `path` the file that could not be
+    written; what was stored before is intact."""
+
+    def __init__(self, message: str, *, cause: str | None = None, path: str | None = None):
+        super().__init__(message)
+        self.cause = cause
+        self.path = path
+
+
 class SchemaTooNewError(DatabaseError):
     """The DB was written by a newer edgestats than this one."""
 

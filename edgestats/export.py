@@ -39,7 +39,7 @@ from typing import Any
 import duckdb
 
 from edgestats import __version__
-from edgestats.database import scalar
+from edgestats.database import damage_error, scalar, storage_error
 from edgestats.errors import ExportError
 from edgestats.migrations import MIGRATIONS_TABLE
 from edgestats.store import Store, quote_ident
@@ -225,6 +225,20 @@ def _replace_dir(new: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _export_failure(exc: BaseException, table: str, db_path: Path, work: Path, out: Path) -> Exception | None:
+    """One line for a failed table export: the DB damaged (a block failing its checksum), or the
+    storage refusing the write (its cause and the file), or DuckDB's own words; None for an
+    error that is no failed write (a bug, raised as it is)."""
+    damaged = damage_error(exc, db_path)
+    if damaged is not None:
+        return damaged
+    fault = storage_error(work, exc, note="")
+    if fault is None and not isinstance(exc, (duckdb.IOException, OSError)):
+        return None
+    why = str(fault) if fault is not None else f"{str(exc).strip().splitlines()[0]}. Check free space and permissions"
+    return ExportError(f"writing {table} to {work} failed: {why.rstrip('. ')}; {out} was not changed.")
+
+
 def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool = False) -> dict[str, Any]:
     """Export every table of a results DB to out_dir as hive-partitioned Parquet (by device_id).
 
@@ -267,12 +281,15 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
             for table in tables:
                 try:
                     manifest["tables"][table.name] = _write_table(con, table, work, names)
-                except (duckdb.IOException, OSError) as exc:
-                    raise ExportError(
-                        f"writing {table.name} to {work} failed: {exc}. Check free space and permissions; "
-                        f"{out} was not changed."
-                    ) from exc
-            (work / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+                except (duckdb.Error, OSError) as exc:
+                    failure = _export_failure(exc, table.name, db_path, work, out)
+                    if failure is None:
+                        raise
+                    raise failure from exc
+            try:
+                (work / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            except OSError as exc:
+                raise _export_failure(exc, MANIFEST_NAME, db_path, work, out) or exc from exc
             _replace_dir(work, out)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)

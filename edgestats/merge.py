@@ -7,21 +7,30 @@ read-only; an input of an older schema is migrated in a temporary copy, never in
 
 Content is compared by a per-run fingerprint of every table: row count and the sum of each
 row's hash, which does not depend on row order. The comparison and the copy run in SQL.
+
+OUT changes only when the whole merge succeeds: the merge runs in a temporary file in OUT's
+folder (a copy of OUT, WAL included, when OUT exists), checkpointed there, then renamed over
+OUT. A merge that fails (a conflict, a damaged or foreign input, a full disk, Ctrl-C) removes
+the temporary file; OUT, or its absence, stays as it was, byte for byte. While it runs, OUT is
+held open read-only, so no other process writes to it between the copy and the rename.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
-from collections.abc import Callable
-from contextlib import ExitStack
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from edgestats.database import connect, first_row, scalar, translate_open_error
-from edgestats.errors import DatabaseError, MergeConflictError
+from edgestats.database import (STORED_BEFORE, check_intact, connect, damage_error, first_row, scalar,
+                                storage_errors, translate_open_error)
+from edgestats.errors import DatabaseError, MergeConflictError, StorageError
 from edgestats.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store import CHILD_TABLES, Store, quote_ident
 
@@ -47,6 +56,7 @@ def _attach_current(con, path: Path, alias: str, workdir: Path) -> int | None:
     opened once, by the ATTACH: the version is read through it."""
     label = str(path)
     con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [label])
+    check_intact(con, path, alias)
     version, written_by = current_version(con, label, database=alias)
     check_not_newer(version, written_by, label)
     if version == 0:
@@ -55,10 +65,7 @@ def _attach_current(con, path: Path, alias: str, workdir: Path) -> int | None:
         return None
     con.execute(f"DETACH {alias}")
     copy = workdir / f"{alias}_{path.name}"
-    shutil.copy2(path, copy)
-    wal = path.with_name(path.name + ".wal")
-    if wal.exists():  # uncommitted-to-file changes live in the WAL: copy them too
-        shutil.copy2(wal, copy.with_name(copy.name + ".wal"))
+    _copy_db(path, copy)
     migrated = connect(copy)
     try:
         migrate(migrated, f"a copy of {path}")
@@ -150,38 +157,113 @@ class _Merger:
             )
 
 
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def _copy_db(source: Path, target: Path) -> None:
+    """Copy a DuckDB file with its WAL (changes not yet checkpointed into the file live there)."""
+    shutil.copyfile(source, target)
+    if _wal(source).exists():
+        shutil.copyfile(_wal(source), _wal(target))
+
+
+def _check_output(con: duckdb.DuckDBPyConnection, out: Path) -> None:
+    """OUT must be an edgestats DB this edgestats can write: checked on OUT itself, so that an
+    error names OUT and not its temporary copy."""
+    try:
+        version, written_by = current_version(con, str(out))
+    except duckdb.Error as exc:
+        raise translate_open_error(out, exc) from exc
+    check_not_newer(version, written_by, str(out))
+
+
+@contextmanager
+def staged_output(out: Path) -> Iterator[Path]:
+    """A temporary DB in OUT's folder to merge into, a copy of OUT when OUT exists; it replaces
+    OUT when the body succeeds and is removed when it fails, leaving OUT as it was."""
+    target = out.resolve() if out.is_symlink() else out  # a link keeps pointing at the merged file
+    staged = target.with_name(f".{target.name}.merging-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    guard = None
+    try:
+        if target.exists():
+            guard = connect(target, read_only=True)  # checks OUT is whole; no writer while we copy and merge
+            _check_output(guard, target)
+            with storage_errors(staged):
+                _copy_db(target, staged)
+        yield staged
+        with storage_errors(target):
+            os.replace(staged, target)
+            _wal(target).unlink(missing_ok=True)  # its changes are in the merged file, checkpointed
+    finally:
+        if guard is not None:
+            guard.close()
+        for leftover in (staged, _wal(staged)):
+            with suppress(OSError):  # not there (or on a read-only file system: then never made)
+                leftover.unlink()
+        shutil.rmtree(staged.with_name(staged.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
+
+
 def merge(out: str | Path, inputs: list[str | Path], *, progress: Callable[[str], None] | None = None) -> list[InputReport]:
-    """Merge `inputs` into `out` (created if missing) in one transaction: all or nothing."""
+    """Merge `inputs` into `out` (created if missing) in one transaction: all or nothing; `out`
+    is replaced only when the merge succeeds (see the module docstring)."""
     out_path = Path(out)
     paths = list(dict.fromkeys(Path(p).resolve() for p in inputs))  # the same file twice: once
     if not paths:
         raise DatabaseError("nothing to merge: give at least one input file")
+    if not out_path.parent.is_dir():
+        raise DatabaseError(f"{out_path}: the folder {out_path.parent} does not exist; create it first.")
+    if out_path.is_dir():
+        raise DatabaseError(f"{out_path} is a directory; give the path of a .duckdb file to merge into.")
     for path in paths:
         if not path.is_file():
             raise DatabaseError(f"{path}: no such file")
         if out_path.exists() and path.resolve() == out_path.resolve():
             raise DatabaseError(f"{path} is both the output and an input; write the merge to a new file")
     reports = [InputReport(p) for p in paths]
-    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="edgestats-merge-") as tmp:
-        store = stack.enter_context(Store.open(out_path))
-        aliases: list[str] = []
-        try:
-            for i, report in enumerate(reports):
-                alias = f"edgestats_in_{i}"
+    existed = out_path.exists()
+    try:
+        with tempfile.TemporaryDirectory(prefix="edgestats-merge-") as tmp, staged_output(out_path) as staged:
+            with Store.open(staged) as store:
+                _merge_all(store, reports, Path(tmp), progress)
+                with storage_errors(staged):
+                    store.con.execute("CHECKPOINT")  # all in the file: the rename moves one complete file
+    except StorageError as exc:
+        unchanged = (f"{out_path} was not {'changed' if existed else 'created'} "
+                     "(the merge wrote to a temporary file beside it, now removed).")
+        raise StorageError(str(exc).replace(STORED_BEFORE, unchanged), cause=exc.cause, path=exc.path) from exc
+    return reports
+
+
+def _merge_all(store: Store, reports: list[InputReport], workdir: Path, progress: Callable[[str], None] | None) -> None:
+    """Attach every input (checked whole, migrated in a copy if older), then merge them all in
+    one transaction."""
+    aliases: list[str] = []
+    try:
+        for i, report in enumerate(reports):
+            alias = f"edgestats_in_{i}"
+            try:
+                report.migrated_from = _attach_current(store.con, report.path, alias, workdir)
+            except duckdb.Error as exc:
+                raise translate_open_error(report.path, exc) from exc
+            aliases.append(alias)
+        merger = _Merger(store)
+        with store.transaction():
+            for alias, report in zip(aliases, reports):
+                if progress:
+                    progress(f"merging {report.path}")
                 try:
-                    report.migrated_from = _attach_current(store.con, report.path, alias, Path(tmp))
-                except duckdb.Error as exc:
-                    raise translate_open_error(report.path, exc) from exc
-                aliases.append(alias)
-            merger = _Merger(store)
-            with store.transaction():
-                for alias, report in zip(aliases, reports):
-                    if progress:
-                        progress(f"merging {report.path}")
                     merger.merge_input(alias, report.path, report)
-        finally:
+                except duckdb.Error as exc:  # a block of this input (or of OUT) failed its checksum
+                    damaged = damage_error(exc, f"{report.path} (or the output)")
+                    if damaged is None:
+                        raise
+                    raise damaged from exc
+    finally:
+        # A damaged input can fail DuckDB so badly that it invalidates the whole instance; then
+        # the temporary output is discarded anyway, and the input's error is the one to report.
+        with suppress(duckdb.Error):
             attached = {row[0] for row in store.con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
             for alias in aliases + [f"edgestats_in_{len(aliases)}"]:
                 if alias in attached:
                     store.con.execute(f"DETACH {alias}")
-    return reports

@@ -19,7 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from edgestats import __version__
-from edgestats.database import connect, first_row, scalar, translate_open_error
+from edgestats.database import connect, first_row, scalar, storage_errors, translate_open_error
 from edgestats.errors import EdgestatsError
 from edgestats.migrations import check_current, migrate
 
@@ -99,7 +99,8 @@ class Store:
             if read_only:
                 check_current(con, str(path))
             else:
-                migrate(con, str(path))
+                with storage_errors(path):
+                    migrate(con, str(path))
         except duckdb.Error as exc:  # the header opened but the catalog is unreadable
             con.close()
             raise translate_open_error(path, exc) from exc
@@ -109,13 +110,19 @@ class Store:
         return cls(con, path, read_only)
 
     def close(self) -> None:
-        self.con.close()
+        """Close the connection; DuckDB writes its last checkpoint here, which a full disk can refuse."""
+        with storage_errors(self.path):
+            self.con.close()
 
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        with suppress(Exception):  # the error on its way out says what went wrong, not the close after it
+            self.close()
 
     # -- schema facts -------------------------------------------------------------------------
 
@@ -173,14 +180,20 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside land together or not at all."""
-        self.con.begin()
-        try:
-            yield
-            self.con.commit()
-        except BaseException:
-            self.con.rollback()
-            raise
+        """All writes inside land together or not at all. A write the storage refuses (disk
+        full, file too large, read-only, permission denied) raises StorageError naming the cause
+        and the file; what was committed before stays as it was."""
+        with storage_errors(self.path):
+            self.con.begin()
+            try:
+                yield
+                self.con.commit()
+            except BaseException:
+                # A COMMIT that failed (e.g. the WAL could not be written) has already ended the
+                # transaction: rolling back again would only hide its error behind "no transaction".
+                with suppress(duckdb.Error):
+                    self.con.rollback()
+                raise
 
     def register_device(self, device: Mapping[str, Any]) -> uuid.UUID:
         """Store a device if it is new; a known device_id keeps its first registration.
@@ -193,9 +206,10 @@ class Store:
         device_id = uuid.UUID(str(row.get("device_id") or name_uuid("device", row["name"])))
         row["device_id"] = device_id
         row.setdefault("registered_at", dt.datetime.now(dt.timezone.utc))
-        exists = first_row(self.con, "SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)])
-        if not exists:
-            self._insert_row("devices", row)
+        with storage_errors(self.path):
+            exists = first_row(self.con, "SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)])
+            if not exists:
+                self._insert_row("devices", row)
         return device_id
 
     def has_run(self, run_id: uuid.UUID | str) -> bool:
@@ -255,7 +269,8 @@ class Store:
         baseline_id = uuid.UUID(str(row.get("baseline_id") or uuid.uuid4()))
         row["baseline_id"] = baseline_id
         row.setdefault("measured_at", dt.datetime.now(dt.timezone.utc))
-        self._insert_row("baselines", row)
+        with storage_errors(self.path):
+            self._insert_row("baselines", row)
         return baseline_id
 
     # -- reading --------------------------------------------------------------------------------
@@ -264,7 +279,8 @@ class Store:
         """Run a query and return a polars DataFrame (imports polars: analysis side only)."""
         import polars  # noqa: F401  (fails here, with polars' own message, when it is missing)
 
-        return self.con.sql(query, params=params).pl()
+        with storage_errors(self.path):  # a damaged block met while reading: one clear error
+            return self.con.sql(query, params=params).pl()
 
     def table(self, name: str):
         """A whole table or view as a polars DataFrame."""

@@ -1,24 +1,43 @@
 """Before a measured run, in its own process: turn a zoo model into the file the worker loads.
 
-    python -m edgestats.collectors.adapters.prepare CONFIG_JSON CACHE_DIR   -> prints {"artifact": PATH}
+    python -m edgestats.collectors.adapters.prepare CONFIG_JSON CACHE_DIR
+        -> prints {"artifact": PATH, "cache": "hit" | "built" | "rebuilt: WHY"}
 
 Conversions (Keras -> .tflite, PyTorch -> .onnx, TorchScript tracing) are slow and need other
 frameworks than the one measured, so they happen here, once per (framework, runtime, model,
 precision, seed), cached; the worker's load_model phase then loads a file, as a deployed
 application would.
+
+The cache: one folder per key (`cache_key`) holding the model file, its sidecar and
+`artifact.json`, written last. artifact.json names the file relative to its folder, so a cache
+folder copied elsewhere works from there, and carries the file's SHA-256, computed when it was
+written. A lookup that finds the file missing, changed (cut short, corrupt) or without a hash
+(an artifact.json of an older edgestats, which held absolute paths) is a miss: the folder is
+emptied and the model built again, and the rebuild says why on stderr (the run's log) and in
+the printed "cache" field. Builds of one key are serialised by a lock on the folder, so
+concurrent collects never build, or clear, the same folder at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.registry.runtimes import runtime
 
 ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator", "extra")
+MARKER = "artifact.json"  # written last: its presence means the cached model file is complete
+MARKER_FORMAT = 2         # 2: a path relative to the key's folder and the file's sha256
+LOCK = ".lock"
+NO_ENTRY = "not cached yet"
 
 
 def cache_key(config: RunConfig) -> str:
@@ -27,31 +46,110 @@ def cache_key(config: RunConfig) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
 
 
-MARKER = "artifact.json"  # written last: its presence means the cached model file is complete
+def content_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes (through a link); for a folder (a SavedModel), of every file in
+    it by relative name and bytes."""
+    digest = hashlib.sha256()
+    files = [path] if not path.is_dir() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if file != path:
+            digest.update(str(file.relative_to(path)).encode() + b"\0")
+        with open(file, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def lookup(config: RunConfig, cache_root: Path) -> tuple[str | None, str | None]:
+    """(artifact path, None) for a usable cache entry (the path is None when the runtime loads
+    no prepared file), or (None, why the entry cannot be used)."""
+    folder = Path(cache_root) / cache_key(config)
+    marker = folder / MARKER
+    if not marker.is_file():
+        return None, NO_ENTRY
+    try:
+        entry = json.loads(marker.read_text())
+        named = entry["artifact"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None, f"{marker} is unreadable"
+    if named is None:
+        return None, None
+    path = folder / named  # an absolute path (older artifact.json) stays as it is
+    if not entry.get("sha256"):
+        return None, f"{MARKER} holds no content hash (written by an older edgestats)"
+    if not path.exists():
+        return None, f"the cached model file {path} is missing"
+    if content_sha256(path) != entry["sha256"]:
+        return None, f"the cached model file {path} does not match its SHA-256 (cut short or corrupt)"
+    return str(path), None
 
 
 def cached_artifact(config: RunConfig, cache_root: Path) -> tuple[bool, str | None]:
-    """(True, path) when an earlier prepare of this model finished; no subprocess needed."""
-    marker = cache_root / cache_key(config) / MARKER
-    if not marker.is_file():
-        return False, None
-    artifact = json.loads(marker.read_text())["artifact"]
-    return (artifact is None or Path(artifact).exists()), artifact
+    """(True, path) when an earlier prepare of this model finished and its file is intact; no
+    subprocess needed. (False, None) sends the run to prepare(), which rebuilds."""
+    artifact, problem = lookup(config, cache_root)
+    return problem is None, artifact
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _clear(folder: Path) -> None:
+    """Empty a key's folder (but its lock) so the adapter builds every file again: its own
+    "already prepared" checks would otherwise take the damaged file back."""
+    for entry in folder.iterdir():
+        if entry.name == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+def _write_marker(folder: Path, artifact: Path | None) -> None:
+    entry: dict[str, object] = {"format": MARKER_FORMAT, "artifact": None}
+    if artifact is not None:
+        artifact = Path(artifact)
+        try:
+            named = str(artifact.relative_to(folder))  # the adapters build into the folder
+        except ValueError:
+            named = str(artifact.resolve())
+        entry.update(artifact=named, sha256=content_sha256(artifact))
+    tmp = folder / f".{MARKER}.{os.getpid()}"
+    tmp.write_text(json.dumps(entry, sort_keys=True))
+    os.replace(tmp, folder / MARKER)
+
+
+def prepare_cached(config: RunConfig, cache_root: Path) -> tuple[Path | None, str]:
+    """The model file for `config`, from the cache or built into it; and what the cache did:
+    "hit", "built", or "rebuilt: WHY" (also written to stderr, the run's log)."""
+    folder = Path(cache_root) / cache_key(config)
+    with _locked(folder):
+        artifact, problem = lookup(config, cache_root)  # again: another process may have just built it
+        if problem is None:
+            return (Path(artifact) if artifact else None), "hit"
+        if problem != NO_ENTRY:
+            print(f"edgestats: rebuilding the cached model in {folder}: {problem}", file=sys.stderr, flush=True)
+        _clear(folder)  # nothing there is vouched for by an artifact.json: build it all
+        built = runtime(config.framework).adapter_class().prepare(config, folder)
+        _write_marker(folder, built)
+    return built, "built" if problem == NO_ENTRY else f"rebuilt: {problem}"
 
 
 def prepare(config: RunConfig, cache_root: Path) -> Path | None:
-    cache_dir = cache_root / cache_key(config)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    artifact = runtime(config.framework).adapter_class().prepare(config, cache_dir)
-    (cache_dir / MARKER).write_text(json.dumps({"artifact": str(artifact) if artifact else None}))
-    return artifact
+    return prepare_cached(config, cache_root)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     config = RunConfig.from_dict(json.loads(Path(args[0]).read_text()))
-    artifact = prepare(config, Path(args[1]))
-    print(json.dumps({"artifact": str(artifact) if artifact else None}))
+    artifact, cache = prepare_cached(config, Path(args[1]))
+    print(json.dumps({"artifact": str(artifact) if artifact else None, "cache": cache}))
     return 0
 
 

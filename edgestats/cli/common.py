@@ -6,9 +6,11 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import duckdb
 import typer
 
-from edgestats.errors import EdgestatsError
+from edgestats.database import damage_error, storage_error
+from edgestats.errors import DatabaseError, EdgestatsError
 
 
 @dataclass
@@ -22,7 +24,9 @@ state = _State()
 def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Print an EdgestatsError as one line on stderr and exit 1; `--debug` keeps the traceback.
 
-    Errors that are not EdgestatsError are bugs and keep their traceback.
+    A DuckDB error or OSError that means a damaged DB block or a storage fault (disk full, file
+    too large, read-only, permission denied) gets the same one line (edgestats/database.py
+    words both); other errors that are not EdgestatsError are bugs and keep their traceback.
     """
 
     @functools.wraps(command)
@@ -32,7 +36,22 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         except EdgestatsError as exc:
             if state.debug:
                 raise
-            typer.echo(f"error: {exc}", err=True)
+            # An error a layer raised from a damaged block (a query's error) is that damage.
+            damaged = None if isinstance(exc, DatabaseError) else damage_error(exc.__cause__, kwargs.get("db"))
+            typer.echo(f"error: {damaged or exc}", err=True)
+            raise typer.Exit(1) from None
+        except (duckdb.Error, OSError) as exc:
+            # A damaged block or a storage fault met where no layer translated it (an analysis
+            # query reading a block that fails its checksum): the same one line as everywhere.
+            db = kwargs.get("db")  # the DB the command works on, when it names one
+            translated = storage_error(_named_file(exc), exc, note="") or damage_error(exc, db)
+            if translated is None or state.debug:
+                raise
+            typer.echo(f"error: {translated}", err=True)
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+def _named_file(exc: BaseException) -> str:
+    return str(getattr(exc, "filename", None) or "a file edgestats writes")

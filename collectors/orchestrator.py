@@ -158,6 +158,7 @@ class Orchestrator:
         self.spool_dir.mkdir(exist_ok=True)
         self.owner = SpoolOwner(self.spool_dir)
         self.warnings: list[str] = []  # for the user: spool files moved aside, runs left spooled
+        self._model_cache: str | None = None  # this run's model file: cache hit, built or rebuilt (why)
 
     def close(self) -> None:
         """Give up the claim on this collect's spool (runs still there become recoverable)."""
@@ -179,6 +180,7 @@ class Orchestrator:
             return None, None, None   # training builds the zoo model from code in the worker
         cached, artifact = cached_artifact(config, self.cache_dir)
         if cached:
+            self._model_cache = "hit"
             return artifact, None, None
         cmd = [self.python, "-m", "edgestats.collectors.adapters.prepare", str(paths["config"]), str(self.cache_dir)]
         with open(paths["log"], "ab") as log, open(paths["prepared"], "wb") as out:
@@ -192,12 +194,15 @@ class Orchestrator:
                                           "the model was being prepared (phase prepare)", _now()), ended.interrupted
         if ended.returncode != 0:
             return None, RunEnd("error", "preparing the model failed:\n" + _tail(paths["log"]), _now()), None
-        return json.loads(paths["prepared"].read_text().strip().splitlines()[-1])["artifact"], None, None
+        prepared = json.loads(paths["prepared"].read_text().strip().splitlines()[-1])
+        self._model_cache = prepared.get("cache")  # "built", or "rebuilt: why" (a damaged cached file)
+        return prepared["artifact"], None, None
 
     # -- one run ---------------------------------------------------------------------------------
 
     def run(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunOutcome:
         started = time.monotonic()
+        self._model_cache = None
         record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
         paths = self._paths(record.run_id)
         artifact, prep_end, stop = self.prepare(config, paths)
@@ -212,7 +217,7 @@ class Orchestrator:
             end = prep_end
         else:
             end = classify_exit(spool, worker, ended_at, timeout_s=self.timeout_s, memory_limit_bytes=record.memory_limit_bytes)
-        self.store(record, end, spool, batch)
+        self.store(record, end, spool, batch, environment={"model_cache": self._model_cache})
         self._cleanup(paths)
         return RunOutcome(record.run_id, config, end.status, end.error_text, len(spool.latencies),
                           time.monotonic() - started, *training_outcome(spool), interrupted=stop)

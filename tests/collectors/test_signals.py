@@ -169,3 +169,50 @@ def test_signals_at_random_points_lose_no_run_and_leave_no_process(tmp_path, mod
     assert len(ok) >= finished, "every run reported finished is stored"
     assert len({r["config_hash"] for r in ok}) == len(ok), "no configuration completed twice"
     assert all(r["status"] in ("ok", "killed") for r in stored), [r["error_text"] for r in stored]
+
+
+def test_a_full_disk_while_storing_keeps_the_run_for_the_next_collect(tmp_path, model_cache, monkeypatch):
+    """A real storage failure at the worst moment: the run has been measured, its spool and the
+    sampler's batch are on disk, and then the disk is full (RLIMIT_FSIZE, lowered just for the
+    store: the kernel refuses to grow the DB's files, as a full disk does). One line names the
+    cause and the file; the run stays spooled with its telemetry, and the next collect stores it."""
+    import resource
+
+    from typer.testing import CliRunner
+
+    from edgestats.cli import app
+    from edgestats.collectors.orchestrator import Orchestrator
+
+    db = tmp_path / "r.duckdb"
+    args = ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "--cache-dir", str(model_cache),
+            "--warmup", "1", "-n", "5"]
+    runner = CliRunner()
+    assert runner.invoke(app, args).exit_code == 0
+    before = runs(db)
+    real_store = Orchestrator.store
+
+    def store_on_a_full_disk(self, *a, **kw):
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+        try:
+            return real_store(self, *a, **kw)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, previous)
+
+    monkeypatch.setattr(Orchestrator, "store", store_on_a_full_disk)
+    full = runner.invoke(app, [*args, "--batch-size", "2"])
+    assert full.exit_code == 1, full.output
+    assert "File too large" in full.output and str(db) in full.output and "Traceback" not in full.output, full.output
+    spooled = sorted(p.name.split(".", 1)[1] for p in (tmp_path / ".r.duckdb.spool").glob("*-*-*-*-*.*"))
+    assert {"meta.json", "jsonl", "samples.arrow"} <= set(spooled), spooled
+    assert runs(db) == before, "the runs stored before are intact"
+    monkeypatch.undo()  # room again
+    again = runner.invoke(app, [*args, "--batch-size", "2"])
+    assert again.exit_code == 0 and "recovered an interrupted run" in again.output, again.output
+    stored = runs(db, "SELECT status, batch_size, environment->>'$.recovered.telemetry' AS telemetry, "
+                      "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id) AS n_samples FROM runs r")
+    [recovered] = [r for r in stored if r["telemetry"] is not None]
+    assert len(stored) == 2 and (recovered["status"], recovered["batch_size"], recovered["telemetry"]) == ("ok", 2, "kept")
+    assert recovered["n_samples"] > 0

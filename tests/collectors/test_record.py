@@ -215,9 +215,10 @@ def test_a_meta_file_from_before_the_typed_record_is_still_recovered(tmp_path):
     assert run["started_at"] <= run["ended_at"] and run["unix_ns"] is None
 
 
-@pytest.mark.parametrize("name, text", [(f"{uuid.uuid4()}.meta.json", '{"run_id": '),   # cut short
-                                        ("notes.meta.json", "{}"),                       # not a run id
-                                        (f"{uuid.uuid4()}.meta.json", "\udcff")])       # not UTF-8
+# Fixed names: xdist workers must collect the same test ids.
+@pytest.mark.parametrize("name, text", [("0b7e3f4a-1111-4c2d-9e8f-000000000001.meta.json", '{"run_id": '),  # cut short
+                                        ("notes.meta.json", "{}"),                                          # not a run id
+                                        ("0b7e3f4a-1111-4c2d-9e8f-000000000002.meta.json", "\udcff")])     # not UTF-8
 def test_an_unreadable_record_is_moved_aside_with_a_warning_and_recovery_goes_on(tmp_path, name, text):
     dead = make_orchestrator(tmp_path)
     good = dead.begin(CONFIG)

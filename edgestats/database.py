@@ -1,7 +1,8 @@
 """Opening DuckDB files, with DuckDB's low-level errors turned into ones a user can act on.
 
 Every edgestats connection to a results file goes through `connect()`, which also checks that
-the file is whole (`check_intact`) before anything reads or writes it. Errors are translated
+the file is whole (`check_intact`) before anything reads or writes it, and creates every new file
+in the storage format every DuckDB client reads (`STORAGE_COMPATIBILITY`). Errors are translated
 here and only here:
 
 - a lock held by another process -> DatabaseLockedError (a caller that can wait retries);
@@ -23,6 +24,13 @@ from pathlib import Path
 import duckdb
 
 from edgestats.errors import DamagedDatabaseError, DatabaseError, DatabaseLockedError, StorageError
+
+# The storage format of the files edgestats creates: DuckDB's oldest with everything the schema uses
+# (UUID, JSON, VARCHAR[], TIMESTAMPTZ, CHECK and PRIMARY KEY constraints, views, macros): storage
+# version 64, which DuckDB 0.10, every 1.x and 2.x read. DuckDB 2.0's own default (serialization
+# version 69) is refused by every DuckDB before 2.0. A file keeps the format it was created in, so
+# a DB created by an older edgestats stays as it is (`edgestats merge NEW OLD` rewrites it in this one).
+STORAGE_COMPATIBILITY = "v1.0.0"
 
 # A DuckDB file is a 3 x 4096-byte header, then fixed-size blocks (block_size, 256 KiB by default).
 FILE_HEADER_BYTES = 3 * 4096
@@ -59,6 +67,11 @@ def connect(path: str | Path, *, read_only: bool = False, must_exist: bool = Fal
     if not path.parent.exists():
         raise DatabaseError(f"{path}: the folder {path.parent} does not exist; create it first.")
     try:
+        if not read_only and not path.exists():
+            # Created by a connection of its own, closed at once: the format is in the file from then
+            # on, and every later connection (this one included) opens it with DuckDB's default
+            # configuration, which two connections to one file in a process must share.
+            duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}).close()
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
         raise translate_open_error(path, exc) from exc

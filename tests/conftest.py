@@ -45,6 +45,12 @@ def frameworks_loaded() -> frozenset[str]:
 HEAVY_MARKERS = ("frameworks", "spark", "browser", "packaging")
 
 
+# The xdist groups, longest first (measured: the training chain is about 4 minutes, the zoo and the
+# adapters about a minute each): the longest starts at once, on its own worker (LPT scheduling).
+GROUPS_LONGEST_FIRST = ("training", "zoo", "adapters", "spark-readback", "doctor")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's, which adds @group to the grouped nodeids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist, the xdist groups go first (each is a chain of long tests that one worker
     runs in a row), then the modules holding heavy tests, then the rest: the workers start on the
@@ -54,8 +60,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep file order."""
     if not hasattr(config, "workerinput"):
         return
+    grouped = [item for item in items if item.get_closest_marker("xdist_group")]
+    if config.getvalue("loadgroup") and grouped and "@" not in grouped[0].nodeid:
+        raise pytest.UsageError("pytest-xdist's --dist loadgroup left the xdist_group tests ungrouped (pytest "
+                                f"{pytest.__version__} with this pytest-xdist): install with constraints.txt (pytest<9)")
     heavy_modules = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
-    items.sort(key=lambda item: (item.get_closest_marker("xdist_group") is None, item.path not in heavy_modules))
+
+    def group_rank(item: pytest.Item) -> int:
+        marker = item.get_closest_marker("xdist_group")
+        if marker is None:
+            return len(GROUPS_LONGEST_FIRST) + 1
+        name = marker.args[0] if marker.args else marker.kwargs.get("name")
+        return GROUPS_LONGEST_FIRST.index(name) if name in GROUPS_LONGEST_FIRST else len(GROUPS_LONGEST_FIRST)
+
+    items.sort(key=lambda item: (group_rank(item), item.path not in heavy_modules))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

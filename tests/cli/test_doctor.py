@@ -30,6 +30,7 @@ def cli_report() -> dict:
 
 
 @pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.xdist_group("doctor")  # one worker builds cli_report (seconds of framework imports) for all four
 @pytest.mark.parametrize("name", ["pytorch", "tensorflow", "tflite", "onnxruntime"])
 def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name: str) -> None:
     # The dev environment installs edgestats[all]: a framework missing here is a broken setup,
@@ -42,6 +43,7 @@ def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name:
 
 
 @pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.xdist_group("doctor")
 def test_framework_details(cli_report: dict) -> None:
     probes = cli_report["probes"]
     assert isinstance(probes["pytorch"]["detail"]["cuda_available"], bool)
@@ -51,6 +53,7 @@ def test_framework_details(cli_report: dict) -> None:
 
 
 @pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.xdist_group("doctor")
 def test_missing_module_reports_why(cli_report: dict) -> None:
     probe = cli_report["probes"][MISSING]
     assert probe["available"] is False and probe["version"] is None
@@ -59,6 +62,7 @@ def test_missing_module_reports_why(cli_report: dict) -> None:
 
 
 @pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.xdist_group("doctor")
 def test_report_carries_device_facts(cli_report: dict) -> None:
     device = cli_report["device"]
     assert device["device_id"] == read_device_facts()["device_id"]

@@ -25,6 +25,11 @@ from edgestats.errors import EdgestatsError
 from edgestats.registry import runtimes as runtime_registry
 from edgestats.registry.runtimes import runtime_names
 
+
+# One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
+# models, converted files) are built once instead of once per worker that gets one of its tests.
+pytestmark = pytest.mark.xdist_group("adapters")
+
 CNN9_PARAMS = 75_907
 VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
             ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]

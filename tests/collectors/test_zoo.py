@@ -16,6 +16,11 @@ import pytest
 
 from edgestats.collectors.zoo.catalog import ZOO
 
+
+# One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
+# models, converted files) are built once instead of once per worker that gets one of its tests.
+pytestmark = pytest.mark.xdist_group("zoo")
+
 if TYPE_CHECKING:
     import keras
     import torch

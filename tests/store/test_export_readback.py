@@ -14,6 +14,11 @@ from export_builders import ALL_TABLES, as_counts, expected_counts, make_two_dev
 from edgestats.export import export_parquet
 
 
+# One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
+# models, converted files) are built once instead of once per worker that gets one of its tests.
+pytestmark = pytest.mark.xdist_group("spark-readback")
+
+
 @pytest.fixture(params=["single", "merged"])
 def exported(request, tmp_path: Path, results_db: Path):
     """(export folder, expected per-device counts, manifest) for both kinds of DB."""

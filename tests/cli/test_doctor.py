@@ -75,6 +75,7 @@ def test_report_carries_device_facts(cli_report: dict) -> None:
 
 
 @pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.xdist_group("doctor")
 def test_text_output_of_the_real_report(cli_report: dict) -> None:
     text = render_text(cli_report)
     assert re.search(r"^  pytorch\s+yes\s+\d+\.\d+", text, re.MULTILINE)
@@ -185,6 +186,7 @@ def test_probe_child_starts_with_nothing_heavy_loaded() -> None:
 
 
 @pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.xdist_group("doctor")
 def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
     sources = {s["name"]: s for s in cli_report["power_sources"]}
     assert set(sources) == {"rapl", "nvml", "jetson", "csv"}

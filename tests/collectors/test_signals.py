@@ -124,8 +124,13 @@ def test_model_preparation_is_covered_by_the_timeout(tmp_path):
 
 def test_four_concurrent_collects_store_every_run(tmp_path, model_cache):
     db = tmp_path / "r.duckdb"
-    procs = [start(collect_cmd(db, model_cache, "-n", "20", "--batch-size", str(b), "--repeat", "5"))
-             for b in (1, 2, 3, 4)]
+    spool = tmp_path / ".r.duckdb.spool"
+    procs = []
+    for b in (1, 2, 3, 4):  # each starts while the ones before are in the middle of a run
+        procs.append(start(collect_cmd(db, model_cache, "-n", "20", "--batch-size", str(b), "--repeat", "5")))
+        deadline = time.monotonic() + 60
+        while len(list(spool.glob("*.jsonl"))) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
     stored = runs(db, "SELECT status, batch_size, error_text FROM runs")

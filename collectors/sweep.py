@@ -26,6 +26,7 @@ from edgestats.collectors.runconfig import (ACCELERATORS, KINDS, OPTIMIZERS, PRE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
 from edgestats.registry.runtimes import runtime, runtime_names
+from edgestats.textfiles import decode_utf8
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -233,13 +234,8 @@ def load_sweep_file(path: Path) -> dict[str, Any]:
     """The [sweep] table of a TOML file, unvalidated."""
     if not path.is_file():
         raise SweepError(f"{path}: no such sweep file")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise SweepError(f"{path}: line {line} is not UTF-8 text (byte 0x{raw[exc.start]:02x}); TOML files are UTF-8: "
-                         "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+    text = decode_utf8(path.read_bytes(), path, SweepError,
+                       "TOML files are UTF-8: save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -26,6 +26,7 @@ from edgestats.database import first_row
 from edgestats.errors import ImportFileError
 from edgestats.import_columns import CANONICAL, INT_MAX, Canonical, UnitMismatch, normalise, resolve
 from edgestats.store import Store, name_uuid, quote_ident
+from edgestats.textfiles import decode_utf8
 
 RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
 KINDS = ("inference", "training")
@@ -101,13 +102,8 @@ def check_text_file(path: Path) -> str:
     DuckDB's reader is lenient: with an unclosed quote it guesses another dialect and imports
     `"pi` as a device name, or drops rows. Python's csv module in strict mode finds the record
     where quoting goes wrong, so the error can name its row and line."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ImportFileError(f"{path}: line {line} is not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file "
-                              "as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported") from None
+    text = decode_utf8(path.read_bytes(), path, ImportFileError,
+                       "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported", encoding="utf-8-sig")
     header = text.split("\n", 1)[0]
     default = "\t" if path.suffix.lower() == ".tsv" else ","
     delimiter = max(DELIMITERS, key=lambda d: (header.count(d), d == default))

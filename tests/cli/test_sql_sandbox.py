@@ -22,6 +22,7 @@ from edgestats.errors import QueryError
 from edgestats.query import run_query
 from edgestats.sandbox import lock_down, refuse_writes
 from edgestats.store import Store
+from cli_asserts import one_line_error
 
 runner = CliRunner()
 
@@ -42,14 +43,6 @@ def db(results_db: Path) -> Path:
     con.close()
     assert Path(f"{results_db}.wal").stat().st_size > 0
     return results_db
-
-
-def one_line_error(result) -> str:
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
 
 
 # statement (with {db}, {out} filled in) -> words the one-line error must hold

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import SweepError, build_sweep, combine, load_sweep_file, shuffled
+from cli_asserts import one_line_error
 
 runner = CliRunner()
 
@@ -112,14 +113,6 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
     assert sweep_flags({**given, "evict_cache": False})["evict_cache"] == [False]
     sweep = combine(None, flags, None)
     assert [c.batch_size for c in sweep.configs()] == [1, 2] and sweep.configs()[0].extra == {"interop_threads": 1}
-
-
-def one_line_error(result) -> str:
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
 
 
 def test_a_sweep_file_that_is_not_utf8_is_one_line(tmp_path):

@@ -15,6 +15,7 @@ from edgestats.errors import ImportFileError
 from edgestats.import_columns import normalise, resolve
 from edgestats.importer import import_results
 from edgestats.store import Store
+from cli_asserts import one_line_error
 
 runner = CliRunner()
 SAMPLE = Path(__file__).parents[2] / "sample_data" / "dlaas_tf_mnist_cpu.csv"
@@ -144,14 +145,6 @@ def test_import_cli_success_and_error(tmp_path):
     assert "5 runs added" in ok.output
     bad = runner.invoke(app, ["import", str(db), str(tmp_path / "nope.csv"), "--kind", "training"])
     assert bad.exit_code == 1 and "error:" in bad.output and "Traceback" not in bad.output
-
-
-def one_line_error(result) -> str:
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    return lines[0]
 
 
 @pytest.mark.parametrize("column, value", [("batch_size", "1e23"), ("threads", "3000000000"), ("iterations", "2147483648")])

@@ -11,7 +11,7 @@ DB ?= results.duckdb
 .PHONY: demo test test-fast install system-deps bench clean
 
 $(BIN)/python:
-	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "edgestats needs Python >= 3.10; run: make PY=python3.11 ...")'
+	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "edgestats needs Python >= 3.11 (duckdb 2.0 does); run: make PY=python3.11 ...")'
 	$(PY) -m venv $(VENV)
 
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python

@@ -16,7 +16,7 @@ import itertools
 import json
 import math
 import random
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,6 @@ from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
 from edgestats.registry.runtimes import runtime, runtime_names
 from edgestats.textfiles import decode_utf8
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 MODEL_FILE_SUFFIXES = (".pt", ".pth", ".onnx", ".tflite", ".keras")
 

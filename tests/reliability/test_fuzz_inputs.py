@@ -250,8 +250,10 @@ def test_fuzzed_analyze_where_and_by(existing_db, where, by):
 @settings(FUZZ, max_examples=20)
 @given(query=SQL, fmt=st.sampled_from(["table", "csv", "json", "markdown", "xml"]))
 def test_fuzzed_sql_query(existing_db, monkeypatch, query, fmt):
-    with workdir() as folder:
-        monkeypatch.chdir(folder)  # relative paths in the query land here, where they are checked
+    # The working folder is changed back before it is deleted: left in a deleted folder, the next
+    # example's relative paths (Hypothesis's own among them) cannot be resolved.
+    with workdir() as folder, monkeypatch.context() as patch:
+        patch.chdir(folder)  # relative paths in the query land here, where they are checked
         db = existing_db(folder)
         before = digest(db)
         invoke_checked(["sql", db, query.replace("{db}", str(db)), "--format", fmt], db)

@@ -41,7 +41,7 @@ from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.processes import GroupExit, Interrupted, spawn_group, wait_group
 from edgestats.collectors.record import RunEnd, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents, read_spool
+from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import write_batch
 from edgestats.collectors.telemetry.sampler import SampleBatch
@@ -286,20 +286,3 @@ class Orchestrator:
 
         return recover_orphans(self)
 
-
-def run_paths(spool_dir: Path, run_id: uuid.UUID) -> dict[str, Path]:
-    """The files of one spooled run, all named after its run id."""
-    base = spool_dir / str(run_id)
-    return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
-            "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log"),
-            "prepared": base.with_suffix(".prepared.json"), "samples": base.with_suffix(".samples.arrow")}
-
-
-
-def cleanup_run_files(paths: dict[str, Path]) -> None:
-    """Delete a stored run's files, its record last: files left by a crash midway still have a
-    record, so the next collect finds the run stored and finishes the cleanup."""
-    for name, path in paths.items():
-        if name != "meta":
-            path.unlink(missing_ok=True)
-    paths["meta"].unlink(missing_ok=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from edgestats.collectors.ownership import owner_alive, remove_dead_owner_files
 from edgestats.collectors.processes import alive, kill_orphan_group
 from edgestats.collectors.record import RunRecord, RunRecordError, WorkerExit, classify_exit
-from edgestats.collectors.spool import read_spool
+from edgestats.collectors.spool import cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import read_batch
 
@@ -31,7 +31,7 @@ DAMAGED = "damaged"
 
 
 def recover_orphans(orchestrator: Orchestrator) -> list[RunOutcome]:
-    from edgestats.collectors.orchestrator import RunOutcome, cleanup_run_files, run_paths
+    from edgestats.collectors.orchestrator import RunOutcome  # the orchestrator imports this module
 
     recovered = []
     spool_dir = orchestrator.spool_dir

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -123,3 +124,21 @@ def _apply(contents: SpoolContents, record: dict[str, Any]) -> None:
         contents.hyper.update(record)
     elif kind == "diverged":
         contents.diverged = record
+
+
+def run_paths(spool_dir: Path, run_id: uuid.UUID) -> dict[str, Path]:
+    """The files of one spooled run, all named after its run id."""
+    base = spool_dir / str(run_id)
+    return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
+            "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log"),
+            "prepared": base.with_suffix(".prepared.json"), "samples": base.with_suffix(".samples.arrow")}
+
+
+
+def cleanup_run_files(paths: dict[str, Path]) -> None:
+    """Delete a stored run's files, its record last: files left by a crash midway still have a
+    record, so the next collect finds the run stored and finishes the cleanup."""
+    for name, path in paths.items():
+        if name != "meta":
+            path.unlink(missing_ok=True)
+    paths["meta"].unlink(missing_ok=True)

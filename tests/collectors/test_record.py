@@ -257,7 +257,7 @@ def test_runs_of_a_live_collect_are_never_recovered_by_another(tmp_path):
 
 
 def test_a_recovered_run_says_so_and_keeps_its_telemetry(tmp_path):
-    from edgestats.collectors.orchestrator import run_paths
+    from edgestats.collectors.spool import run_paths
     from edgestats.collectors.telemetry.batchfile import write_batch
     from edgestats.collectors.telemetry.sampler import Sampler
 

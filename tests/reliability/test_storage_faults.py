@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from builders import make_results_db, write_inference_run
+from builders import write_inference_run
 from edgestats.cli import app
 from edgestats.errors import StorageError
 from edgestats.importer import import_results

@@ -80,7 +80,8 @@ def test_sql_without_write_refuses_with_one_line(db, tmp_path, statement):
 
 # statement -> the DuckDB setting that refuses it when nothing else stands in front
 SETTINGS = {
-    "COPY (SELECT 'x') TO '{db}'": "enable_external_access",
+    # DuckDB >= 2.0.1 refuses this one in its binder, before the access check: either refusal will do
+    "COPY (SELECT 'x') TO '{db}'": "enable_external_access or own file",
     "COPY (SELECT 'x') TO '{out}'": "enable_external_access",
     "EXPORT DATABASE '{out}'": "enable_external_access",
     "ATTACH '{out}' AS other (READ_WRITE)": "enable_external_access",
@@ -108,8 +109,9 @@ def test_each_duckdb_setting_refuses_on_its_own(db, tmp_path, statement):
             store.con.execute(statement.format(db=db, out=out))
     assert settings == {"enable_external_access": "false", "lock_configuration": "true", "autoinstall_known_extensions": "false",
                         "autoload_known_extensions": "false", "allow_persistent_secrets": "false", "temp_directory": ""}
-    expected = {"enable_external_access": "disabled", "lock_configuration": "locked"}[SETTINGS[statement]]
-    assert expected in str(caught.value)
+    expected = {"enable_external_access": ("disabled",), "lock_configuration": ("locked",),
+                "enable_external_access or own file": ("disabled", "belongs to an attached database")}[SETTINGS[statement]]
+    assert any(text in str(caught.value) for text in expected), caught.value
     assert digest(db) == before and not out.exists()
 
 

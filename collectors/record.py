@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.adapters.common import atomic_target
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents
@@ -85,7 +86,10 @@ class RunRecord:
                    owner=data.get("owner"))
 
     def write(self, path: Path) -> None:
-        path.write_text(self.to_json(), encoding="utf-8")
+        """Written whole or not at all (a temporary file renamed into place): another collect's
+        recovery may read it at any moment, and must never see it half written."""
+        with atomic_target(path) as tmp:
+            tmp.write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def read(cls, path: Path) -> RunRecord:

@@ -36,10 +36,14 @@ def recover_orphans(orchestrator: Orchestrator) -> list[RunOutcome]:
     recovered = []
     spool_dir = orchestrator.spool_dir
     for meta_path in sorted(spool_dir.glob("*.meta.json")):
+        if meta_path.name.startswith("."):
+            continue  # a record being written (atomic_target's temporary file), not yet a record
         record = _read_record(meta_path, orchestrator.warnings)
         if record is None or record.owner == orchestrator.owner.name or owner_alive(spool_dir, record.owner):
             continue
         paths = run_paths(spool_dir, record.run_id)
+        if not paths["meta"].exists():
+            continue  # its owner stored it, cleaned up and ended after we read the record
         ended_at, how = _end_orphan(paths, record.started_at)
         with store_waiting(orchestrator.db_path, read_only=True) as store:
             done = store.has_run(record.run_id)
@@ -65,6 +69,8 @@ def _read_record(meta_path: Path, warnings: list[str]) -> RunRecord | None:
         uuid.UUID(run_name)
         return RunRecord.read(meta_path)
     except (ValueError, RunRecordError) as exc:
+        if not meta_path.exists():
+            return None  # deleted since the folder was listed: its collect stored the run and cleaned up
         why = str(exc) if isinstance(exc, RunRecordError) else f"{meta_path.name} is not named after a run id"
         moved = _move_aside(meta_path.parent, run_name)
         warnings.append(f"moved {len(moved)} unreadable spool file(s) of run {run_name} to "
@@ -94,6 +100,7 @@ def _end_orphan(paths: dict[str, Path], started_at: dt.datetime) -> tuple[dt.dat
     if spool.start and alive(spool.start.get("pid"), WORKER_MARKER):
         kill_orphan_group(spool.start["pid"], WORKER_MARKER)
         return dt.datetime.now(dt.timezone.utc), "still running at recovery: stopped"
-    written_s = max(p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists())
+    written_s = max((p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists()),
+                    default=started_at.timestamp())
     how = "had ended" if spool.start else "never started"
     return max(started_at, dt.datetime.fromtimestamp(written_s, dt.timezone.utc)), how

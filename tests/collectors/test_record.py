@@ -281,3 +281,34 @@ def test_a_recovered_run_says_so_and_keeps_its_telemetry(tmp_path):
 def _utc(value: dt.datetime) -> dt.datetime:
     """A TIMESTAMPTZ read back (in the session's zone) or a naive UTC TIMESTAMP, as aware UTC."""
     return value.astimezone(dt.timezone.utc) if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def test_a_record_being_written_by_a_live_collect_is_not_taken_for_a_damaged_one(tmp_path):
+    """Records are written under a temporary name and renamed into place, so another collect's
+    recovery never reads one half written (it used to read it as damaged and move the live run's
+    files aside); the temporary file itself is not a record."""
+    live = make_orchestrator(tmp_path)
+    record = live.begin(CONFIG)
+    written = live.spool_dir / f"{record.run_id}.meta.json"
+    assert RunRecord.read(written) == record and not list(live.spool_dir.glob(".tmp-*")), "renamed into place"
+    (live.spool_dir / f".tmp-{os.getpid()}-{uuid.uuid4()}.meta.json").write_text('{"run_id": ')  # mid-write
+    other = make_orchestrator(tmp_path)
+    assert other.recover_orphans() == [] and other.warnings == []
+    assert not (live.spool_dir / "damaged").exists() and written.exists()
+
+
+def test_a_record_deleted_between_listing_and_reading_is_skipped_quietly(tmp_path, monkeypatch):
+    """The listing of the spool folder and the reading of each record are not one step: another
+    collect may store its run, clean up and exit in between. Such a record is gone, not damaged."""
+    finished = make_orchestrator(tmp_path)
+    record = finished.begin(CONFIG)
+    meta = finished.spool_dir / f"{record.run_id}.meta.json"
+    listing = sorted(finished.spool_dir.glob("*.meta.json"))
+    for path in finished.spool_dir.glob(f"{record.run_id}.*"):
+        path.unlink()  # stored and cleaned up by its owner...
+    finished.close()  # ...which then exited
+    other = make_orchestrator(tmp_path)
+    glob = Path.glob
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(listing) if pattern == "*.meta.json" else glob(self, pattern))
+    assert other.recover_orphans() == [] and other.warnings == [] and not meta.exists()
+    assert not (other.spool_dir / "damaged").exists() and stored_runs(other) == []

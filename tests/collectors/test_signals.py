@@ -134,7 +134,8 @@ def test_four_concurrent_collects_store_every_run(tmp_path, model_cache):
     outputs = [p.communicate(timeout=300)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
     stored = runs(db, "SELECT status, batch_size, error_text FROM runs")
-    assert len(stored) == 20 and all(r["status"] == "ok" for r in stored), stored
+    left = sorted(str(p.relative_to(spool)) for p in spool.rglob("*"))
+    assert len(stored) == 20 and all(r["status"] == "ok" for r in stored), (stored, outputs, left)
     assert sorted(r["batch_size"] for r in stored) == sorted([1, 2, 3, 4] * 5)
     assert not any("recovered" in out or "killed" in out for out in outputs), outputs
     assert sorted(p.name for p in (tmp_path / ".r.duckdb.spool").iterdir()) == []

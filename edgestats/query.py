@@ -13,6 +13,10 @@ import datetime as dt
 import decimal
 import io
 import json
+import os
+import shutil
+import sys
+import textwrap
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +29,8 @@ from edgestats.errors import QueryError
 from edgestats.sandbox import HINT, refuse_writes, sandboxed_store
 from edgestats.store import Store
 
-FORMATS = ("table", "csv", "json", "markdown")
+# auto: a table, or one field per line (`line`) when a row is wider than the terminal
+FORMATS = ("auto", "table", "line", "csv", "json", "markdown")
 
 
 @dataclass
@@ -98,9 +103,23 @@ def _cell(value: Any) -> str:
     return json.dumps(plain) if isinstance(plain, (dict, list)) else str(plain)
 
 
-def format_result(result: QueryResult, fmt: str) -> str:
+def terminal_columns() -> int | None:
+    """The width to fit: $COLUMNS when set, else the terminal's when stdout is one; None when
+    the output goes to a file or a pipe (nothing to fit, and scripts expect one layout)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
+def format_result(result: QueryResult, fmt: str, *, width: int | None = None) -> str:
+    """`result` as text in `fmt`; `auto` picks `line` when a table row would be wider than `width`."""
     if fmt not in FORMATS:
         raise QueryError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if fmt == "auto":
+        fmt = "line" if width and result.columns and _table_width(result) > width else "table"
+    if fmt == "line":
+        return _line_records(result, width)
     if fmt == "json":
         return json.dumps([dict(zip(result.columns, map(_plain, row))) for row in result.rows], indent=2, default=str)
     cells = [[_cell(v) for v in row] for row in result.rows]
@@ -126,4 +145,28 @@ def _text_table(columns: list[str], cells: list[list[str]]) -> str:
     line = lambda vals: "  ".join(v.ljust(w) for v, w in zip(vals, widths)).rstrip()  # noqa: E731
     out = [line(columns), line(["-" * w for w in widths])] + [line(row) for row in cells]
     out.append(f"({len(cells)} row{'s' if len(cells) != 1 else ''})")
+    return "\n".join(out)
+
+
+def _table_width(result: QueryResult) -> int:
+    cells = [[_cell(v) for v in row] for row in result.rows]
+    return max(len(line) for line in _text_table(result.columns, cells).splitlines())
+
+
+def _line_records(result: QueryResult, width: int | None) -> str:
+    """One field per line, a header per row (psql's expanded display): a wide row reads down the
+    screen instead of wrapping into an unreadable block. Long values wrap under themselves."""
+    if not result.columns:
+        return "(statement ran; no result set)"
+    name_width = max(len(c) for c in result.columns)
+    value_width = max((width or 0) - name_width - 3, 20) if width else None
+    out = []
+    for i, row in enumerate(result.rows, 1):
+        out.append(f"-[ row {i} ]" + "-" * max((width or 40) - len(f"-[ row {i} ]") - 1, 0))
+        for name, value in zip(result.columns, row):
+            text = _cell(value)
+            lines = textwrap.wrap(text, value_width, break_long_words=True) if value_width and text else [text]
+            out.append(f"{name.ljust(name_width)} | {lines[0]}".rstrip())
+            out += [f"{' ' * name_width} | {more}" for more in lines[1:]]
+    out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")
     return "\n".join(out)

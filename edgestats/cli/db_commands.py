@@ -11,7 +11,7 @@ from edgestats.database import connect
 from edgestats.importer import import_results
 from edgestats.merge import merge
 from edgestats.migrations import current_version, latest_version, migrate
-from edgestats.query import FORMATS, format_result, run_query
+from edgestats.query import FORMATS, format_result, run_query, terminal_columns
 
 
 @handle_errors
@@ -65,7 +65,8 @@ def merge_command(
 def sql_command(
     db: Path = typer.Argument(..., help="Results DB to query."),
     query: str = typer.Argument(..., help="SQL (DuckDB dialect), e.g. \"SELECT * FROM run_summary\"."),
-    fmt: str = typer.Option("table", "--format", "-f", help=f"Output format: {', '.join(FORMATS)}."),
+    fmt: str = typer.Option("auto", "--format", "-f", help=f"Output format: {', '.join(FORMATS)}. auto: a table, or "
+                            "one field per line (line) when a row is wider than the terminal."),
     read: list[Path] = typer.Option([], "--read", metavar="PATH", help="A file or folder the query may read, e.g. an export folder for read_parquet (repeatable); nothing else outside the DB is readable."),
     write: bool = typer.Option(False, "--write", help="Open the DB for writing, without the sandbox: the query can then write and read any file."),
 ) -> None:
@@ -79,7 +80,7 @@ def sql_command(
     """
     if fmt not in FORMATS:
         raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
-    typer.echo(format_result(run_query(db, query, write=write, read=read), fmt))
+    typer.echo(format_result(run_query(db, query, write=write, read=read), fmt, width=terminal_columns()))
 
 
 @handle_errors

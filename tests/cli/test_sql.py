@@ -67,4 +67,37 @@ def test_errors_are_one_line_without_traceback(results_db, tmp_path):
     missing = runner.invoke(app, ["sql", str(tmp_path / "none.duckdb"), "SELECT 1"])
     assert missing.exit_code == 1 and "no such file" in missing.output
     fmt = runner.invoke(app, ["sql", str(results_db), "SELECT 1", "--format", "xml"])
-    assert fmt.exit_code != 0 and "table, csv, json, markdown" in fmt.output
+    flat = " ".join(fmt.output.replace("│", " ").split())  # the usage error's box wraps the list
+    assert fmt.exit_code != 0 and "auto, table, line, csv, json, markdown" in flat
+
+
+WIDE = "SELECT * FROM run_summary ORDER BY run_id"
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_row_wider_than_the_terminal_prints_one_field_per_line(results_db, columns):
+    """run_summary has about 60 columns: as a table its lines run to well over 1,000 characters."""
+    result = runner.invoke(app, ["sql", str(results_db), WIDE], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("-[ row 1 ]") and lines[-1] == "(4 rows)"
+    assert max(len(line) for line in lines) <= columns
+    fields = [line.split(" |", 1)[0].strip() for line in lines[1:] if " |" in line and not line.startswith(" ")]
+    with Store.open(results_db, read_only=True) as store:
+        n_columns = len(store.frame("SELECT * FROM run_summary LIMIT 0").columns)
+    assert len(fields) == 4 * n_columns and fields[:2] == ["run_id", "sweep_id"]
+
+
+def test_a_narrow_result_stays_a_table_and_an_asked_format_is_kept(results_db):
+    narrow = runner.invoke(app, ["sql", str(results_db), QUERY], env={"COLUMNS": "80"})
+    assert narrow.output.splitlines()[0].split() == ["framework", "runs"]
+    table = runner.invoke(app, ["sql", str(results_db), WIDE, "--format", "table"], env={"COLUMNS": "80"})
+    assert table.output.splitlines()[0].startswith("run_id") and max(map(len, table.output.splitlines())) > 800
+    lines = runner.invoke(app, ["sql", str(results_db), QUERY, "-f", "line"], env={"COLUMNS": "80"}).output.splitlines()
+    assert lines[:3] == ["-[ row 1 ]" + "-" * 69, "framework | onnxruntime", "runs      | 1"]
+
+
+def test_piped_output_is_never_switched(results_db):
+    """No terminal and no $COLUMNS: scripts reading the output get a table whatever its width."""
+    result = runner.invoke(app, ["sql", str(results_db), WIDE], env={"COLUMNS": ""})
+    assert result.output.splitlines()[0].startswith("run_id")

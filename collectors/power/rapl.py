@@ -14,6 +14,7 @@ Subzones are parts of their package: summing a package and its core double-count
 
 from __future__ import annotations
 
+import platform
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -55,8 +56,7 @@ class RaplSource(PowerSource):
     def is_available(self) -> tuple[bool, str | None]:
         base = self.root / POWERCAP
         if not base.is_dir():
-            return False, (f"{base} does not exist: this kernel has no powercap interface "
-                           "(not an x86 CPU, CONFIG_POWERCAP off, or a container without /sys)")
+            return False, f"{base} does not exist: {_no_powercap_cause(platform.machine())}"
         zones = _find_zones(base)
         if not zones:
             return False, (f"no intel-rapl zones in {base}: not an Intel/AMD CPU with RAPL, or its driver "
@@ -125,3 +125,14 @@ def _name_rails(zones: list[_Zone]) -> None:
     for zone in zones:
         parent = packages.get(zone.package, f"intel-rapl:{zone.package}")
         zone.rail = f"{parent}/{zone.name}" if zone.sub is not None and counts[zone.name] > 1 else zone.name
+
+
+X86_MACHINES = ("x86_64", "amd64", "i386", "i686")
+
+
+def _no_powercap_cause(machine: str) -> str:
+    """Why a kernel has no powercap folder, for this CPU: RAPL is an x86 feature, so on an ARM
+    board that is the whole answer, and on x86 it is never the answer."""
+    if machine.lower() not in X86_MACHINES:
+        return f"RAPL exists on x86 CPUs only, and this one is {machine or 'not x86'}"
+    return "this kernel has no powercap interface (CONFIG_POWERCAP off, or a VM or container that hides it)"

@@ -232,3 +232,14 @@ def test_nvml_without_driver_says_why(tmp_path):
     nvml = fake_pynvml([], [], init_error="NVML Shared Library Not Found")
     ok, reason = NvmlSource(tmp_path, nvml=nvml).is_available()
     assert not ok and "NVML Shared Library Not Found" in reason
+
+
+@pytest.mark.parametrize("machine, says, never", [
+    ("x86_64", "CONFIG_POWERCAP off", "x86 CPUs only"),
+    ("aarch64", "RAPL exists on x86 CPUs only, and this one is aarch64", "CONFIG_POWERCAP"),
+])
+def test_no_powercap_folder_names_the_cause_that_fits_the_cpu(tmp_path, monkeypatch, machine, says, never):
+    """An x86 machine was told "not an x86 CPU" as one of three guesses; each CPU now gets its own."""
+    monkeypatch.setattr("edgestats.collectors.power.rapl.platform.machine", lambda: machine)
+    ok, reason = RaplSource(tmp_path).is_available()
+    assert not ok and says in reason and never not in reason and "not an x86" not in reason

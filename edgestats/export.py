@@ -131,7 +131,7 @@ class _Table:
     rows: int
 
 
-def _tables(con: duckdb.DuckDBPyConnection) -> list[_Table]:
+def schema_tables(con: duckdb.DuckDBPyConnection) -> list[_Table]:
     rows = con.execute(
         "SELECT t.table_name, c.column_name, c.data_type FROM duckdb_tables() t "
         "JOIN duckdb_columns() c ON c.table_oid = t.table_oid "
@@ -158,7 +158,7 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_
     else:
         folder.mkdir()
         written = scalar(con, copy_sql(select, str(folder / f"{FILE_PREFIX}0.parquet"), partitioned=False))
-    files = _file_rows(con, folder)
+    files = file_rows(con, folder)
     on_disk = sum(files.values())
     if not written == on_disk == table.rows:
         raise RuntimeError(f"export of {table.name}: the DB has {table.rows} rows, COPY wrote {written}, the files hold {on_disk}")
@@ -178,7 +178,7 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_
     }
 
 
-def _file_rows(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]:
+def file_rows(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]:
     """Rows per written Parquet file (from the footers), keyed by path relative to folder."""
     paths = sorted(str(p) for p in folder.rglob("*.parquet"))
     if not paths:
@@ -264,7 +264,7 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
         except OSError as exc:
             raise ExportError(f"cannot create the export folder next to {out}: {exc}. Check the path and its permissions.") from exc
         try:
-            tables = _tables(con)
+            tables = schema_tables(con)
             names = {t.name for t in tables}
             manifest: dict[str, Any] = {
                 "format": MANIFEST_FORMAT,

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from edgestats.cli.common import handle_errors
+from edgestats.errors import ExportError
 from edgestats.export import MANIFEST_NAME, export_parquet
 
 HELP = f"""Export every table of a results DB as hive-partitioned Parquet, for other engines.
@@ -23,6 +24,10 @@ edgestats versions and, per table, its rows, columns and files.
 The DB is opened read-only and never changed. DIR must be new or empty: --overwrite replaces an
 earlier edgestats export there. The export is written next to DIR and renamed into place at the
 end, so an interrupted export leaves DIR as it was.
+
+--append adds the DB's runs to an existing export in DIR (a results lake of many devices): only
+runs, devices and baselines DIR lacks, so appending the same DB twice adds nothing. `sql` and
+`analyze` read such a folder directly, as they read a DB.
 """
 
 
@@ -37,7 +42,16 @@ def export_command(
         False, "--overwrite",
         help=f"Replace an earlier edgestats export in DIR (a folder without {MANIFEST_NAME} is never deleted).",
     ),
+    append: bool = typer.Option(
+        False, "--append",
+        help="Add the DB's runs that DIR lacks to the export already there (a lake of many devices); idempotent.",
+    ),
 ) -> None:
+    if append:
+        if overwrite:
+            raise ExportError("--append adds to the export in DIR and --overwrite replaces it: give one of them")
+        _append(db, parquet)
+        return
     manifest = export_parquet(db, parquet, overwrite=overwrite)
     tables = manifest["tables"]
     width = max(len(name) for name in tables)
@@ -54,6 +68,18 @@ def export_command(
         f"exported {len(tables)} tables ({total:,} rows, schema version {manifest['schema_version']}) "
         f"from {db} to {parquet}"
     )
+
+
+def _append(db: Path, lake: Path) -> None:
+    from edgestats.export_append import append_parquet
+
+    result = append_parquet(db, lake)
+    added = {t: n for t, n in result["added"].items() if n}
+    if not added:
+        typer.echo(f"{db}: nothing to add, {lake} already holds all its runs")
+        return
+    rows = ", ".join(f"{t} {n:,}" for t, n in sorted(added.items()))
+    typer.echo(f"appended {result['runs_added']:,} run(s) of {db} to {lake} ({rows} rows)")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,5 +1,6 @@
 """`edgestats export --parquet` read back by DuckDB, polars and Spark with the DB's row counts,
-for a one-device DB and a merged two-device one."""
+for a one-device DB, a merged two-device one, and a lake built by `export --append` of two DBs
+(whose counts are those of the two merged)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import duckdb
 import polars as pl
 import pytest
 
+from builders import make_results_db
 from export_builders import ALL_TABLES, as_counts, expected_counts, make_two_device_db
-from edgestats.export import export_parquet
+from edgestats.export import export_parquet, read_manifest
+from edgestats.export_append import append_parquet
+from edgestats.merge import merge
 
 
 # One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
@@ -19,14 +23,21 @@ from edgestats.export import export_parquet
 pytestmark = pytest.mark.xdist_group("spark-readback")
 
 
-@pytest.fixture(params=["single", "merged"])
+@pytest.fixture(params=["single", "merged", "appended"])
 def exported(request, tmp_path: Path, results_db: Path):
-    """(export folder, expected per-device counts, manifest) for both kinds of DB."""
+    """(export folder, expected per-device counts, manifest) for each kind of export."""
+    out = tmp_path / "export"
+    if request.param == "appended":
+        other = make_results_db(tmp_path / "other.duckdb", device_name="raspberry-pi-4", seed0=100)
+        export_parquet(results_db, out)
+        append_parquet(other, out)
+        merged = tmp_path / "both.duckdb"
+        merge(merged, [results_db, other])
+        return out, expected_counts(merged), read_manifest(out)
     if request.param == "single":
         db = results_db
     else:
         db, _, _ = make_two_device_db(tmp_path / "merged.duckdb")
-    out = tmp_path / "export"
     manifest = export_parquet(db, out)
     return out, expected_counts(db), manifest
 

@@ -6,9 +6,10 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgestats-installed
+DEMO_STAMP := $(VENV)/.edgestats-demo-installed
 DB ?= results.duckdb
 
-.PHONY: demo test test-fast install system-deps bench clean
+.PHONY: demo test test-fast install install-demo system-deps bench clean
 
 $(BIN)/python:
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "edgestats needs Python >= 3.11 (duckdb 2.0 does); run: make PY=python3.11 ...")'
@@ -17,9 +18,18 @@ $(BIN)/python:
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
-	touch $@
+	touch $@ $(DEMO_STAMP)
 
 install: $(STAMP)
+
+# The demo needs the frameworks and the analysis stack ([all]), not the test tools: no pyspark
+# (a 456 MB source build), playwright, hypothesis or build. A dev install covers it too.
+$(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -c constraints.txt -e '.[all]'
+	touch $@
+
+install-demo: $(DEMO_STAMP)
 
 # Spark (for the export read-back test) needs a Java runtime, and the report's browser test
 # Debian's Chromium (driven by playwright, offline); CI machines start without either.
@@ -43,12 +53,12 @@ test: install system-deps
 test-fast: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)"
 
-demo: install
+demo: install-demo
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal
 	$(BIN)/edgestats doctor
 	$(BIN)/edgestats collect sample_data/demo_sweep.toml --db $(DB)
-	$(BIN)/edgestats sql $(DB) "SELECT framework, runtime, model, n_latencies, round(latency_median_ms, 3) AS median_ms, round(latency_p90_ms, 3) AS p90_ms FROM run_summary ORDER BY model, median_ms"
-	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total') USING first(s) ORDER BY run"
+	$(BIN)/edgestats sql $(DB) "SELECT framework, runtime, model, count(*) AS runs, sum(n_latencies) AS latencies, round(median(latency_median_ms), 3) AS median_ms, round(min(latency_median_ms), 3) AS fastest_run_ms, round(max(latency_median_ms), 3) AS slowest_run_ms FROM run_summary GROUP BY ALL ORDER BY model, median_ms"
+	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE r.repeat_index = 0 AND p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total') USING first(s) ORDER BY run"
 	$(BIN)/edgestats import published.duckdb sample_data/pcamp_inference.csv --kind inference
 	$(BIN)/edgestats import published.duckdb sample_data/dlaas_tf_mnist_cpu.csv --kind training
 	$(BIN)/edgestats merge merged.duckdb $(DB) published.duckdb

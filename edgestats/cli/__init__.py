@@ -7,7 +7,7 @@ import typer
 
 from edgestats import __version__
 from edgestats.cli import analyze, baseline, collect, dataset, db_commands, doctor, export
-from edgestats.cli.common import state
+from edgestats.cli.common import FlagsGroup, state
 
 app = typer.Typer(
     name="edgestats",
@@ -16,6 +16,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
+    cls=FlagsGroup,
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import duckdb
 import typer
+from typer.core import TyperGroup
 
 from edgestats.database import damage_error, storage_error
 from edgestats.errors import DatabaseError, EdgestatsError
@@ -55,3 +56,28 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _named_file(exc: BaseException) -> str:
     return str(getattr(exc, "filename", None) or "a file edgestats writes")
+
+
+def _untyped_flags(command: Any, ctx: Any) -> None:
+    """Typer (0.29) shows a `<bool>` type beside every flag, --help included, as if it took a
+    value: an empty metavar shows nothing there, as flags need."""
+    for param in command.get_params(ctx):
+        if getattr(param, "is_bool_flag", False) and param.metavar is None:
+            param.metavar = ""
+
+
+class FlagsGroup(TyperGroup):
+    """The `edgestats` group: its own and every command's flags are shown without a type."""
+
+    def get_params(self, ctx: Any) -> list:
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_bool_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _untyped_flags(command, ctx)
+        return command

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import typer
 
-from edgestats.cli.common import handle_errors
+from edgestats.cli.common import FlagsGroup, handle_errors
 from edgestats.collectors.training.datasets import FORMATS
 from edgestats.collectors.training.synthetic import make_dataset, parse_size
 
 dataset_app = typer.Typer(help="Datasets for `collect --kind training` (written here; nothing is downloaded).",
-                          no_args_is_help=True)
+                          no_args_is_help=True, cls=FlagsGroup)
 
 
 @dataset_app.command("make")

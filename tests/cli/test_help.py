@@ -44,3 +44,13 @@ def test_debug_shows_the_traceback(tmp_path):
 def test_migrate_command(results_db):
     result = runner.invoke(app, ["migrate", str(results_db)])
     assert result.exit_code == 0 and "already at schema" in result.output
+
+
+@pytest.mark.parametrize("command", [[], *([c] for c in COMMANDS), ["analyze"], ["baseline"], ["dataset", "make"]])
+def test_flags_show_no_value_type(command):
+    """A flag takes no value: typer 0.29 printed `--debug <bool>` (and `--help <bool>`), which
+    reads as if it needed one."""
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "<bool>" not in result.output
+    assert "--help" in result.output

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.edgestats-installed
 DEMO_STAMP := $(VENV)/.edgestats-demo-installed
 DB ?= results.duckdb
 
-.PHONY: demo test test-fast install install-demo system-deps bench clean
+.PHONY: demo test test-fast test-highest install install-demo system-deps bench clean
 
 $(BIN)/python:
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "edgestats needs Python >= 3.11 (duckdb 2.0 does); run: make PY=python3.11 ...")'
@@ -52,6 +52,19 @@ test: install system-deps
 
 test-fast: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)"
+
+# The highest supported Python (3.13): its own venv with the test-pure install (no frameworks: the
+# CPU torch wheel is for 3.11 only), running the fast lane. PY_HIGHEST is found on PATH or under
+# pyenv; a machine without it fails here rather than skipping the check.
+PY_HIGHEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13 2>/dev/null))
+HIGHEST_VENV := .venv-highest
+test-highest:
+	@test -n "$(PY_HIGHEST)" && "$(PY_HIGHEST)" -c 'import sys; assert sys.version_info[:2] == (3, 13)' || { \
+	  echo "test-highest: no Python 3.13 found (looked on PATH and under ~/.pyenv/versions); give one with PY_HIGHEST=/path/to/python3.13"; exit 1; }
+	test -x $(HIGHEST_VENV)/bin/python || "$(PY_HIGHEST)" -m venv $(HIGHEST_VENV)
+	$(HIGHEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(HIGHEST_VENV)/bin/python -m pip install -q -c constraints.txt -e '.[test-pure]'
+	$(HIGHEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)" -p no:cacheprovider
 
 demo: install-demo
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal

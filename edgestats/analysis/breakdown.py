@@ -4,7 +4,8 @@ and whether loading the model costs more than running it (pCAMP's Insight 1), by
 Per run, phase seconds come from the `phases` rows (pCAMP's Table 3 profile). Imported runs
 have only load_time_s / total_time_s / latency_ms: their steady time is latency × iterations
 when iterations is known. Per configuration: the mean seconds of each phase with a t interval
-across runs, its share of the mean total, and the ratio load_model / steady (ratio of means
+across runs on the log scale (edgestats.analysis.bounded: a time's interval stays above 0), its
+share of the mean total, and the ratio load_model / steady (ratio of means
 over runs, paired bootstrap) with its interval.
 """
 
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from edgestats.analysis.intervals import BootstrapSettings, mean_t, paired_ratio_of_means
+from edgestats.analysis.bounded import positive_mean
+from edgestats.analysis.intervals import BootstrapSettings, paired_ratio_of_means
 from edgestats.analysis.load import AnalysisData, default_config
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import (AnalysisResult, estimate_row, group_label, iter_groups, not_enough_entry,
@@ -76,7 +78,7 @@ def breakdown(runs: pl.DataFrame, phases: pl.DataFrame | None, *, by: list[str],
     entries, phase_rows, ratio_rows = [], [], []
     for group, sub in iter_groups(joined, by):
         label = group_label(NAME, group)
-        total = mean_t(sub["total_s"].to_numpy(), level)
+        total = positive_mean(sub["total_s"].to_numpy(), level)
         phase_list = []
         known_sum = sub.select(pl.sum_horizontal([f"{p}_s" for p in PHASES])).to_series()
         other = (sub["total_s"] - known_sum).to_numpy() if total.estimate is not None else None
@@ -84,7 +86,7 @@ def breakdown(runs: pl.DataFrame, phases: pl.DataFrame | None, *, by: list[str],
             values = other if phase == OTHER else sub[f"{phase}_s"].to_numpy()
             if values is None:
                 continue
-            estimate = mean_t(values, level)
+            estimate = positive_mean(values, level)
             if estimate.estimate is None:
                 continue
             share = estimate.estimate / total.estimate if total.estimate else None

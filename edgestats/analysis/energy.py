@@ -5,7 +5,9 @@ energy go (pCAMP's Figure 3)?
   its Fisher-z interval and Spearman with the Bonett–Wright one; per --by group (default all).
 - fit: OLS energy_per_inference_j ~ latency_ms over runs, per device (or --by), with the
   coefficients' intervals from statsmodels and R².
-- phases: per configuration and phase, mean energy and mean power with t intervals across runs.
+- phases: per configuration and phase, mean energy and mean power with t intervals across runs,
+  on the log scale where every value is ≥ 0 (edgestats.analysis.bounded), so they stay above 0;
+  energy above idle that comes out below 0 somewhere is a difference and keeps the plain t.
 - points and band: what the time-energy chart draws. points are the runs (or, above
   MAX_SCATTER_POINTS runs, each configuration's means, so a page stays small); band is the OLS
   line through those same points with the confidence band of its mean response, per fit group.
@@ -20,6 +22,7 @@ import math
 import numpy as np
 import polars as pl
 
+from edgestats.analysis.bounded import NEGATIVE_NOTE, clip_at_zero, log_mean_interval
 from edgestats.analysis.intervals import Estimate, correlation, finite_or_none, t_interval
 from edgestats.analysis.load import AnalysisData, default_config
 from edgestats.analysis.options import AnalysisOptions
@@ -137,9 +140,19 @@ def single_run_interval(row: dict, level: float) -> Estimate | None:
         return None
     if row["ci_low_j"] is None or row["ci_high_j"] is None:
         return None
-    return Estimate(row["mean_energy_j"], min(row["ci_low_j"], row["ci_high_j"]), max(row["ci_low_j"], row["ci_high_j"]),
-                    level, 1, "runs", "idle-baseline interval",
-                    "one run: the interval is the idle baseline's uncertainty, not run-to-run spread")
+    return clip_at_zero(Estimate(row["mean_energy_j"], min(row["ci_low_j"], row["ci_high_j"]),
+                                 max(row["ci_low_j"], row["ci_high_j"]), level, 1, "runs", "idle-baseline interval",
+                                 "one run: the interval is the idle baseline's uncertainty, not run-to-run spread"))
+
+
+def moments_interval(n: int, mean: float | None, sd: float | None, minimum: float | None, level: float) -> Estimate:
+    """The mean's interval from (n, mean, sd) over runs: on the log scale when no value is below
+    0 (then it stays above 0), the plain t otherwise (the quantity is a difference there)."""
+    if minimum is not None and minimum < 0:
+        plain = t_interval(n, mean, sd or 0.0, level, "runs")
+        plain.note = f"{plain.note}; {NEGATIVE_NOTE}" if plain.note else NEGATIVE_NOTE
+        return plain
+    return log_mean_interval(n, mean if mean is not None else math.nan, sd or 0.0, level, "runs")
 
 
 def phase_moments(runs: pl.DataFrame, phase_energy: pl.DataFrame, config: list[str]) -> pl.DataFrame:
@@ -152,7 +165,8 @@ def phase_moments(runs: pl.DataFrame, phase_energy: pl.DataFrame, config: list[s
               .with_columns(power.alias("_power_w")))
     return (joined.group_by([*config, "phase"], maintain_order=True)
             .agg(pl.col("energy_j").count().alias("n_energy"), pl.col("energy_j").mean().alias("mean_energy_j"),
-                 pl.col("energy_j").std().alias("sd_energy_j"), pl.col("_power_w").count().alias("n_power"),
+                 pl.col("energy_j").std().alias("sd_energy_j"), pl.col("energy_j").min().alias("min_energy_j"),
+                 pl.col("_power_w").count().alias("n_power"), pl.col("_power_w").min().alias("min_power_w"),
                  pl.col("_power_w").mean().alias("mean_power_w"), pl.col("_power_w").std().alias("sd_power_w"),
                  pl.col("energy_ci_low_j").first().alias("ci_low_j"), pl.col("energy_ci_high_j").first().alias("ci_high_j"),
                  pl.col("run_idx").n_unique().alias("n_runs"),
@@ -175,9 +189,9 @@ def phase_profile(runs: pl.DataFrame, phase_energy: pl.DataFrame | None, config:
             continue
         phase_list = []
         for row in sorted(measured, key=lambda r: order[r["phase"]]):
-            energy_estimate = single_run_interval(row, level) or t_interval(
-                row["n_energy"], row["mean_energy_j"], row["sd_energy_j"] or 0.0, level, "runs")
-            power = t_interval(row["n_power"], row["mean_power_w"], row["sd_power_w"] or 0.0, level, "runs")
+            energy_estimate = single_run_interval(row, level) or moments_interval(
+                row["n_energy"], row["mean_energy_j"], row["sd_energy_j"], row["min_energy_j"], level)
+            power = moments_interval(row["n_power"], row["mean_power_w"], row["sd_power_w"], row["min_power_w"], level)
             phase_list.append({"phase": row["phase"], "energy_j": energy_estimate.as_dict(), "mean_power_w": power.as_dict(),
                                "sources": row["sources"]})
             rows.append(estimate_row(group, energy_estimate, part="phases", phase=row["phase"], quantity="energy_j"))

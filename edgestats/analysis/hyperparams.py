@@ -9,12 +9,15 @@ in n_excluded):
   factors log10-scaled where they span two decades or more (learning rate 1e-4..1e-2, batch
   size 50..5000), text factors as categories. Per term: estimate, interval, p-value; R²; the
   type-II ANOVA table.
-- main effects: the mean response at each level of each factor, with a t interval.
+- main effects: the mean response at each level of each factor, with an interval that stays in
+  the response's range (edgestats.analysis.bounded): accuracy on the logit scale (Wilson for one
+  run whose test-set size, column n_test, is known), times on the log scale.
 - proportionality (for a time response and an iterations/epochs factor): time ~ iterations at
   each fixed batch size — slope (time per iteration), intercept, R², and whether the intercept's
   interval holds 0 with R² ≥ 0.99 (the paper's "training time is proportional to #iterations").
 - best: the configuration (factor values) with the min or max mean response, among those that
-  satisfy --constraint (e.g. max accuracy with training_time_s <= 600).
+  satisfy --constraint (e.g. max accuracy with training_time_s <= 600), with the same bounded
+  interval of its mean.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from edgestats.analysis.intervals import finite_or_none, mean_t
+from edgestats.analysis.bounded import bounded_mean
+from edgestats.analysis.intervals import Estimate, finite_or_none
 from edgestats.analysis.load import AnalysisData, AnalysisInputError, check_group_columns
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, iter_groups, not_enough_entry, rows_frame, unavailable
@@ -40,6 +44,7 @@ LOG_CANDIDATES = ("learning_rate", "batch_size")
 PROPORTIONAL_R2 = 0.99
 MAX_MAIN_EFFECT_LEVELS = 20   # more distinct values than this is a continuum, not levels
 ITERATION_FACTORS = ("iterations", "epochs")
+TEST_SIZE_COLUMN = "n_test"   # samples in the test set, where the DB knows it (for Wilson intervals)
 # Responses and factors used when none are named, and the groups fitted apart when no --by.
 DEFAULT_RESPONSES = ("training_time_s", "accuracy_pct")
 HYPERPARAMETERS = ("batch_size", "iterations", "epochs", "learning_rate", "optimizer", "threads", "num_workers")
@@ -170,6 +175,19 @@ def fit_ols(rows: pl.DataFrame, response: str, factors: list[str], scales: dict[
             "adj_r_squared": finite_or_none(model.rsquared_adj), "terms": terms, "anova": anova, "notes": notes}
 
 
+def test_set_size(rows: pl.DataFrame) -> int | None:
+    """The runs' test-set size (column n_test) when they share one, else None."""
+    if TEST_SIZE_COLUMN not in rows.columns:
+        return None
+    sizes = rows[TEST_SIZE_COLUMN].drop_nulls().unique().to_list()
+    return int(sizes[0]) if len(sizes) == 1 and sizes[0] > 0 else None
+
+
+def response_mean(rows: pl.DataFrame, response: str, level: float) -> Estimate:
+    """The mean response of these runs with the interval its range allows (bounded_mean)."""
+    return bounded_mean(rows[response].cast(pl.Float64).to_numpy(), response, level, n_test=test_set_size(rows))
+
+
 def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
     """Mean response at each level of each factor (marginal over the others), t intervals."""
     out = []
@@ -177,7 +195,7 @@ def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: f
         if rows[factor].n_unique() > MAX_MAIN_EFFECT_LEVELS:
             continue
         for (value,), sub in rows.sort(factor).group_by([factor], maintain_order=True):
-            estimate = mean_t(sub[response].to_numpy(), level)
+            estimate = response_mean(sub, response, level)
             out.append({"factor": factor, "value": value, **estimate.as_dict()})
     return out
 
@@ -210,7 +228,7 @@ def proportionality(rows: pl.DataFrame, response: str, factors: list[str], level
 
 
 def best_configuration(rows: pl.DataFrame, response: str, factors: list[str], goal: str,
-                       conditions: list[Condition]) -> dict:
+                       conditions: list[Condition], level: float = 0.95) -> dict:
     """The factor values with the min/max mean response among configurations meeting the constraint."""
     extra = [c.column for c in conditions if c.column not in (response, *factors)]
     configs = (rows.group_by(factors, maintain_order=True)
@@ -227,7 +245,12 @@ def best_configuration(rows: pl.DataFrame, response: str, factors: list[str], go
         return {"goal": goal, "constraint": constraint, "n_satisfying": 0,
                 "reason": f"no configuration satisfies {constraint}"}
     pick = candidates.sort("_value", descending=goal == "max").row(0, named=True)
-    return {"goal": goal, "config": {f: pick[f] for f in factors}, "value": pick["_value"], "n": pick["_n"],
+    config = {f: pick[f] for f in factors}
+    members = rows.filter(pl.all_horizontal(*(pl.col(f) == v if v is not None else pl.col(f).is_null()
+                                              for f, v in config.items())))
+    interval = response_mean(members, response, level)
+    return {"goal": goal, "config": config, "value": pick["_value"], "n": pick["_n"], "ci_low": interval.ci_low,
+            "ci_high": interval.ci_high, "level": level, "method": interval.method, "note": interval.note,
             "constraint": constraint, "n_satisfying": candidates.height, "n_configurations": configs.height}
 
 
@@ -264,7 +287,7 @@ def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: li
         entry["main_effects"] = main_effects(complete, response, factors, level)
         entry["proportionality"] = proportionality(complete, response, factors, level)
         if best:
-            entry["best"] = best_configuration(complete, response, factors, best, conditions)
+            entry["best"] = best_configuration(complete, response, factors, best, conditions, level)
         entries.append(entry)
         tags = {**group, "response": response}
         term_rows += [{**tags, **t, "level": level, "n": complete.height, "r_squared": fit.get("r_squared")} for t in fit.get("terms", [])]
@@ -333,9 +356,10 @@ def _add_iteration_means(result: AnalysisResult) -> None:
 
 
 def iteration_means(points: pl.DataFrame, responses: list[str], level: float) -> pl.DataFrame:
-    """Mean of each response with its t interval per iteration count (or epochs), per series
-    (batch size, else learning rate or optimizer) and per device / framework, however many
-    runs there are: what the response-vs-iterations chart draws (the DLaaS study's tables)."""
+    """Mean of each response with its bounded interval (`response_mean`) per iteration count (or
+    epochs), per series (batch size, else learning rate or optimizer) and per device / framework,
+    however many runs there are: what the response-vs-iterations chart draws (the DLaaS study's
+    tables)."""
     factor = next(c for c in ITERATION_FACTORS if c in points.columns)
     series = next((c for c in SERIES_CANDIDATES if c in points.columns and c != factor), None)
     keys = [factor, *([series] if series else []), *(c for c in MEANS_KEPT_APART if c in points.columns)]
@@ -343,7 +367,7 @@ def iteration_means(points: pl.DataFrame, responses: list[str], level: float) ->
     for response in responses:
         measured = points.filter(pl.col(response).is_not_null())
         for values, sub in measured.select(*keys, response).group_by(keys, maintain_order=True):
-            e = mean_t(sub[response].cast(pl.Float64).to_numpy(), level)
+            e = response_mean(sub, response, level)
             rows.append({**dict(zip(keys, values)), "response": response, "estimate": e.estimate, "ci_low": e.ci_low,
                          "ci_high": e.ci_high, "level": level, "n": e.n})
     if not rows:

@@ -1,11 +1,17 @@
 """summary: per configuration, latency median / mean / p90 / p99, throughput, memory and energy
 per inference, each with its interval.
 
-Collected runs have every steady-state latency: a configuration's latencies are pooled and its
-quantiles get intervals over them (n counts latencies). Imported runs have one figure per run:
-then the intervals are across runs (n counts runs), and p90/p99 are not available (a per-run
-median says nothing about a run's tail). Memory and energy are per-run figures: their intervals
-are always across runs.
+Collected runs have every steady-state latency. The run is the unit (edgestats.analysis.hierarchical):
+each run gives its own median / p90 / p99 / mean, and a configuration's figure is the geometric
+mean of its runs' quantiles (the mean of their means) with a t interval on the log scale, n
+counting runs; with one run the interval is the within-run one over its latencies and its note
+says it covers within-run variance only. Each entry also gives n_runs, n_latencies, the
+between-run and within-run variance components of log latency and their ratio, and how many
+runs a ±2 % median needs (Kalibera & Jones 2013); the `variance` frame tabulates them.
+Imported runs have one figure per run: then the intervals are across runs (n counts runs), and
+p90/p99 are not available (a per-run median says nothing about a run's tail). Memory, energy
+and throughput are per-run figures: their intervals are across runs, on the log scale, so they
+stay above 0.
 
 The `distribution` frame describes each configuration's latencies for a box plot: min, p1, p5,
 p25, median, p75, p95, p99, max (linear interpolation, as numpy.quantile). Whiskers are meant to
@@ -20,10 +26,15 @@ Imported groups describe their runs' median latencies (n_unit "runs"), as the me
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 
-from edgestats.analysis.intervals import BootstrapSettings, Estimate, mean_t, quantile_ci
+from edgestats.analysis.bounded import clip_at_zero, positive_mean
+from edgestats.analysis.hierarchical import (mean_over_runs, quantile_over_runs, recommended_runs,
+                                             variance_components)
+from edgestats.analysis.intervals import BootstrapSettings, Estimate, quantile_ci
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, group_quantiles
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, rows_frame, unavailable
@@ -44,14 +55,19 @@ def _no_value(level: float, n: int, n_unit: str, method: str, note: str) -> Esti
     return Estimate(None, None, None, level, n, n_unit, method, note)
 
 
+def run_latencies(latencies: LatencyIndex, run_idxs: list[int]) -> list[np.ndarray]:
+    """The steady latencies of each of these runs that has per-inference rows, one array a run."""
+    return [latencies.values[slice(*latencies.bounds[i])] for i in run_idxs if i in latencies.bounds]
+
+
 def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings,
                       label: str) -> dict[str, Estimate]:
-    """Median, p90, p99 and mean latency of one configuration's runs."""
-    pooled = latencies.pooled(runs["run_idx"].to_list())
-    if len(pooled):
-        out = {metric: quantile_ci(pooled, q, level=level, settings=settings, n_unit="latencies", label=f"{label}|{metric}")
+    """Median, p90, p99 and mean latency of one configuration's runs, the run as unit."""
+    by_run = run_latencies(latencies, runs["run_idx"].to_list())
+    if by_run:
+        out = {metric: quantile_over_runs(by_run, q, level=level, settings=settings, label=f"{label}|{metric}")
                for metric, q in QUANTILES.items()}
-        out["latency_mean_ms"] = mean_t(pooled, level, n_unit="latencies")
+        out["latency_mean_ms"] = mean_over_runs(by_run, level=level)
         without = int((runs["n_latencies"].fill_null(0) == 0).sum())
         if without:
             for estimate in out.values():
@@ -64,13 +80,33 @@ def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: flo
     tail_note = "one figure per run (imported): a run's tail latency is not known"
     out["latency_p90_ms"] = _no_value(level, len(per_run), "runs", "none", tail_note)
     out["latency_p99_ms"] = _no_value(level, len(per_run), "runs", "none", tail_note)
-    out["latency_mean_ms"] = mean_t(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
+    out["latency_mean_ms"] = positive_mean(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
     return out
+
+
+def variance_entry(by_run: list[np.ndarray], level: float) -> dict:
+    """The variance components of log latency and the Kalibera–Jones run count, for the JSON."""
+    components = variance_components(by_run)
+    return {"variance_components": components.as_dict(),
+            "recommendation": recommended_runs(components, level=level).as_dict()}
+
+
+def variance_row(group: dict, variance: dict) -> dict:
+    """One row of the `variance` frame: the components as relative SDs (%), which read more
+    easily than log-scale variances (sqrt of a log variance ≈ a coefficient of variation)."""
+    components, advice = variance["variance_components"], variance["recommendation"]
+    sd_pct = {k: (100 * math.sqrt(v) if v is not None else None) for k, v in
+              (("between_run_sd_pct", components["between_run_var"]), ("within_run_sd_pct", components["within_run_var"]))}
+    return {**group, "n_runs": components["n_runs"], "n_latencies": components["n_latencies"], **sd_pct,
+            "variance_ratio": components["ratio"], "recommended_runs": advice["runs"],
+            "at_iterations_per_run": advice["iterations_per_run"],
+            "for_rel_half_width_pct": 100 * advice["target_rel_half_width"],
+            "note": "; ".join(n for n in (components["note"], advice["note"]) if n) or None}
 
 
 def throughput_estimate(runs: pl.DataFrame, mean_latency: Estimate, level: float) -> Estimate:
     """Inferences (samples) per second. With one batch size, batch_size / mean latency and its
-    interval mapped through the same (monotone) function; otherwise a t interval across runs."""
+    interval mapped through the same (monotone) function; otherwise a log-scale t interval across runs."""
     batch_sizes = runs["batch_size"].fill_null(1).unique().to_list()
     if len(batch_sizes) == 1 and mean_latency.estimate:
         per_s = float(batch_sizes[0]) * 1000.0
@@ -81,7 +117,7 @@ def throughput_estimate(runs: pl.DataFrame, mean_latency: Estimate, level: float
         return Estimate(per_s / mean_latency.estimate, low, high, level, mean_latency.n, mean_latency.n_unit,
                         "batch_size / mean latency" + (f" ({mean_latency.method})" if low is not None else ""),
                         mean_latency.note)
-    return mean_t(runs["throughput_per_s"].to_numpy(), level, n_unit="runs")
+    return positive_mean(runs["throughput_per_s"].to_numpy(), level, n_unit="runs")
 
 
 def energy_estimate(runs: pl.DataFrame, level: float) -> Estimate:
@@ -96,9 +132,9 @@ def energy_estimate(runs: pl.DataFrame, level: float) -> Estimate:
         row = runs.filter(pl.col("energy_per_inference_j").is_not_null()).row(0, named=True)
         low, high = row.get("energy_per_inference_ci_low_j"), row.get("energy_per_inference_ci_high_j")
         if low is not None and high is not None and abs(level - 0.95) < 1e-9:  # the view's interval is a 95 % one
-            return Estimate(float(measured[0]), float(low), float(high), level, 1, "runs", "idle-baseline interval",
-                            "one run: the interval is the idle baseline's uncertainty, not run-to-run spread")
-    return mean_t(measured, level, n_unit="runs")
+            return clip_at_zero(Estimate(float(measured[0]), float(low), float(high), level, 1, "runs", "idle-baseline interval",
+                                         "one run: the interval is the idle baseline's uncertainty, not run-to-run spread"))
+    return positive_mean(measured, level, n_unit="runs")
 
 
 def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[str], level: float = 0.95,
@@ -108,17 +144,21 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
     if measured.height == 0:
         return unavailable(NAME, level, "no selected run has a latency (summary needs inference runs)", n=runs.height)
     index = LatencyIndex(latencies)
-    entries, rows, members = [], [], []
+    entries, rows, members, variance_rows = [], [], [], []
     for g, (group, sub) in enumerate(iter_groups(measured, by)):
         label = group_label(NAME, group)
         estimates = latency_estimates(sub, index, level=level, settings=settings, label=label)
         estimates["throughput_per_s"] = throughput_estimate(sub, estimates["latency_mean_ms"], level)
-        estimates["rss_peak_bytes"] = mean_t(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
-        estimates["rss_mean_bytes"] = mean_t(sub["rss_mean_bytes"].to_numpy(), level, n_unit="runs")
+        estimates["rss_peak_bytes"] = positive_mean(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
+        estimates["rss_mean_bytes"] = positive_mean(sub["rss_mean_bytes"].to_numpy(), level, n_unit="runs")
         estimates["energy_per_inference_j"] = energy_estimate(sub, level)
         n_latencies = index.count(sub["run_idx"].to_list())
-        entries.append({"group": group, "n": sub.height, "n_unit": "runs", "n_latencies": n_latencies, "level": level,
-                        "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()]})
+        by_run = run_latencies(index, sub["run_idx"].to_list())
+        variance = variance_entry(by_run, level) if by_run else {}
+        entries.append({"group": group, "n": sub.height, "n_unit": "runs", "n_runs": sub.height, "n_latencies": n_latencies,
+                        "level": level, "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()], **variance})
+        if variance:
+            variance_rows.append(variance_row(group, variance))
         rows += [estimate_row(group, e, metric=m, n_runs=sub.height) for m, e in estimates.items()]
         without = int((sub["n_latencies"].fill_null(0) == 0).sum())
         members.append(sub.select("run_idx", "latency_median_ms").with_columns(
@@ -126,8 +166,10 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
             pl.lit(IMPORTED_NOTE if n_latencies == 0 else
                    f"{without} run(s) without per-inference rows left out" if without else None, pl.String).alias("note")))
     distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
-    return AnalysisResult(NAME, level, entries, {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf},
-                          chart_only={"ecdf"})
+    frames = {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf}
+    if variance_rows:
+        frames["variance"] = rows_frame(variance_rows)
+    return AnalysisResult(NAME, level, entries, frames, chart_only={"ecdf"})
 
 
 def latency_distribution(entries: list[dict], members: pl.DataFrame,

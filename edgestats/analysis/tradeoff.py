@@ -10,8 +10,11 @@
   effect sizes. A stratum has a single winner only when one candidate is significantly best on
   every metric measured.
 
-Latency compares the pooled steady-state latencies where every candidate has them (n counts
-latencies), per-run figures otherwise (n counts runs); the other metrics are per run.
+Every metric is compared with the run as unit: latency by each run's median latency (latencies
+within one run share its process and are not independent: pooling them declared winners that a
+re-run would not confirm), the others by their per-run figures. Latency medians and their
+intervals are summary's (edgestats.analysis.hierarchical: run-level, on the log scale); memory
+means have log-scale intervals, so neither leaves the positive range.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from edgestats.analysis.intervals import BootstrapSettings, finite_or_none, mean_t, quantile_ci
+from edgestats.analysis.bounded import positive_mean
+from edgestats.analysis.hierarchical import median_over_runs
+from edgestats.analysis.intervals import BootstrapSettings, Estimate, finite_or_none, quantile_ci
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, present_columns
+from edgestats.analysis.summary import run_latencies
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
 
@@ -56,13 +62,8 @@ def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], de
     measured = runs.filter(pl.col("latency_median_ms").is_not_null() & pl.col("rss_peak_bytes").is_not_null())
     rows = []
     for group, sub in iter_groups(measured, list(dict.fromkeys([*device, *config]))):
-        pooled = index.pooled(sub["run_idx"].to_list())
-        summary_label = group_label("summary", group)  # summary's seed: the same bootstrap, the same interval
-        latency = (quantile_ci(pooled, 0.5, level=level, settings=settings, n_unit="latencies",
-                               label=f"{summary_label}|latency_median_ms") if len(pooled) else
-                   quantile_ci(sub["latency_median_ms"].to_numpy(), 0.5, level=level, settings=settings, n_unit="runs",
-                               label=f"{summary_label}|median-of-runs"))
-        memory = mean_t(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
+        latency = median_latency(sub, index, level=level, settings=settings, label=group_label("summary", group))
+        memory = positive_mean(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
         rows.append({**group, "latency_median_ms": latency.estimate, "latency_median_ms_ci_low": latency.ci_low,
                      "latency_median_ms_ci_high": latency.ci_high, "rss_peak_bytes": memory.estimate,
                      "rss_peak_bytes_ci_low": memory.ci_low, "rss_peak_bytes_ci_high": memory.ci_high,
@@ -78,9 +79,19 @@ def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], de
     return points.with_columns(pl.Series("pareto", [flag_of[i] for i in range(points.height)]))
 
 
-def _values(sub: pl.DataFrame, metric: str, index: LatencyIndex, pooled_latency: bool) -> np.ndarray:
-    if metric == "latency_median_ms" and pooled_latency:
-        return index.pooled(sub["run_idx"].to_list())
+def median_latency(runs: pl.DataFrame, index: LatencyIndex, *, level: float, settings: BootstrapSettings,
+                   label: str) -> Estimate:
+    """summary's latency_median_ms of these runs (the same seed label, so the same interval):
+    run-level over their latency rows, else across the runs' reported medians."""
+    by_run = run_latencies(index, runs["run_idx"].to_list())
+    if by_run:
+        return median_over_runs(by_run, level=level, settings=settings, label=f"{label}|latency_median_ms")
+    return quantile_ci(runs["latency_median_ms"].to_numpy(), 0.5, level=level, settings=settings, n_unit="runs",
+                       label=f"{label}|median-of-runs")
+
+
+def _values(sub: pl.DataFrame, metric: str) -> np.ndarray:
+    """The per-run figures of a metric (a run's median latency for latency): the test's units."""
     values = sub[metric].to_numpy().astype(float)
     return values[np.isfinite(values)]
 
@@ -88,28 +99,28 @@ def _values(sub: pl.DataFrame, metric: str, index: LatencyIndex, pooled_latency:
 def compare_metric(stratum: pl.DataFrame, metric: str, lower_is_better: bool, candidates: list[str],
                    index: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str) -> dict | None:
     """Best vs runner-up on one metric in one stratum; None when fewer than two candidates have it."""
-    pooled = metric == "latency_median_ms" and all(
-        index.count(sub["run_idx"].to_list()) > 0 for _, sub in iter_groups(stratum, candidates))
-    n_unit = "latencies" if pooled else "runs"
     scored = []
     for candidate, sub in iter_groups(stratum, candidates):
-        values = _values(sub, metric, index, pooled)
-        if len(values):
-            scored.append((float(np.median(values)), candidate, values))
+        values = _values(sub, metric)
+        if len(values) == 0:
+            continue
+        centre = (median_latency(sub, index, level=level, settings=settings, label=f"{label}|{_text(candidate)}")
+                  if metric == "latency_median_ms" else
+                  quantile_ci(values, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}|{candidate}"))
+        scored.append((centre.estimate, candidate, values, centre))
     if len(scored) < 2:
         return None
     scored.sort(key=lambda item: item[0] if lower_is_better else -item[0])
-    (best_median, best, best_values), (runner_median, runner, runner_values) = scored[0], scored[1]
-    result = {"metric": metric, "direction": "lower" if lower_is_better else "higher", "n_unit": n_unit,
+    (best_median, best, best_values, best_centre), (runner_median, runner, runner_values, runner_centre) = scored[:2]
+    result = {"metric": metric, "direction": "lower" if lower_is_better else "higher", "n_unit": "runs",
               "candidates": len(scored), "test": "mann-whitney-u (two-sided)"}
-    for key, candidate, values in (("best", best, best_values), ("runner_up", runner, runner_values)):
-        estimate = quantile_ci(values, 0.5, level=level, settings=settings, n_unit=n_unit, label=f"{label}|{metric}|{candidate}")
+    for key, candidate, estimate in (("best", best, best_centre), ("runner_up", runner, runner_centre)):
         result[key] = {"candidate": candidate, **estimate.as_dict()}
     with np.errstate(divide="ignore", invalid="ignore"):
         result["ratio_of_medians"] = finite_or_none(runner_median / best_median) if best_median else None
     if len(best_values) < 2 or len(runner_values) < 2:
         result.update(p_value=None, prob_superiority=None,
-                      note=f"not enough data for a test: {len(best_values)} vs {len(runner_values)} {n_unit} (each side needs at least 2)")
+                      note=f"not enough data for a test: {len(best_values)} vs {len(runner_values)} runs (each side needs at least 2)")
         return result
     test = stats.mannwhitneyu(best_values, runner_values, alternative="two-sided")
     # U counts pairs where the first sample is larger: the best is "better" in the other direction.

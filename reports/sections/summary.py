@@ -1,4 +1,7 @@
-"""The summary section: latency per configuration (box plot with the median's interval, ECDF)."""
+"""The summary section: latency per configuration (box plot with the median's interval, ECDF).
+
+The `variance` frame (runs, latencies, between- and within-run SD, recommended runs) is shown
+as a table, as every frame that is not chart-only is."""
 
 from __future__ import annotations
 
@@ -24,6 +27,17 @@ def figures(result: Any) -> list[FigureSpec]:
     ]
 
 
+def runs_basis(row: dict[str, Any]) -> str:
+    """What the interval rests on: the runs it is across, or one run's latencies (then it covers
+    within-run variance only, and the sentence says so)."""
+    runs = row.get("n_runs")
+    if row.get("n_unit") == "runs" and row.get("n"):
+        return f" across {row['n']} runs"
+    if runs == 1:
+        return ", one run: within-run variance only"
+    return ""
+
+
 def sentence(result: Any) -> str:
     frame = result.frames.get("metrics")
     medians = frame.filter((pl.col("metric") == "latency_median_ms") & pl.col("estimate").is_not_null()).sort("estimate")
@@ -31,7 +45,8 @@ def sentence(result: Any) -> str:
         return "No configuration has a latency."
     fast, slow = medians.row(0, named=True), medians.row(-1, named=True)
     text = (f"Median steady-state latency of {label(fast, medians)} is "
-            f"{format_interval(fast['estimate'], fast['ci_low'], fast['ci_high'])} ms ({pct(fast['level'])} interval)")
+            f"{format_interval(fast['estimate'], fast['ci_low'], fast['ci_high'])} ms ({pct(fast['level'])} interval"
+            f"{runs_basis(fast)})")
     if medians.height > 1:
         text += (f", the fastest of {medians.height} configurations; the slowest, {label(slow, medians)}, takes "
                  f"{format_interval(slow['estimate'], slow['ci_low'], slow['ci_high'])} ms, "

@@ -139,7 +139,9 @@ def test_energy_per_phase_with_t_intervals_and_mean_power():
     result = energy(runs, phase_energy, config=CONFIG, by=[])
     (profile,) = [e for e in result.to_json() if e["part"] == "phases"]
     phases = {p["phase"]: p for p in profile["phases"]}
-    low, high = stats.t.interval(0.95, 2, loc=np.mean(load), scale=stats.sem(load))
+    # energy is positive: the t interval is made on the log scale (delta method), m·exp(±t·sem/m)
+    half = stats.t.ppf(0.975, 2) * stats.sem(load) / np.mean(load)
+    low, high = np.mean(load) * np.exp(-half), np.mean(load) * np.exp(half)
     assert (phases["load_model"]["energy_j"]["ci_low"], phases["load_model"]["energy_j"]["ci_high"]) == pytest.approx((low, high))
     # pCAMP Figure 3: loading draws less power than inference, though it takes longer
     assert phases["load_model"]["mean_power_w"]["estimate"] == pytest.approx(12.5)
@@ -169,12 +171,18 @@ def test_winners_are_tested_rank_based_and_holm_corrected():
     alexnet = next(e for e in winners if e["group"]["model"] == "alexnet")
     metrics = {m["metric"]: m for m in alexnet["metrics"]}
     latency = metrics["latency_median_ms"]
-    assert latency["best"]["candidate"] == {"framework": "mxnet"} and latency["n_unit"] == "latencies"
-    best = np.concatenate([per_run[i] for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == "mxnet"])
+    # the run is the unit: each run's median latency (pooling the 3 × 40 latencies made them
+    # look independent and gave a tiny p for 3 runs a side)
+    assert latency["best"]["candidate"] == {"framework": "mxnet"} and latency["n_unit"] == "runs"
+    best = [np.median(per_run[i]) for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == "mxnet"]
     second_name = latency["runner_up"]["candidate"]["framework"]
-    second = np.concatenate([per_run[i] for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == second_name])
+    second = [np.median(per_run[i]) for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == second_name]
     assert latency["p_value"] == pytest.approx(stats.mannwhitneyu(best, second).pvalue)
+    assert latency["p_value"] == pytest.approx(0.1)   # the smallest two-sided p of 3 vs 3 runs
     assert latency["prob_superiority"] == pytest.approx(1.0)
+    assert latency["best"]["estimate"] == pytest.approx(np.exp(np.mean(np.log(best))))
+    assert 0 < latency["best"]["ci_low"] < latency["best"]["estimate"] < latency["best"]["ci_high"]
+    assert latency["best"]["n"] == 3 and latency["best"]["n_unit"] == "runs"
     memory = metrics["rss_peak_bytes"]
     assert memory["best"]["candidate"] == {"framework": "pytorch"} and memory["n_unit"] == "runs"
     # Holm across the whole table (2 strata × 2 metrics)

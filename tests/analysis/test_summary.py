@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from scipy import stats
 
 from analysis_builders import import_sample, latencies_frame, runs_frame
 from edgestats.analysis import AnalysisOptions, run_analyses
@@ -25,7 +26,10 @@ def metrics_of(entry: dict) -> dict:
     return {m["metric"]: m for m in entry["metrics"]}
 
 
-def test_collected_runs_pool_their_latencies():
+def test_collected_runs_take_the_run_as_unit():
+    """Each run gives its own median / p99 / mean; the configuration's interval is across runs
+    (t on the log scale, df = runs - 1), not over the pooled latencies (which ignored run-to-run
+    variance: tests/analysis/test_hierarchical.py measures how badly)."""
     rng = np.random.default_rng(0)
     a, b = rng.lognormal(1.0, 0.2, 150), rng.lognormal(1.0, 0.2, 90)
     runs = runs_frame([
@@ -34,24 +38,45 @@ def test_collected_runs_pool_their_latencies():
     ])
     result = summarise(runs, latencies_frame({0: a.tolist(), 1: b.tolist()}), by=CONFIG, settings=SETTINGS)
     (entry,) = result.to_json()
-    assert entry["n"] == 2 and entry["n_unit"] == "runs" and entry["n_latencies"] == 240
+    assert entry["n"] == 2 and entry["n_unit"] == "runs" and entry["n_latencies"] == 240 and entry["n_runs"] == 2
     metrics = metrics_of(entry)
-    pooled = np.sort(np.concatenate([a, b]))
     median = metrics["latency_median_ms"]
-    assert median["estimate"] == pytest.approx(np.quantile(pooled, 0.5))
-    assert median["method"] == "order-statistic" and median["n"] == 240 and median["n_unit"] == "latencies"
-    r, s = order_statistic_ranks(240, 0.5, 0.95)
-    assert (median["ci_low"], median["ci_high"]) == (pooled[r - 1], pooled[s - 1])
-    assert metrics["latency_p99_ms"]["estimate"] == pytest.approx(np.quantile(pooled, 0.99))
-    # throughput = batch_size / mean latency, its interval mapped from the mean's
+    logs = np.log([np.median(a), np.median(b)])
+    assert median["estimate"] == pytest.approx(np.exp(logs.mean()))
+    assert median["n"] == 2 and median["n_unit"] == "runs" and median["method"].startswith("run-level t on the log scale")
+    low, high = stats.t.interval(0.95, 1, loc=logs.mean(), scale=stats.sem(logs))
+    assert (median["ci_low"], median["ci_high"]) == pytest.approx((np.exp(low), np.exp(high)))
+    p99 = np.log([np.quantile(a, 0.99), np.quantile(b, 0.99)])
+    assert metrics["latency_p99_ms"]["estimate"] == pytest.approx(np.exp(p99.mean()))
+    # mean latency: the mean of the runs' means; throughput = batch_size / it, its interval mapped from the mean's
     mean = metrics["latency_mean_ms"]
-    assert metrics["throughput_per_s"]["estimate"] == pytest.approx(4000 / pooled.mean())
+    assert mean["estimate"] == pytest.approx((a.mean() + b.mean()) / 2) and 0 < mean["ci_low"] < mean["ci_high"]
+    assert metrics["throughput_per_s"]["estimate"] == pytest.approx(4000 / mean["estimate"])
     assert metrics["throughput_per_s"]["ci_low"] == pytest.approx(4000 / mean["ci_high"])
     assert metrics["rss_peak_bytes"]["estimate"] == pytest.approx(2.5e8) and metrics["rss_peak_bytes"]["n"] == 2
+    assert metrics["rss_peak_bytes"]["ci_low"] > 0  # a plain t interval: 2.5e8 ± 12.7 × 0.5e8, below 0
     energy = metrics["energy_per_inference_j"]
     assert energy["estimate"] is None and energy["note"].startswith("not enough data: energy was not measured")
+    components = entry["variance_components"]
+    assert (components["n_runs"], components["n_latencies"]) == (2, 240) and components["between_run_var"] >= 0
+    assert entry["recommendation"]["runs"] is None or entry["recommendation"]["runs"] >= 2
     frame = result.frames["metrics"]
     assert {"metric", "estimate", "ci_low", "ci_high", "level", "n", "n_unit", *CONFIG} <= set(frame.columns)
+    assert result.frames["variance"]["n_runs"].to_list() == [2]
+
+
+def test_one_collected_run_says_its_interval_is_within_run_only():
+    rng = np.random.default_rng(4)
+    a = rng.lognormal(1.0, 0.2, 150)
+    runs = runs_frame([{"n_latencies": 150, "latency_median_ms": float(np.median(a)), "latency_mean_ms": float(a.mean())}])
+    (entry,) = summarise(runs, latencies_frame({0: a.tolist()}), by=CONFIG, settings=SETTINGS).to_json()
+    median = metrics_of(entry)["latency_median_ms"]
+    assert median["estimate"] == pytest.approx(np.median(a)) and median["n_unit"] == "latencies" and median["n"] == 150
+    pooled = np.sort(a)
+    r, s = order_statistic_ranks(150, 0.5, 0.95)
+    assert (median["ci_low"], median["ci_high"]) == (pooled[r - 1], pooled[s - 1])
+    assert "one run: the interval covers within-run variance only" in median["note"]
+    assert entry["recommendation"]["runs"] is None and "at least 2 runs" in entry["recommendation"]["note"]
 
 
 def test_imported_runs_give_intervals_across_runs():
@@ -192,8 +217,14 @@ def test_distribution_matches_numpy_quantiles_of_the_steady_latencies(tmp_path):
         assert ecdf.height == 51 and ecdf["p"].to_list() == pytest.approx(np.linspace(0, 1, 51))
         assert ecdf["latency_ms"].to_list() == pytest.approx(np.quantile(values, np.linspace(0, 1, 51)), rel=1e-9)
         entry = next(e for e in result.to_json() if e["group"]["model"] == model)
-        assert entry["distribution"]["median_ms"] == pytest.approx(metrics_of(entry)["latency_median_ms"]["estimate"])
-        assert entry["distribution"]["q99_ms"] == pytest.approx(metrics_of(entry)["latency_p99_ms"]["estimate"])
+        # the box describes the pooled sample; the median's estimate is the run-level one: the
+        # same for one run, the geometric mean of the runs' medians for several
+        runs_of_model = {"squeezenet": [a1, a2], "cnn9": [b]}[model]
+        for column, metric, q in (("median_ms", "latency_median_ms", 0.5), ("q99_ms", "latency_p99_ms", 0.99)):
+            expected = np.exp(np.mean([np.log(np.quantile(run, q)) for run in runs_of_model]))
+            assert metrics_of(entry)[metric]["estimate"] == pytest.approx(expected, rel=1e-9)
+            if len(runs_of_model) == 1:
+                assert entry["distribution"][column] == pytest.approx(metrics_of(entry)[metric]["estimate"])
 
 
 @pytest.mark.parametrize("values", [[4.25], [3.0] * 40], ids=["one latency", "all equal"])

@@ -200,7 +200,10 @@ class Orchestrator:
 
     # -- one run ---------------------------------------------------------------------------------
 
-    def run(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunOutcome:
+    def run(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None,
+            extra_environment: Callable[[RunEnd, SpoolContents], dict[str, Any]] | None = None) -> RunOutcome:
+        """Run one configuration and store it; `extra_environment(end, spool)` adds entries to the
+        run's environment before it is stored (collect --precision's decision, precision.py)."""
         started = time.monotonic()
         self._model_cache = None
         record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
@@ -217,7 +220,8 @@ class Orchestrator:
             end = prep_end
         else:
             end = classify_exit(spool, worker, ended_at, timeout_s=self.timeout_s, memory_limit_bytes=record.memory_limit_bytes)
-        self.store(record, end, spool, batch, environment={"model_cache": self._model_cache})
+        environment = {"model_cache": self._model_cache, **(extra_environment(end, spool) if extra_environment else {})}
+        self.store(record, end, spool, batch, environment=environment)
         self._cleanup(paths)
         return RunOutcome(record.run_id, config, end.status, end.error_text, len(spool.latencies),
                           time.monotonic() - started, *training_outcome(spool), interrupted=stop)

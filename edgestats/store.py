@@ -282,6 +282,15 @@ class Store:
         with storage_errors(self.path):  # a damaged block met while reading: one clear error
             return self.con.sql(query, params=params).pl()
 
+    def steady_latencies_ns(self, config_hashes: list[str]) -> list[list[int]]:
+        """The steady-state latencies (ns, in iteration order) of each ok run whose config_hash is
+        in `config_hashes`, one list per run (collect --precision; no polars needed)."""
+        rows = self.con.execute(
+            "SELECT list(l.latency_ns ORDER BY l.iteration) FROM runs r JOIN latencies l USING (run_id) "
+            "WHERE r.config_hash IN (SELECT unnest(?::VARCHAR[])) AND r.status = 'ok' AND NOT l.warmup "
+            "GROUP BY r.run_id ORDER BY min(r.repeat_index), r.run_id", [config_hashes]).fetchall()
+        return [list(latencies) for (latencies,) in rows]
+
     def table(self, name: str):
         """A whole table or view as a polars DataFrame."""
         return self.frame(f"SELECT * FROM {quote_ident(name)}")

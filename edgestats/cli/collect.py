@@ -13,9 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import Plan, execute, open_orchestrator, plan
 from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, MIN_REPEAT, ConfigStop, PrecisionGoal, PrecisionLoop
 from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
+from edgestats.collectors.sweep import Sweep, combine, feasibility, load_sweep_file, parse_option_flags
+from edgestats.errors import EdgestatsError
 from edgestats.registry import power as power_sources, runtimes
 
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
@@ -54,6 +56,8 @@ def collect_command(
     evict_cache: bool = typer.Option(None, "--evict-cache/--keep-cache", help="Training: drop the dataset from the page cache before the first epoch (cold start; no root needed)."),
     memory_limit_mb: float = typer.Option(None, "--memory-limit-mb", help="Cap each worker's heap at this many MiB (RLIMIT_DATA), e.g. to emulate a board with less memory; an allocation past it is stored as an error with what the run measured."),
     clock_offset: float = typer.Option(None, "--clock-offset", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
+    until_precise: str = typer.Option(None, "--until-precise", metavar="PCT", help="Repeat each configuration in fresh processes until its median latency's 95 % interval (the run as unit) is within ±PCT, e.g. 2%; at least 3 runs (or --repeat), at most --max-repeat. Needs the analyze extra."),
+    max_repeat: int = typer.Option(DEFAULT_MAX_REPEAT, "--max-repeat", help="With --until-precise: the most runs per configuration."),
 ) -> None:
     """Run inference or training workloads, one fresh process per run, and store every phase,
     latency, epoch and batch.
@@ -70,19 +74,26 @@ def collect_command(
     """
     file_values = load_sweep_file(sweep_file) if sweep_file else None
     sweep = combine(file_values, sweep_flags(ctx.params), sweep_file)
-    collect_sweep(db, sweep, cache_dir)
+    goal = precision_goal(until_precise, max_repeat, sweep) if until_precise is not None else None
+    collect_sweep(db, sweep, cache_dir, goal)
 
 
-def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None) -> None:
-    """Plan and run `sweep` into `db`; a stop signal stores the run it stopped and exits 128 + signal."""
+def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: PrecisionGoal | None = None) -> None:
+    """Plan and run `sweep` into `db` (with `goal`, until each configuration is precise); a stop
+    signal stores the run it stopped and exits 128 + signal."""
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
     counts: Counter[str] = Counter()
     with signals_stop_collect():
         try:
             with open_orchestrator(db, sweep, cache_dir=cache_dir) as orchestrator:
+                if goal is not None:
+                    sweep = Sweep(dict(sweep.axes), {**sweep.settings, "repeat": 1}, dict(sweep.options))
                 the_plan = plan(db, sweep, orchestrator)
-                print_plan(console, the_plan, orchestrator)
-                run_with_progress(console, the_plan, orchestrator, sweep, counts)
+                print_plan(console, the_plan, orchestrator, unit="configurations" if goal is not None else "runs")
+                if goal is not None:
+                    run_until_precise(console, db, the_plan, orchestrator, sweep, goal, counts)
+                else:
+                    run_with_progress(console, the_plan, orchestrator, sweep, counts)
         except Interrupted as stop:
             stored = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no run"
             typer.echo(f"{db}: stopped by {stop.name}: {stored} stored (a run it stopped is stored as killed, "
@@ -113,7 +124,7 @@ def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
     return flags
 
 
-def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator) -> None:
+def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator, unit: str = "runs") -> None:
     """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
     for warning in orchestrator.warnings:
         console.print(f"warning: {warning}", markup=False)
@@ -121,7 +132,7 @@ def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator) -> 
         console.print(f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} ({outcome.n_latencies} latencies)")
     for config, reason in the_plan.skipped:
         console.print(f"[yellow]cannot run here[/]: {config.label()}: {reason}")
-    console.print(f"{the_plan.total} runs planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
+    console.print(f"{the_plan.total} {unit} planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
                   f"{len(the_plan.skipped)} cannot run here (shuffle seed {the_plan.shuffle_seed})")
     console.print(_telemetry_line(orchestrator.telemetry))
 
@@ -145,6 +156,54 @@ def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrat
             execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
         finally:
             orchestrator.telemetry.close()
+
+
+def precision_goal(text: str, max_repeat: int, sweep: Sweep) -> PrecisionGoal:
+    """--until-precise PCT ("2%" or "2": ±2 % of the median) and --max-repeat, checked; the
+    sweep's repeat, when larger than 3, is the minimum number of runs."""
+    number = text.strip().removesuffix("%").strip()
+    try:
+        pct = float(number)
+    except ValueError:
+        pct = float("nan")
+    if not 0 < pct < 100:
+        raise typer.BadParameter(f"{text!r}: give the target half-width in percent of the median, e.g. 2%",
+                                 param_hint="--until-precise")
+    min_repeat = max(MIN_REPEAT, sweep.settings.get("repeat", 1))
+    if max_repeat < min_repeat:
+        raise typer.BadParameter(f"{max_repeat}: at least {min_repeat} runs are needed before a configuration can be "
+                                 "judged precise", param_hint="--max-repeat")
+    return PrecisionGoal(pct / 100, max_repeat=max_repeat, min_repeat=min_repeat)
+
+
+def run_until_precise(console: Console, db: Path, the_plan: Plan, orchestrator: Orchestrator, sweep: Sweep,
+                      goal: PrecisionGoal, counts: Counter[str]) -> None:
+    """Rounds of runs until each configuration stops (collectors/precision.py); a line per run
+    and one per configuration as it stops."""
+    try:
+        from edgestats.analysis.hierarchical import relative_half_width
+    except ImportError as exc:
+        raise EdgestatsError(f"--until-precise needs the analysis extra ({exc.name} is missing): "
+                             "pip install 'edgestats[analyze]'") from None
+    configs, _ = feasibility(Sweep(dict(sweep.axes), dict(sweep.settings), dict(sweep.options)).configs())
+    loop = PrecisionLoop(db, orchestrator, goal, relative_half_width(goal.level))
+
+    def on_done(outcome: RunOutcome) -> None:
+        counts[outcome.status] += 1
+        console.print(_outcome_line(outcome))
+
+    def on_stop(stop: ConfigStop) -> None:
+        console.print(f"{stop.reason}: {stop.config.label().rsplit(' #', 1)[0]}: {stop.detail}", markup=False)
+
+    info = {"shuffle_seed": the_plan.shuffle_seed, "axes": sweep.axes, "settings": sweep.settings,
+            "until_precise": goal.rel_half_width, "max_repeat": goal.max_repeat}
+    console.print(f"until precise: each of {len(configs)} configuration(s) until its median is known to "
+                  f"±{goal.rel_half_width * 100:g} % (95 %), {goal.min_repeat} to {goal.max_repeat} runs", markup=False)
+    try:
+        loop.run(configs, sweep_id=the_plan.sweep_id, seed=the_plan.shuffle_seed, sweep_info=info,
+                 on_done=on_done, on_stop=on_stop)
+    finally:
+        orchestrator.telemetry.close()
 
 
 def _outcome_line(outcome: RunOutcome) -> str:

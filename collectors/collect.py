@@ -22,6 +22,7 @@ from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
+from edgestats.collectors.telemetry.noise import DEFAULT_WAIT_S, NoisePolicy, NoiseThresholds
 from edgestats.collectors.telemetry.session import DEFAULT_SAMPLE_HZ, Telemetry
 
 
@@ -47,6 +48,14 @@ def open_telemetry(sweep: Sweep) -> Telemetry:
                           clock_offset_s=settings.get("clock_offset", 0.0))
 
 
+def noise_policy(sweep: Sweep) -> NoisePolicy:
+    """The sweep's noise settings: on_noise (warn, wait, fail), noise_wait, noise_cpu_pct, noise_load."""
+    settings = sweep.settings
+    limits = NoiseThresholds(cpu_pct=settings.get("noise_cpu_pct", NoiseThresholds.cpu_pct),
+                             load_per_cpu=settings.get("noise_load", NoiseThresholds.load_per_cpu))
+    return NoisePolicy(settings.get("on_noise", "warn"), limits, settings.get("noise_wait", DEFAULT_WAIT_S))
+
+
 def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = None,
                       on_spawn: Callable[[int], None] | None = None) -> Orchestrator:
     telemetry = open_telemetry(sweep)   # first: a named power source that is unusable stops here
@@ -55,7 +64,8 @@ def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = N
         device_id = store.register_device(facts)
     return Orchestrator(db_path, device_id=device_id, cache_dir=cache_dir or default_cache_dir(),
                         timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn, telemetry=telemetry,
-                        memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")))
+                        memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")),
+                        noise=noise_policy(sweep))
 
 
 def _mib_to_bytes(mib: float | None) -> int | None:

@@ -38,12 +38,14 @@ from edgestats.collectors.adapters.prepare import cached_artifact
 from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.ownership import SpoolOwner
-from edgestats.collectors.processes import GroupExit, Interrupted, spawn_group, wait_group
+from edgestats.collectors.processes import GroupExit, Interrupted, raise_if_stopped, spawn_group, wait_group
 from edgestats.collectors.record import RunEnd, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import write_batch
+from edgestats.collectors.telemetry.noise import (MachineState, NoisePolicy, batch_temperatures, noise_record, read_state,
+                                                  wait_until_quiet)
 from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.session import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
 from edgestats.collectors.training.rows import training_outcome, with_training
@@ -63,6 +65,8 @@ class RunOutcome:
     n_batches: int = 0                  # training runs: optimizer steps stored
     accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
     interrupted: Interrupted | None = None  # a signal stopped collect during this run (stored first)
+    noisy: bool | None = None               # the noise sentinel's verdict (None: not judged)
+    noise_reason: str | None = None
 
 
 def worker_env(config: RunConfig, memory_limit_bytes: int | None = None) -> dict[str, str]:
@@ -142,11 +146,28 @@ def latency_rows(spool: SpoolContents, energy_gross_j: list[float | None] | None
     })
 
 
+def _sleep_unless_stopped(seconds: float) -> None:
+    """A stop signal while --on-noise wait watches the machine ends the wait (within a window)."""
+    time.sleep(seconds)
+    raise_if_stopped()
+
+
+def noise_columns(noise: dict[str, Any] | None) -> tuple[bool | None, str | None]:
+    """runs.noisy and runs.noise_reason from environment.noise (None, None: not judged)."""
+    if not noise:
+        return None, None
+    return bool(noise["noisy"]), "; ".join(noise["reasons"]) or None
+
+
 class Orchestrator:
     def __init__(self, db_path: Path, *, device_id: uuid.UUID, cache_dir: Path, timeout_s: float | None = None,
                  python: str = sys.executable, on_spawn: Callable[[int], None] | None = None,
-                 telemetry: Telemetry | None = None, memory_limit_bytes: int | None = None):
+                 telemetry: Telemetry | None = None, memory_limit_bytes: int | None = None,
+                 noise: NoisePolicy | None = None):
         self.db_path = Path(db_path)
+        self.noise = noise or NoisePolicy()
+        self.on_noise_wait: Callable[[list[str]], None] | None = None  # told why --on-noise wait waits
+        self._states: tuple[MachineState, MachineState] | None = None  # around this run's worker
         self.memory_limit_bytes = memory_limit_bytes
         self.telemetry = telemetry
         self.device_id = device_id
@@ -205,7 +226,10 @@ class Orchestrator:
         """Run one configuration and store it; `extra_environment(end, spool)` adds entries to the
         run's environment before it is stored (collect --precision's decision, precision.py)."""
         started = time.monotonic()
-        self._model_cache = None
+        self._model_cache, self._states = None, None
+        # before the record, so that a stop signal while waiting leaves nothing to recover
+        waited = (wait_until_quiet(self.noise.limits, self.noise.wait_s, sleep=_sleep_unless_stopped,
+                                   on_busy=self.on_noise_wait) if self.noise.on_noise == "wait" else None)
         record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
         paths = self._paths(record.run_id)
         artifact, prep_end, stop = self.prepare(config, paths)
@@ -221,10 +245,14 @@ class Orchestrator:
         else:
             end = classify_exit(spool, worker, ended_at, timeout_s=self.timeout_s, memory_limit_bytes=record.memory_limit_bytes)
         environment = {"model_cache": self._model_cache, **(extra_environment(end, spool) if extra_environment else {})}
+        if self._states is not None:
+            environment["noise"] = noise_record(*self._states, self.noise.limits, batch_temperatures(batch), waited)
         self.store(record, end, spool, batch, environment=environment)
         self._cleanup(paths)
+        noisy, reason = noise_columns(environment.get("noise"))
         return RunOutcome(record.run_id, config, end.status, end.error_text, len(spool.latencies),
-                          time.monotonic() - started, *training_outcome(spool), interrupted=stop)
+                          time.monotonic() - started, *training_outcome(spool), interrupted=stop,
+                          noisy=noisy, noise_reason=reason)
 
     def begin(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunRecord:
         """A new run's record, complete, written next to its spool before anything of it runs, so
@@ -249,6 +277,7 @@ class Orchestrator:
         cmd = [self.python, "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
         if artifact:
             cmd += ["--artifact", artifact]
+        before = read_state()  # the noise sentinel's: just before, and just after (below)
         with open(paths["log"], "ab") as log:
             cmd += ["--spawn-ns", str(time.monotonic_ns())]
             proc = spawn_group(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
@@ -260,6 +289,7 @@ class Orchestrator:
                 self.on_spawn(proc.pid)
             ended = wait_group(proc, self.timeout_s)
         finally:
+            self._states = (before, read_state())  # the worker is reaped: its CPU time is ours now
             batch = sampler.stop() if sampler else None
         signame = ended.interrupted.name if ended.interrupted else None
         return WorkerExit(ended.returncode, ended.timed_out, _tail(paths["log"]), signame), batch, ended.interrupted
@@ -273,6 +303,8 @@ class Orchestrator:
                 "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
         run = run_row(record, end, spool, tele)
         run["environment"].update(environment or {})
+        # A run without the sentinel's figures (recovered after its collect died) is not judged: NULL
+        run["noisy"], run["noise_reason"] = noise_columns(run["environment"].get("noise"))
         if record.config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)
             run, training = with_training(run, record.config, spool)
             if training.get("epochs") is not None:

@@ -6,6 +6,7 @@
     batch_size = [1, 8]
     iterations = 100                      # a scalar is fixed
     repeat = 3                            # settings: repeat, timeout, cooldown, shuffle_seed
+    on_noise = "wait"                     # noise sentinel: on_noise, noise_wait, noise_cpu_pct, noise_load
 
 Everything is checked before any run starts; a mistake names the key and lists what is valid.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from edgestats.collectors.runconfig import (ACCELERATORS, KINDS, OPTIMIZERS, PRECISIONS, TRAINING_FRAMEWORKS,
                                             RunConfig)
+from edgestats.collectors.telemetry.noise import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
 from edgestats.registry.runtimes import runtime, runtime_names
@@ -65,15 +67,19 @@ ADAPTER_OPTIONS = {
 }
 # settings: scalars that shape the sweep rather than a run
 SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str,
-                             "sample_hz": float, "power": str, "clock_offset": float, "memory_limit_mb": float}
-MINIMUM = {"memory_limit_mb": 1, "batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
+                             "sample_hz": float, "power": str, "clock_offset": float, "memory_limit_mb": float,
+                             "on_noise": str, "noise_wait": float, "noise_cpu_pct": float,
+                             "noise_load": float}
+SETTING_CHOICES = {"kind": KINDS, "on_noise": ON_NOISE}
+MINIMUM = {"noise_wait": 0, "noise_cpu_pct": 0, "noise_load": 0, "memory_limit_mb": 1, "batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
            "sample_hz": 0, "epochs": 1, "num_workers": 0, "learning_rate": 1e-12}
 # The counts are stored in INTEGER columns of runs (schema/0001_initial.sql) and the seed in a
 # BIGINT: a run with a larger value could not be stored. The sampler runs at most 1000 Hz
 # (docs/cli/collect.md).
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
 MAXIMUM = {"batch_size": INT32_MAX, "threads": INT32_MAX, "iterations": INT32_MAX, "warmup": INT32_MAX, "epochs": INT32_MAX,
-           "num_workers": INT32_MAX, "repeat": INT32_MAX, "seed": INT64_MAX, "shuffle_seed": INT64_MAX, "sample_hz": 1000}
+           "num_workers": INT32_MAX, "repeat": INT32_MAX, "seed": INT64_MAX, "shuffle_seed": INT64_MAX, "sample_hz": 1000,
+           "noise_cpu_pct": 100}
 
 
 class SweepError(EdgestatsError):
@@ -152,7 +158,7 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
             sweep.options = _check_options(raw, where)
             continue
         if key in SETTINGS:
-            sweep.settings[key] = _check_value(key, raw, SETTINGS[key], KINDS if key == "kind" else None, where)
+            sweep.settings[key] = _check_value(key, raw, SETTINGS[key], SETTING_CHOICES.get(key), where)
             continue
         if key not in AXES:
             valid = ", ".join(list(AXES) + list(SETTINGS) + ["options"])

@@ -32,7 +32,7 @@ _SECTIONS = {
 }
 _DEVICE_ROWS = ("hostname", "device_id", "board", "arch", "cpu", "memory", "gpu", "os", "kernel", "power_mode")
 
-__all__ = ["DEFAULT_TIMEOUT_S", "doctor_report", "only_help", "power_lines", "probe_names", "render_text"]
+__all__ = ["DEFAULT_TIMEOUT_S", "doctor_report", "noise_lines", "only_help", "power_lines", "probe_names", "render_text"]
 
 
 def only_help() -> str:
@@ -49,6 +49,7 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
     """
     # Imported here: facts loads the store (duckdb) for the device id, the sensors pyarrow.
     from edgestats.collectors.host.facts import read_device_facts
+    from edgestats.collectors.host.noise import noise_checks
     from edgestats.collectors.telemetry.session import describe_sensors
 
     jobs = max_workers or default_jobs()
@@ -62,6 +63,8 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
         "probes": results,
         "power_sources": describe_sources(Path(root)),
         "sensors": describe_sensors(Path(root)),
+        # after the probes, whose imports would otherwise count as background load
+        "noise": noise_checks(Path(root)),
     }
 
 
@@ -79,6 +82,7 @@ def render_text(report: dict[str, Any]) -> str:
         if results:
             lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
     lines += power_lines(report.get("power_sources", []), report.get("sensors", []))
+    lines += noise_lines(report.get("noise", []))
     if report["probes"]:
         jobs = report["probe_jobs"]
         lines += ["", f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
@@ -124,6 +128,20 @@ def power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) ->
         width = max(len(s["name"]) for s in sensors)
         lines += ["", "Sensors (sampled by collect --sample-hz)"]
         lines += [f"  {s['name']:<{width}}  {'yes' if s['usable'] else 'no '}  {s['detail']}" for s in sensors]
+    return lines
+
+
+def noise_lines(checks: list[dict[str, Any]]) -> list[str]:
+    """What would make runs noisy here (collect's noise sentinel), and the fix for each problem."""
+    if not checks:
+        return []
+    width = max(len(c["name"]) for c in checks)
+    lines = ["", "Noise (what would disturb measurements here; collect flags noisy runs)"]
+    for check in checks:
+        state = {True: "ok  ", False: "warn", None: "-   "}[check["ok"]]
+        lines.append(f"  {check['name']:<{width}}  {state}  {check['detail']}")
+        if check["fix"]:
+            lines.append(f"  {'':<{width}}        fix: {check['fix']}")
     return lines
 
 

@@ -150,7 +150,7 @@ SELECT
     r.framework, r.framework_version, r.runtime, r.model, r.model_params, r.model_flops,
     r.dataset, r.batch_size, r.threads, r.precision, r.accelerator, r.iterations, r.warmup,
     r.epochs, r.learning_rate, r.optimizer, r.num_workers, r.storage, r.repeat_index,
-    r.started_at, r.ended_at, r.source, r.power_source, r.sample_hz,
+    r.started_at, r.ended_at, r.source, r.power_source, r.sample_hz, r.noisy, r.noise_reason,
     coalesce(l.n_latencies, 0)                                   AS n_latencies,
     coalesce(t.n_samples, 0)                                     AS n_samples,
     coalesce(l.latency_median_ms, res.latency_ms)                AS latency_median_ms,

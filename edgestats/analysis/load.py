@@ -5,8 +5,8 @@ summed per run and phase, batches per run and epoch, telemetry per run; only ste
 latencies (for the pooled quantiles of `summary` and the rank tests of `tradeoff`) come back
 as one column, through Arrow, never row by row. The latency distribution per configuration
 (`group_quantiles`) is computed by DuckDB too, on those Arrow columns (no copy), so a group's
-quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by the functions below, which
-return strings (tested without a DB), and run in `load_data()`.
+quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by
+the functions below, which return strings (tested without a DB), and run in `load_data()`.
 
 The DB is opened in the sandbox of edgestats/sandbox.py (read-only; no query, a `--where` subquery
 included, reads a file outside the DB, writes one or loads an extension), and `--where` is checked
@@ -43,16 +43,15 @@ REQUIRED_SUMMARY_COLUMNS = (
 )
 # Columns added to run_summary by the telemetry work; NULL when an older view lacks them.
 OPTIONAL_SUMMARY_COLUMNS = {
-    "energy_per_inference_ci_low_j": "DOUBLE", "energy_per_inference_ci_high_j": "DOUBLE",
-    "energy_unavailable_reason": "VARCHAR", "uss_peak_bytes": "DOUBLE", "cpu_total_mean_pct": "DOUBLE",
-    "cpu_total_peak_pct": "DOUBLE", "cpu_user_mean_pct": "DOUBLE", "cpu_system_mean_pct": "DOUBLE",
-    "cpu_iowait_mean_pct": "DOUBLE", "mean_power_w": "DOUBLE",
-}
+    "energy_per_inference_ci_low_j": "DOUBLE", "energy_per_inference_ci_high_j": "DOUBLE", "energy_unavailable_reason": "VARCHAR",
+    "uss_peak_bytes": "DOUBLE", "cpu_total_mean_pct": "DOUBLE", "cpu_total_peak_pct": "DOUBLE", "cpu_user_mean_pct": "DOUBLE",
+    "cpu_system_mean_pct": "DOUBLE", "cpu_iowait_mean_pct": "DOUBLE", "mean_power_w": "DOUBLE", "noisy": "BOOLEAN",
+    "noise_reason": "VARCHAR"}
 # Per-run figures taken from training_summary and run_results next to run_summary's.
 TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_pct")
 RESULT_COLUMNS = ("load_time_s", "total_time_s", "fetch_stall_s", "compute_s", "e2e_s")
 # Filters that have their own option (--device NAME ...), on top of --where.
-FILTER_COLUMNS = ("device", "kind", "framework", "runtime", "model", "dataset", "precision", "storage")
+FILTER_COLUMNS = ("device", "kind", "framework", "runtime", "model", "dataset", "precision", "storage", "noisy")
 
 
 class AnalysisInputError(EdgestatsError):
@@ -87,8 +86,9 @@ def sql_literal(value: object) -> str:
 
 
 def filters_sql(filters: dict[str, list[str]]) -> str:
-    """`col IN (...)` for each per-column option, ANDed; 'TRUE' when there are none."""
+    """`col IN (...)` per option, ANDed ('TRUE': none); --noisy exclude keeps unjudged runs (NULL)."""
     parts = [f"CAST({quote_ident(column)} AS VARCHAR) IN ({', '.join(sql_literal(v) for v in values)})"
+             if column != "noisy" else ("noisy IS NOT TRUE" if "exclude" in values else "TRUE")
              for column, values in filters.items() if values]
     return " AND ".join(parts) if parts else "TRUE"
 
@@ -297,14 +297,15 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
                 raise AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); {hint}") from None
             raise
         runs = _derive(runs)
-        data = AnalysisData(runs=runs)
+        data, noisy = AnalysisData(runs=runs), int(runs["noisy"].fill_null(False).sum())
+        if noisy and (filters or {}).get("noisy") != ["exclude"]:   # --noisy include (the default): kept, flagged
+            data.notes.append(f"{noisy} of {runs.height} runs were noisy (runs.noise_reason); --noisy exclude drops them")
         if runs.height == 0:
             return data
         relation = "_edgestats_selected_runs"
         con.register(relation, pa.table({"run_id": runs["run_id"].cast(pl.String).to_arrow(),
                                          "run_idx": runs["run_idx"].to_arrow()}))
-        # UUIDs come back as strings through the registered table; compare as UUIDs.
-        relation_sql = f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"
+        relation_sql = f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"  # strings back to UUIDs
         if needs.latencies and (runs["n_latencies"].fill_null(0) > 0).any():
             data.latencies = _frame(con, latencies_sql(relation_sql))
         if needs.phases:

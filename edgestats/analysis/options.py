@@ -14,6 +14,8 @@ from edgestats.analysis.intervals import DEFAULT_BCA_MAX_N, DEFAULT_LEVEL, DEFAU
 from edgestats.analysis.load import FILTER_COLUMNS, AnalysisInputError, check_group_columns
 from edgestats.registry.analyses import analysis_names
 
+NOISY_MODES = ("include", "exclude")   # --noisy: keep noisy runs (counted in a note), or leave them out
+
 
 @dataclass
 class AnalysisOptions:
@@ -34,6 +36,11 @@ class AnalysisOptions:
     constraint: str | None = None
     log_factors: list[str] = field(default_factory=list)
     linear_factors: list[str] = field(default_factory=list)
+    noisy: str = "include"
+
+    def __post_init__(self) -> None:
+        # --noisy travels to the loader as the `noisy` filter (load.filters_sql)
+        self.filters = {**self.filters, "noisy": [self.noisy]} if self.noisy != "include" else self.filters
 
     def check(self) -> None:
         names = analysis_names()
@@ -43,6 +50,8 @@ class AnalysisOptions:
             raise AnalysisInputError(f"--level {self.level}: give a confidence level between 0.5 and 1, e.g. 0.95")
         if self.n_resamples < 100:
             raise AnalysisInputError(f"--resamples {self.n_resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
+        if self.noisy not in NOISY_MODES:
+            raise AnalysisInputError(f"--noisy {self.noisy!r}: use include (the default: kept, counted in a note) or exclude")
         unknown = [c for c in self.filters if c not in FILTER_COLUMNS]
         if unknown:
             raise AnalysisInputError(f"no filter option for {', '.join(unknown)}; filter with --where instead")

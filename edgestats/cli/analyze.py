@@ -40,6 +40,7 @@ def analyze_command(
     model: List[str] = typer.Option([], "--model", help="Only this model (repeatable)."),
     dataset: List[str] = typer.Option([], "--dataset", help="Only this dataset (repeatable)."),
     kind: List[str] = typer.Option([], "--kind", help="Only inference or training runs."),
+    noisy: str = typer.Option("include", "--noisy", metavar="include|exclude", help="Runs flagged noisy by collect's noise sentinel (a busy machine): include them, counted in a note, or exclude them. Runs never judged (imported, recovered) are kept."),
     response: Optional[str] = typer.Option(None, "--response", metavar="COL", help="hyperparams: the response, e.g. training_time_s, accuracy_pct, epoch_time_s, testing_time_s, latency_median_ms."),
     factor: List[str] = typer.Option([], "--factor", metavar="COL", help="hyperparams: a factor (repeatable), e.g. batch_size, iterations, learning_rate, threads."),
     interaction: bool = typer.Option(False, "--interaction", help="hyperparams: add every pairwise interaction of the factors."),
@@ -61,7 +62,7 @@ def analyze_command(
     options = AnalysisOptions(only=only, where=where, filters=filters, by=list(by), level=level, seed=seed,
                               n_resamples=resamples, bca_max_n=bca_max_n, response=response, factors=list(factor),
                               interactions=interaction, best=best, constraint=constraint, log_factors=list(log),
-                              linear_factors=list(linear))
+                              linear_factors=list(linear), noisy=noisy)
     if (png or svg or tables) and out is None:
         raise typer.BadParameter("--png, --svg and --tables write into the report folder: add --out DIR", param_hint="--out")
     if tables is not None and tables not in ("latex", "markdown", "csv"):

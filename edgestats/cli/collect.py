@@ -17,9 +17,11 @@ from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, MIN_REPEAT, Confi
 from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, combine, feasibility, load_sweep_file, parse_option_flags
+from edgestats.collectors.telemetry.noise import DEFAULT_WAIT_S, NoiseThresholds
 from edgestats.errors import EdgestatsError
 from edgestats.registry import power as power_sources, runtimes
 
+NOISY_EXIT = 3   # --on-noise fail stopped the sweep (docs/cli/collect.md "Noise sentinel")
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
 
@@ -58,6 +60,10 @@ def collect_command(
     clock_offset: float = typer.Option(None, "--clock-offset", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
     until_precise: str = typer.Option(None, "--until-precise", metavar="PCT", help="Repeat each configuration in fresh processes until its median latency's 95 % interval (the run as unit) is within ±PCT, e.g. 2%; at least 3 runs (or --repeat), at most --max-repeat. Needs the analyze extra."),
     max_repeat: int = typer.Option(DEFAULT_MAX_REPEAT, "--max-repeat", help="With --until-precise: the most runs per configuration."),
+    on_noise: str = typer.Option(None, "--on-noise", metavar="warn|wait|fail", help=f"When the machine is busy with other work (noise sentinel): warn (default: store the run flagged noisy, print one line), wait (before each run, up to --noise-wait s, until the machine is quiet), fail (stop the sweep after a noisy run, exit {NOISY_EXIT})."),
+    noise_wait: float = typer.Option(None, "--noise-wait", metavar="SECONDS", help=f"With --on-noise wait: the longest wait for a quiet machine before each run (default {DEFAULT_WAIT_S:g}); the run then starts anyway and is judged as usual."),
+    noise_cpu_pct: float = typer.Option(None, "--noise-cpu-pct", metavar="PCT", help=f"A run is noisy when processes outside its tree used more than PCT % of all CPUs during it (default {NoiseThresholds.cpu_pct:g})."),
+    noise_load: float = typer.Option(None, "--noise-load", metavar="PER_CPU", help=f"A run is noisy when the 1-minute load average before it exceeds PER_CPU times the number of CPUs (default {NoiseThresholds.load_per_cpu:g})."),
 ) -> None:
     """Run inference or training workloads, one fresh process per run, and store every phase,
     latency, epoch and batch.
@@ -86,6 +92,8 @@ def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: Precisio
     with signals_stop_collect():
         try:
             with open_orchestrator(db, sweep, cache_dir=cache_dir) as orchestrator:
+                orchestrator.on_noise_wait = lambda reasons: console.print(
+                    f"waiting up to {orchestrator.noise.wait_s:g} s for a quiet machine: {reasons[0]}", markup=False)
                 if goal is not None:
                     sweep = Sweep(dict(sweep.axes), {**sweep.settings, "repeat": 1}, dict(sweep.options))
                 the_plan = plan(db, sweep, orchestrator)
@@ -99,6 +107,11 @@ def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: Precisio
             typer.echo(f"{db}: stopped by {stop.name}: {stored} stored (a run it stopped is stored as killed, "
                        "with what it measured); run the same command again to resume", err=True)
             raise typer.Exit(stop.exit_code) from None
+        except NoisyRun as noisy:
+            typer.echo(f"{db}: stopped: --on-noise fail and run {noisy.outcome.config.label()} was noisy "
+                       f"({noisy.outcome.noise_reason}). It is stored, flagged noisy (analyze --noisy exclude leaves "
+                       "it out); quieten the machine (edgestats doctor) and run the same command again", err=True)
+            raise typer.Exit(NOISY_EXIT) from None
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
     typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
 
@@ -112,7 +125,8 @@ SWEEP_FLAGS = {"framework": "framework", "model": "model", "runtime": "runtime",
                "sample_hz": "sample_hz", "power": "power", "clock_offset": "clock_offset",
                "memory_limit_mb": "memory_limit_mb", "kind": "kind", "data": "data", "epochs": "epochs",
                "learning_rate": "learning_rate", "optimizer": "optimizer", "num_workers": "num_workers",
-               "evict_cache": "evict_cache"}
+               "evict_cache": "evict_cache", "on_noise": "on_noise", "noise_wait": "noise_wait",
+               "noise_cpu_pct": "noise_cpu_pct", "noise_load": "noise_load"}
 
 
 def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
@@ -151,6 +165,7 @@ def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrat
             counts[outcome.status] += 1
             progress.console.print(_outcome_line(outcome))
             progress.advance(task)
+            noise_check(progress.console, outcome, sweep)
 
         try:
             execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
@@ -191,6 +206,7 @@ def run_until_precise(console: Console, db: Path, the_plan: Plan, orchestrator: 
     def on_done(outcome: RunOutcome) -> None:
         counts[outcome.status] += 1
         console.print(_outcome_line(outcome))
+        noise_check(console, outcome, sweep)
 
     def on_stop(stop: ConfigStop) -> None:
         console.print(f"{stop.reason}: {stop.config.label().rsplit(' #', 1)[0]}: {stop.detail}", markup=False)
@@ -204,6 +220,23 @@ def run_until_precise(console: Console, db: Path, the_plan: Plan, orchestrator: 
                  on_done=on_done, on_stop=on_stop)
     finally:
         orchestrator.telemetry.close()
+
+
+class NoisyRun(Exception):
+    """--on-noise fail: a run was noisy; the sweep stops (exit NOISY_EXIT)."""
+
+    def __init__(self, outcome: RunOutcome):
+        super().__init__(outcome.noise_reason)
+        self.outcome = outcome
+
+
+def noise_check(console: Console, outcome: RunOutcome, sweep: Sweep) -> None:
+    """One line when a run was noisy; with --on-noise fail, stop the sweep."""
+    if not outcome.noisy:
+        return
+    console.print(f"[yellow]noisy[/]: {outcome.noise_reason}")
+    if sweep.settings.get("on_noise") == "fail":
+        raise NoisyRun(outcome)
 
 
 def _outcome_line(outcome: RunOutcome) -> str:

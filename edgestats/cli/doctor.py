@@ -37,7 +37,9 @@ def doctor(
     stack (polars, statsmodels, altair, vl_convert): each is imported in a fresh process,
     several at once, and reported with its version, import time and details (CUDA, TorchScript,
     ONNX Runtime providers, which TFLite interpreter), or with the reason it is not usable
-    and what to install. Then the power sources (--power) and the sampler's sensors.
+    and what to install. Then the power sources (--power), the sampler's sensors, and what would
+    make measurements noisy here (governor, turbo, background CPU and the busiest processes,
+    load, swap, temperature, throttling), each problem with its fix.
 
     Exits 0 whatever is missing: doctor reports, it does not judge.
     """

@@ -253,3 +253,32 @@ def test_a_registered_power_source_is_in_the_report(tmp_path: Path, monkeypatch:
     sources = {s["name"]: s for s in report["power_sources"]}
     assert sources["fakeboard"]["usable"] and sources["fakeboard"]["rails"] == ["board"]
     assert re.search(r"fakeboard\s+yes\s+rails: board", render_text(report))
+
+
+def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
+    """What would make runs noisy, from a fake board's /proc and /sys through the real readers:
+    a powersave governor, turbo on and a hot sensor warn, each with its fix; the real machine's
+    busy processes never leak into a fake root."""
+    def write(relative: str, text: str) -> None:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / relative).write_text(text + "\n")
+
+    write("proc/stat", "cpu  100 0 0 900 0 0 0 0\ncpu0 50 0 0 450 0 0 0 0")
+    write("proc/loadavg", "0.05 0.10 0.20 1/90 4242")
+    write("proc/meminfo", "MemTotal: 4000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB")
+    write("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "powersave")
+    write("sys/devices/system/cpu/cpufreq/boost", "1")
+    write("sys/class/thermal/thermal_zone0/type", "cpu-thermal")
+    write("sys/class/thermal/thermal_zone0/temp", "83500")
+    from edgestats.doctor import doctor_report
+
+    report = doctor_report(tmp_path, probes=[])
+    checks = {c["name"]: c for c in report["noise"]}
+    assert (checks["governor"]["ok"], checks["turbo"]["ok"], checks["temperature"]["ok"]) == (False, False, False)
+    # a fake /proc/stat does not move while doctor watches: background CPU cannot be told
+    assert checks["background CPU"]["ok"] is None and "unchanged while watching" in checks["background CPU"]["detail"]
+    assert checks["swap"]["ok"] is True and checks["load average"]["ok"] is True
+    text = render_text(report)
+    assert "Noise (what would disturb measurements here" in text
+    assert re.search(r"governor +warn  powersave\n +fix: .*cpupower frequency-set -g performance", text)
+    assert re.search(r"temperature +warn  hottest sensor 84 C", text)

@@ -194,3 +194,23 @@ def test_truncated_db_is_refused(tmp_path):
     with pytest.raises(DatabaseError):
         with Store.open(path, read_only=True) as store:
             store.counts()
+
+
+def test_noise_migration_leaves_earlier_runs_unjudged(tmp_path):
+    """0004_noise on a DB of schema 3 that holds a run: the run keeps its data, and its noisy is
+    NULL (nothing judged it), never false; run_summary shows the new columns."""
+    path = tmp_path / "v3.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
+    for migration in migrations.available_migrations()[:3]:   # the schema before the sentinel
+        con.execute(migration.sql)
+        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
+                    [migration.version, migration.name])
+    con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
+    con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, model, edgestats_version) "
+                "SELECT uuid(), device_id, 'inference', 'ok', 'collect', 'cnn9', 'old' FROM devices")
+    con.close()
+    with Store.open(path) as store:
+        assert current_version(store.con)[0] == 4 == latest_version()
+        assert store.con.execute("SELECT model, noisy, noise_reason FROM runs").fetchall() == [("cnn9", None, None)]
+        assert store.con.execute("SELECT noisy, noise_reason FROM run_summary").fetchall() == [(None, None)]

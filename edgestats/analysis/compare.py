@@ -1,0 +1,293 @@
+"""compare: is B faster than A, by how much, and is the difference real? (docs/cli/compare.md)
+
+Two selections of runs (two DBs, or two --where selections of one) are matched configuration by
+configuration. For each matched configuration and metric (median latency, energy per inference,
+peak RSS) the ratio B/A comes with an interval whose unit is the RUN: runs are the independent
+units (a fresh process each); latencies within a run share that process's state and are not.
+
+Method (Welch 1947 on the log scale): each run contributes one figure (its median latency, its
+energy per inference, its peak RSS); with x = log of A's figures and y = log of B's,
+d = mean(y) - mean(x), se = sqrt(var(x)/n_a + var(y)/n_b), Welch–Satterthwaite degrees of
+freedom, and the interval d ± t·se is mapped back by exp: a ratio of geometric means whose
+interval is always positive. The p-value is the same Welch test's (H0: equal means of logs).
+Each metric's p-values form one family across configurations, adjusted by Holm (1979).
+
+Verdict, with threshold t (default 5 %) and band [1/(1+t), 1+t] (symmetric on the log scale):
+slower (higher) when Holm's p < 1 - level and the whole interval lies above 1+t; faster (lower)
+when Holm's p < 1 - level and the whole interval lies below 1/(1+t); same when the whole interval
+lies inside the band (an equivalence statement); inconclusive otherwise. This is criterion.rs's
+rule (a change must be significant and beyond the noise threshold), with an equivalence check
+added so that "same" is a finding, not the absence of one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values, finite_or_none
+from edgestats.analysis.load import AnalysisInputError, check_where, load_data, present_columns
+from edgestats.analysis.result import iter_groups, json_safe
+
+# The configuration axes a run is matched on (iterations and warm-up are not: they change how
+# long a run measures, not what it measures).
+MATCH_COLUMNS = ("device", "framework", "runtime", "model", "batch_size", "threads", "precision", "accelerator")
+# metric -> (title, unit, word when B is larger, word when B is smaller)
+METRICS = {
+    "latency_median_ms": ("median latency", "ms", "slower", "faster"),
+    "energy_per_inference_j": ("energy per inference", "J", "higher", "lower"),
+    "rss_peak_bytes": ("peak RSS", "bytes", "higher", "lower"),
+}
+GATE_METRIC = "latency_median_ms"   # the metric whose "slower" is a regression (the exit status)
+DEFAULT_THRESHOLD = 0.05
+TOO_FEW = "needs >= 2 runs per side"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One side: a DB and an optional --where on its run_summary."""
+
+    db: Path
+    where: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.db.name}" + (f" where {self.where}" if self.where else "")
+
+
+@dataclass
+class RatioTest:
+    """B/A of one metric for one configuration: estimate, interval, Welch's p and the verdict."""
+
+    metric: str
+    a_estimate: float | None
+    b_estimate: float | None
+    n_a: int
+    n_b: int
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    level: float
+    p_value: float | None
+    df: float | None
+    note: str | None = None
+    p_holm: float | None = None
+    verdict: str = "inconclusive"
+    method: str = "Welch t on log per-run figures"
+
+    def as_dict(self) -> dict[str, Any]:
+        return json_safe({"metric": self.metric, "a_estimate": self.a_estimate, "b_estimate": self.b_estimate,
+                          "n_a": self.n_a, "n_b": self.n_b, "n_unit": "runs", "estimate": self.estimate,
+                          "ci_low": self.ci_low, "ci_high": self.ci_high, "level": self.level,
+                          "p_value": self.p_value, "p_holm": self.p_holm, "df": self.df, "verdict": self.verdict,
+                          "method": self.method, "note": self.note})
+
+
+@dataclass
+class Comparison:
+    """Everything `edgestats compare` reports (docs/cli/compare.md, "JSON")."""
+
+    a: Selection
+    b: Selection
+    key: list[str]
+    differing: dict[str, tuple[Any, Any]]
+    threshold: float
+    level: float
+    matched: list[tuple[dict[str, Any], list[RatioTest]]] = field(default_factory=list)
+    unmatched: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[dict[str, Any]]:
+        """The configurations whose median latency is significantly slower beyond the threshold."""
+        return [config for config, tests in self.matched
+                for t in tests if t.metric == GATE_METRIC and t.verdict == "slower"]
+
+    def to_json(self) -> dict[str, Any]:
+        return json_safe({
+            "a": {"db": str(self.a.db), "where": self.a.where}, "b": {"db": str(self.b.db), "where": self.b.where},
+            "match_key": self.key, "differing": {c: {"a": va, "b": vb} for c, (va, vb) in self.differing.items()},
+            "threshold": self.threshold, "level": self.level, "regression": bool(self.regressions),
+            "comparisons": [{"config": config, "metrics": [t.as_dict() for t in tests]} for config, tests in self.matched],
+            "unmatched": self.unmatched, "notes": self.notes})
+
+    def frame(self) -> pl.DataFrame:
+        """One row per configuration and metric (the report's chart and table)."""
+        rows = [{**config, **t.as_dict()} for config, tests in self.matched for t in tests]
+        return pl.DataFrame(rows, strict=False, infer_schema_length=None) if rows else pl.DataFrame()
+
+
+# -- statistics ---------------------------------------------------------------------------------
+
+def welch_log_ratio(a_values: Any, b_values: Any, *, metric: str, level: float = DEFAULT_LEVEL) -> RatioTest:
+    """B/A as the ratio of geometric means of per-run figures, with Welch's t interval of the
+    difference of mean logs mapped through exp, and Welch's two-sided p-value."""
+    a, b = clean_values(a_values), clean_values(b_values)
+    a_est = float(np.exp(np.mean(np.log(a)))) if len(a) and np.all(a > 0) else None
+    b_est = float(np.exp(np.mean(np.log(b)))) if len(b) and np.all(b > 0) else None
+    test = RatioTest(metric, a_est, b_est, len(a), len(b), None, None, None, level, None, None)
+    if len(a) == 0 or len(b) == 0:
+        test.note = "not measured on " + ("either side" if len(a) == len(b) else "side A" if len(a) == 0 else "side B")
+        return test
+    if np.any(a <= 0) or np.any(b <= 0):
+        test.note = "some runs have a value <= 0 (energy above idle can be): no ratio on the log scale"
+        return test
+    x, y = np.log(a), np.log(b)
+    d = float(np.mean(y) - np.mean(x))
+    test.estimate = math.exp(d)
+    if len(x) < 2 or len(y) < 2:
+        test.note = f"{len(x)} vs {len(y)} runs: no interval and no test ({TOO_FEW})"
+        return test
+    va, vb = float(np.var(x, ddof=1)) / len(x), float(np.var(y, ddof=1)) / len(y)
+    se = math.sqrt(va + vb)
+    if not se > 1e-12:
+        test.note = "every run on both sides has the same value: no spread to build an interval from"
+        return test
+    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    test.ci_low, test.ci_high = math.exp(d - half), math.exp(d + half)
+    test.p_value = float(2 * stats.t.sf(abs(d) / se, df))
+    test.df = df
+    return test
+
+
+def holm_adjust(tests: list[RatioTest]) -> None:
+    """Holm's step-down adjustment over the tests that have a p-value (one family)."""
+    tested = [t for t in tests if t.p_value is not None]
+    if tested:
+        adjusted = multipletests([t.p_value for t in tested], method="holm")[1]
+        for t, p in zip(tested, adjusted):
+            t.p_holm = float(p)
+
+
+def verdict(test: RatioTest, threshold: float) -> str:
+    """faster/slower (or lower/higher), same or inconclusive: see the module docstring."""
+    _, _, larger, smaller = METRICS[test.metric]
+    if test.ci_low is None or test.ci_high is None:
+        return "inconclusive"
+    upper, lower = 1.0 + threshold, 1.0 / (1.0 + threshold)
+    significant = test.p_holm is not None and test.p_holm < 1.0 - test.level
+    if significant and test.ci_low > upper:
+        return larger
+    if significant and test.ci_high < lower:
+        return smaller
+    if lower <= test.ci_low and test.ci_high <= upper:
+        return "same"
+    return "inconclusive"
+
+
+# -- matching -----------------------------------------------------------------------------------
+
+def single_value(runs: pl.DataFrame, column: str) -> tuple[bool, Any]:
+    values = runs[column].unique().to_list()
+    return len(values) == 1, (json_safe(values[0]) if values else None)
+
+
+def match_key(runs_a: pl.DataFrame, runs_b: pl.DataFrame,
+              match: list[str] | None = None) -> tuple[list[str], dict[str, tuple[Any, Any]]]:
+    """The columns configurations are matched on, and the compared ones left out: a column that
+    holds one value on each side, different between the sides (framework for --a "framework =
+    'pytorch'" --b "framework = 'onnxruntime'", device for two devices' DBs). `match` names the
+    key explicitly."""
+    differing: dict[str, tuple[Any, Any]] = {}
+    candidates = [c for c in MATCH_COLUMNS if c in present_columns(runs_a, MATCH_COLUMNS)
+                  or c in present_columns(runs_b, MATCH_COLUMNS)]
+    for column in candidates:
+        (one_a, va), (one_b, vb) = single_value(runs_a, column), single_value(runs_b, column)
+        if one_a and one_b and va != vb:
+            differing[column] = (va, vb)
+    if match is not None:
+        valid = [c for c in runs_a.columns if c not in ("run_idx", "run_id")]
+        unknown = [c for c in match if c not in valid]
+        if unknown:
+            raise AnalysisInputError(f"--match {', '.join(unknown)}: not a run column; use e.g. {', '.join(MATCH_COLUMNS)}")
+        return list(match), {c: v for c, v in differing.items() if c not in match}
+    return [c for c in candidates if c not in differing], differing
+
+
+def compare_runs(a: Selection, b: Selection, runs_a: pl.DataFrame, runs_b: pl.DataFrame, *,
+                 threshold: float = DEFAULT_THRESHOLD, level: float = DEFAULT_LEVEL,
+                 match: list[str] | None = None) -> Comparison:
+    """The comparison of two frames of per-run figures (load.load_data's runs)."""
+    key, differing = match_key(runs_a, runs_b, match)
+    groups_a = {tuple(g.values()): (g, sub) for g, sub in iter_groups(runs_a, key)}
+    groups_b = {tuple(g.values()): (g, sub) for g, sub in iter_groups(runs_b, key)}
+    comparison = Comparison(a, b, key, differing, threshold, level)
+    for side, mine, other in (("a", groups_a, groups_b), ("b", groups_b, groups_a)):
+        comparison.unmatched += [{"side": side, "config": g, "n_runs": sub.height}
+                                 for k, (g, sub) in mine.items() if k not in other]
+    for k, (config, sub_a) in groups_a.items():
+        if k in groups_b:
+            sub_b = groups_b[k][1]
+            tests = [welch_log_ratio(sub_a[m].to_numpy(), sub_b[m].to_numpy(), metric=m, level=level)
+                     for m in METRICS if m in sub_a.columns and m in sub_b.columns]
+            comparison.matched.append((config, [t for t in tests if t.n_a or t.n_b]))
+    for metric, (title, *_) in METRICS.items():
+        if not any(t.metric == metric for _, tests in comparison.matched for t in tests):
+            comparison.notes.append(f"{title}: not measured on either side (nothing to compare)")
+    for metric in METRICS:
+        holm_adjust([t for _, tests in comparison.matched for t in tests if t.metric == metric])
+    for _, tests in comparison.matched:
+        for t in tests:
+            t.verdict = verdict(t, threshold)
+    return comparison
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+def combined_where(parts: dict[str, str | None]) -> str | None:
+    """{option: expression} checked one by one (an error names the option at fault), AND-ed."""
+    checked = []
+    for option, text in parts.items():
+        if text is not None and text.strip():
+            try:
+                checked.append(check_where(text))
+            except AnalysisInputError as exc:
+                raise AnalysisInputError(str(exc).replace("--where", option, 1)) from None
+    return " AND ".join(checked) if checked else None
+
+
+def load_side(selection: Selection, name: str) -> pl.DataFrame:
+    """The inference runs of one side that have a latency, one row per run."""
+    runs = load_data(selection.db, where=selection.where).runs
+    if runs.height:
+        runs = runs.filter(pl.col("latency_median_ms").is_not_null())
+    if runs.height == 0:
+        raise AnalysisInputError(f"side {name} ({selection.label}) selects no ok run with a latency; "
+                                 "check the DB and the --where/--a/--b expressions (edgestats sql DB \"SELECT ... FROM run_summary\")")
+    return runs
+
+
+def compare(a: Selection, b: Selection, *, threshold: float = DEFAULT_THRESHOLD, level: float = DEFAULT_LEVEL,
+            match: list[str] | None = None) -> Comparison:
+    """Load both sides (sandboxed, read-only) and compare them. Raises AnalysisInputError for
+    options the data cannot answer, and when no configuration matches."""
+    if not 0.5 <= level < 1:
+        raise AnalysisInputError(f"--level {level}: give a confidence level between 0.5 and 1, e.g. 0.95")
+    if not 0 <= threshold < 1:
+        raise AnalysisInputError(f"--threshold {threshold * 100:g} %: give a percentage between 0 and 100, e.g. 5")
+    runs_a, runs_b = load_side(a, "A"), load_side(b, "B")
+    comparison = compare_runs(a, b, runs_a, runs_b, threshold=threshold, level=level, match=match)
+    if not comparison.matched:
+        raise AnalysisInputError(no_match_message(comparison))
+    if a.db.resolve() == b.db.resolve():
+        shared = set(runs_a["run_id"].to_list()) & set(runs_b["run_id"].to_list())
+        if shared:
+            comparison.notes.append(f"{len(shared)} run(s) are in both selections: the two sides are not independent")
+    return comparison
+
+
+def no_match_message(comparison: Comparison) -> str:
+    def configs(side: str) -> str:
+        shown = [", ".join(f"{k}={v}" for k, v in u["config"].items()) for u in comparison.unmatched if u["side"] == side]
+        return "; ".join(shown[:3]) + (f" (+{len(shown) - 3} more)" if len(shown) > 3 else "")
+    return (f"no configuration of A matches one of B on {', '.join(comparison.key) or 'nothing'}: "
+            f"A has {configs('a')}; B has {configs('b')}. Select comparable runs with --a/--b/--where, "
+            "or name the columns to match on with --match COL")

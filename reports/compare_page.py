@@ -1,0 +1,117 @@
+"""The page of `edgestats compare --out DIR`: DIR/index.html (the ratios B/A with their intervals,
+drawn against the threshold band, and the table of every figure) and DIR/compare.json (the same
+document as `compare --format json`).
+
+It reuses the report's page (page.render_page: offline, escaped, one self-contained file) with
+one section; the header is the overview of the DB(s) compared, which the caller loaded (nothing
+here opens a DB).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from edgestats.analysis.compare import METRICS
+from edgestats.analysis.overview import Overview
+from edgestats.formatting import format_interval
+from edgestats.reports.charts_common import LABEL_LIMIT, WIDTH, band_height, label_column, varying
+from edgestats.reports.page import Figure, Section, render_page
+from edgestats.reports.report import _write_atomic, prepare_out_dir
+
+VERDICT_COLOURS = {"slower": "#d62728", "higher": "#d62728", "faster": "#2ca02c", "lower": "#2ca02c",
+                   "same": "#1f77b4", "inconclusive": "#7f7f7f"}
+TABLE_COLUMNS = ("metric", "a_estimate", "b_estimate", "estimate", "ci_low", "ci_high", "level", "p_value", "p_holm",
+                 "verdict", "n_a", "n_b", "note")
+
+
+def merged_overview(overviews: list[Overview]) -> Overview:
+    """One header for the DBs of both sides: their devices, runs and dates together."""
+    if len(overviews) == 1:
+        return overviews[0]
+    counts: dict[tuple[str, str], int] = {}
+    sources: dict[str, int] = {}
+    for o in overviews:
+        for k, n in o.runs_by_kind_status.items():
+            counts[k] = counts.get(k, 0) + n
+        for k, n in o.sources.items():
+            sources[k] = sources.get(k, 0) + n
+    firsts = [o.first_started for o in overviews if o.first_started]
+    lasts = [o.last_started for o in overviews if o.last_started]
+    return Overview(" vs ".join(o.db_name for o in overviews), [d for o in overviews for d in o.devices], counts,
+                    min(firsts) if firsts else None, max(lasts) if lasts else None,
+                    list(dict.fromkeys(p for o in overviews for p in o.power_sources)), sources)
+
+
+def chart_frame(comparison: Any) -> pl.DataFrame:
+    """One row per configuration and metric with an estimate: label, metric title, interval."""
+    frame = comparison.frame()
+    if frame.height == 0:
+        return frame
+    frame = frame.filter(pl.col("estimate").is_not_null())
+    frame = label_column(frame, varying(frame, comparison.key) or comparison.key)
+    titles = {m: title for m, (title, *_) in METRICS.items()}
+    return frame.with_columns(pl.col("metric").replace_strict(titles, default=pl.col("metric")).alias("quantity"))
+
+
+def ratio_chart(frame: pl.DataFrame, threshold: float) -> alt.FacetChart:
+    """B/A per configuration on a log axis, one panel per metric: the band where a change counts
+    as the same, 1 marked, each interval coloured by its verdict."""
+    band = pl.DataFrame({"low": [1 / (1 + threshold)], "high": [1 + threshold]})
+    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    scale = alt.Scale(type="log", nice=False, zero=False)
+    colour = alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())))
+    shade = alt.Chart(band).mark_rect(opacity=0.15, color="#1f77b4").encode(x=alt.X("low:Q", scale=scale), x2="high:Q")
+    one = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(x=alt.datum(1))
+    rules = alt.Chart().mark_rule(strokeWidth=2).transform_filter("isValid(datum.ci_low) && isValid(datum.ci_high)").encode(
+        x=alt.X("ci_low:Q", scale=scale, title="ratio B/A"), x2="ci_high:Q", y=y, color=colour)
+    dots = alt.Chart().mark_point(filled=True, size=50).encode(
+        x=alt.X("estimate:Q", scale=scale), y=y, color=colour,
+        tooltip=[alt.Tooltip("config:N"), alt.Tooltip("quantity:N"), alt.Tooltip("estimate:Q", format=".4~g"),
+                 alt.Tooltip("ci_low:Q", format=".4~g"), alt.Tooltip("ci_high:Q", format=".4~g"),
+                 alt.Tooltip("p_holm:Q", format=".2g"), alt.Tooltip("verdict:N"), alt.Tooltip("n_a:Q"),
+                 alt.Tooltip("n_b:Q")])
+    data = frame.select("config", "quantity", "estimate", "ci_low", "ci_high", "p_holm", "verdict", "n_a", "n_b")
+    layer = alt.layer(shade, one, rules, dots).properties(width=WIDTH, height=band_height(data["config"].n_unique()))
+    return (alt.layer(layer, data=data).facet(row=alt.Row("quantity:N", title=None))
+            .resolve_scale(x="independent", y="independent"))
+
+
+def sentence(comparison: Any) -> str:
+    """What the chart shows, with the gate's figures."""
+    t = comparison.threshold
+    latency = [(c, x) for c, tests in comparison.matched for x in tests if x.metric == "latency_median_ms"]
+    counts = {v: sum(1 for _, x in latency if x.verdict == v) for v in ("slower", "faster", "same", "inconclusive")}
+    worst = max((x for _, x in latency if x.estimate is not None), key=lambda x: x.estimate, default=None)
+    text = (f"B ({comparison.b.label}) against A ({comparison.a.label}) over {len(comparison.matched)} matched "
+            f"configuration(s): median latency is slower in {counts['slower']}, faster in {counts['faster']}, the same "
+            f"within ±{t:.0%} in {counts['same']} and inconclusive in {counts['inconclusive']}")
+    if worst is not None:
+        text += f"; the largest ratio B/A is {format_interval(worst.estimate, worst.ci_low, worst.ci_high)}"
+    return text + f" ({comparison.level:.0%} intervals over runs, Welch t on log per-run figures, Holm-adjusted)."
+
+
+def compare_section(comparison: Any) -> Section:
+    frame = chart_frame(comparison)
+    figures = [Figure("ratios", "Ratio B/A with its interval; the shaded band is ±threshold",
+                      ratio_chart(frame, comparison.threshold).to_dict())] if frame.height else []
+    full = comparison.frame()
+    table = full.select([*comparison.key, *[c for c in TABLE_COLUMNS if c in full.columns]]) if full.height else full
+    notes = [f"only in {u['side'].upper()} (not compared): "
+             + ", ".join(f"{k}={v}" for k, v in u["config"].items()) + f" ({u['n_runs']} runs)" for u in comparison.unmatched]
+    return Section("compare", "Compare: B against A", sentence(comparison), figures,
+                   [("Every matched configuration and metric", table)], notes + list(comparison.notes))
+
+
+def write_compare_page(out_dir: str | Path, comparison: Any, overviews: list[Overview]) -> tuple[Path, Path]:
+    """Write DIR/index.html and DIR/compare.json; returns their paths."""
+    out_dir = Path(out_dir)
+    prepare_out_dir(out_dir)
+    index, document = out_dir / "index.html", out_dir / "compare.json"
+    _write_atomic(index, render_page(merged_overview(overviews), [compare_section(comparison)]))
+    _write_atomic(document, json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n")
+    return index, document

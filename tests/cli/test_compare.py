@@ -1,0 +1,108 @@
+"""`edgestats compare` end to end: real DBs written through the Store, the CLI through typer's
+CliRunner; the exit status (0 same, 1 regression, 2 bad input), the three formats and the page."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from edgestats.cli import app
+from edgestats.store import Store
+
+runner = CliRunner()
+
+
+def write_runs(store: Store, device_id: uuid.UUID, *, framework: str, model: str, median_ms: float,
+               run_spread: float, n_runs: int, seed: int) -> None:
+    """n_runs runs of one configuration whose medians differ from run to run by `run_spread`
+    (log-normal), each of 40 latencies with 2 % in-run jitter."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_runs):
+        run_median_ns = median_ms * 1e6 * np.exp(rng.normal(0.0, run_spread))
+        latency_ns = (run_median_ns * np.exp(rng.normal(0.0, 0.02, 40))).astype(np.int64)
+        latencies = pa.table({"iteration": pa.array(range(40), pa.int32()), "warmup": [False] * 40,
+                              "start_ns": np.arange(40, dtype=np.int64) * 10_000_000, "latency_ns": latency_ns})
+        store.write_run({"device_id": device_id, "kind": "inference", "status": "ok", "framework": framework,
+                         "model": model, "batch_size": 1, "threads": 2, "iterations": 40}, latencies=latencies)
+
+
+def make_db(path: Path, medians_ms: dict[tuple[str, str], float], *, n_runs: int = 5, seed: int = 0) -> Path:
+    with Store.open(path) as store:
+        device_id = store.register_device({"name": "pi5", "hostname": "pi5", "arch": "aarch64", "cores": 4})
+        for i, ((framework, model), median) in enumerate(medians_ms.items()):
+            write_runs(store, device_id, framework=framework, model=model, median_ms=median, run_spread=0.01,
+                       n_runs=n_runs, seed=seed + i)
+    return path
+
+
+BEFORE = {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 40.0}
+
+
+def test_two_dbs_regression_exits_1_and_names_the_slower_configuration(tmp_path: Path) -> None:
+    before = make_db(tmp_path / "before.duckdb", BEFORE)
+    after = make_db(tmp_path / "after.duckdb", {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 48.0}, seed=10)
+    result = runner.invoke(app, ["compare", str(before), str(after)])
+    assert result.exit_code == 1, result.output
+    text = result.stdout
+    assert "matched on: device, framework, model, batch_size, threads" in text
+    assert all(len(line) <= 80 for line in text.splitlines()), max(text.splitlines(), key=len)
+    blocks = {block.splitlines()[0].split(":")[0]: block for block in text.split("\n\n")}
+    assert "slower" in blocks["model=squeezenet"] and "same" in blocks["model=cnn9"]
+    assert "regression: 1 configuration(s) significantly slower by more than 5%" in text
+
+    document = json.loads(runner.invoke(app, ["compare", str(before), str(after), "--format", "json"]).stdout)
+    assert document["regression"] is True and document["match_key"][:3] == ["device", "framework", "model"]
+    squeeze = next(c for c in document["comparisons"] if c["config"]["model"] == "squeezenet")
+    latency = next(m for m in squeeze["metrics"] if m["metric"] == "latency_median_ms")
+    assert latency["n_a"] == latency["n_b"] == 5 and latency["n_unit"] == "runs"
+    assert 0 < latency["ci_low"] < 1.2 < latency["ci_high"] and latency["verdict"] == "slower"
+
+
+def test_no_change_exits_0_and_markdown_is_one_table(tmp_path: Path) -> None:
+    before = make_db(tmp_path / "before.duckdb", BEFORE)
+    again = make_db(tmp_path / "again.duckdb", BEFORE, seed=20)
+    result = runner.invoke(app, ["compare", str(before), str(again), "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| model=")]
+    # one row per configuration: only latency is measured here (no samples, no power source)
+    assert len(rows) == 2 and all("| median latency |" in r and "| same |" in r for r in rows)
+    assert result.stdout.rstrip().endswith("no significant regression")
+
+
+def test_two_selections_of_one_db_compare_the_frameworks_and_write_the_page(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "one.duckdb", {("pytorch", "cnn9"): 10.0, ("onnxruntime", "cnn9"): 6.0})
+    out = tmp_path / "page"
+    result = runner.invoke(app, ["compare", str(db), "--a", "framework = 'pytorch'", "--b", "framework = 'onnxruntime'",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "compared: framework pytorch (A) vs onnxruntime (B)" in result.stdout
+    assert "faster" in result.stdout
+    html = (out / "index.html").read_text()
+    assert "Compare: B against A" in html and "ratio B/A" in html
+    assert json.loads((out / "compare.json").read_text())["differing"] == {"framework": {"a": "pytorch", "b": "onnxruntime"}}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--a", "framework = 'pytorch'"], "give two DBs"),
+    (["--a", "framework = 'pytorch'", "--b", "framework = 'tflite'"], "side B"),
+    (["--a", "1; DROP TABLE runs", "--b", "TRUE"], "--a"),
+    (["--a", "model = 'cnn9'", "--b", "model = 'squeezenet'", "--match", "model"], "no configuration of A matches"),
+    (["--a", "TRUE", "--b", "TRUE", "--format", "yaml"], "--format"),
+])
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    db = make_db(tmp_path / "one.duckdb", BEFORE)
+    result = runner.invoke(app, ["compare", str(db), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_missing_db_exits_2(tmp_path: Path) -> None:
+    db = make_db(tmp_path / "one.duckdb", BEFORE)
+    result = runner.invoke(app, ["compare", str(db), str(tmp_path / "nowhere.duckdb")])
+    assert result.exit_code == 2 and "nowhere.duckdb" in result.output

@@ -25,8 +25,11 @@ from edgestats.reports.report import _write_atomic, prepare_out_dir
 
 VERDICT_COLOURS = {"slower": "#d62728", "higher": "#d62728", "faster": "#2ca02c", "lower": "#2ca02c",
                    "same": "#1f77b4", "inconclusive": "#7f7f7f"}
-TABLE_COLUMNS = ("metric", "a_estimate", "b_estimate", "estimate", "ci_low", "ci_high", "level", "p_value", "p_holm",
-                 "verdict", "n_a", "n_b", "note")
+# The table's columns, renamed for people: "ratio" keeps ci_low/ci_high beside it (tables.py).
+TABLE_COLUMNS = {"quantity": "metric", "a_estimate": "A", "b_estimate": "B", "estimate": "ratio", "ci_low": "ci_low",
+                 "ci_high": "ci_high", "level": "level", "p_value": "p", "p_holm": "p (Holm)", "verdict": "verdict",
+                 "n_a": "runs A", "n_b": "runs B", "note": "note"}
+BYTES_PER_MIB = 1048576.0
 
 
 def merged_overview(overviews: list[Overview]) -> Overview:
@@ -63,7 +66,7 @@ def ratio_chart(frame: pl.DataFrame, threshold: float) -> alt.FacetChart:
     as the same, 1 marked, each interval coloured by its verdict."""
     band = pl.DataFrame({"low": [1 / (1 + threshold)], "high": [1 + threshold]})
     y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
-    scale = alt.Scale(type="log", nice=False, zero=False)
+    scale = alt.Scale(type="log", nice=False)   # (zero is meaningless on a log scale: Vega warns)
     colour = alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())))
     shade = alt.Chart(band).mark_rect(opacity=0.15, color="#1f77b4").encode(x=alt.X("low:Q", scale=scale), x2="high:Q")
     one = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(x=alt.datum(1))
@@ -95,12 +98,25 @@ def sentence(comparison: Any) -> str:
     return text + f" ({comparison.level:.0%} intervals over runs, Welch t on log per-run figures, Holm-adjusted)."
 
 
+def figures_table(comparison: Any) -> pl.DataFrame:
+    """Every matched configuration and metric, with units in the metric's name (memory in MiB)."""
+    full = comparison.frame()
+    if full.height == 0:
+        return full
+    units = {m: f"{title} ({'MiB' if unit == 'bytes' else unit})" for m, (title, unit, *_) in METRICS.items()}
+    mib = pl.col("metric") == "rss_peak_bytes"
+    full = full.with_columns(pl.col("metric").replace_strict(units, default=pl.col("metric")).alias("quantity"),
+                             *[pl.when(mib).then(pl.col(c) / BYTES_PER_MIB).otherwise(pl.col(c)).alias(c)
+                               for c in ("a_estimate", "b_estimate")])
+    present = {c: name for c, name in TABLE_COLUMNS.items() if c in full.columns}
+    return full.select([*comparison.key, *present]).rename(present)
+
+
 def compare_section(comparison: Any) -> Section:
     frame = chart_frame(comparison)
     figures = [Figure("ratios", "Ratio B/A with its interval; the shaded band is ±threshold",
                       ratio_chart(frame, comparison.threshold).to_dict())] if frame.height else []
-    full = comparison.frame()
-    table = full.select([*comparison.key, *[c for c in TABLE_COLUMNS if c in full.columns]]) if full.height else full
+    table = figures_table(comparison)
     notes = [f"only in {u['side'].upper()} (not compared): "
              + ", ".join(f"{k}={v}" for k, v in u["config"].items()) + f" ({u['n_runs']} runs)" for u in comparison.unmatched]
     return Section("compare", "Compare: B against A", sentence(comparison), figures,

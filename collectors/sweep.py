@@ -64,6 +64,8 @@ ADAPTER_OPTIONS = {
     "interop_threads": "inter-op threads (PyTorch, TensorFlow); default: --threads",
     "jit_compile": "XLA-compile the tf.function (TensorFlow)",
     "xnnpack": "use TFLite's XNNPACK delegate (default true)",
+    "added_delay_ms": "a calibration: busy-wait this long inside every timed inference, a known slowdown "
+                      "that compare and analyze must detect (such runs measure the tool, not the runtime)",
 }
 # settings: scalars that shape the sweep rather than a run
 SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str,

@@ -47,12 +47,25 @@ class PhaseClock:
         return result
 
 
-def run_inferences(adapter, batch, spool: SpoolWriter, count: int, first_index: int, warmup: bool) -> None:
+def spin_cpu_ns(cpu_ns: int) -> None:
+    """Busy-wait for `cpu_ns` of this thread's CPU time: extra work that a busy machine slows down
+    as it slows the inference (a sleep would add the scheduler's wake-up delay instead, and a
+    wall-clock deadline would not stretch when the thread is preempted)."""
+    cpu = time.thread_time_ns
+    deadline_ns = cpu() + cpu_ns
+    while cpu() < deadline_ns:
+        pass
+
+
+def run_inferences(adapter, batch, spool: SpoolWriter, count: int, first_index: int, warmup: bool,
+                   added_delay_ns: int = 0) -> None:
     monotonic, perf = time.monotonic_ns, time.perf_counter_ns
     for i in range(first_index, first_index + count):
         started = monotonic()
         t0 = perf()
         adapter.infer(batch)
+        if added_delay_ns:   # --option added_delay_ms: a known slowdown inside the timed region
+            spin_cpu_ns(added_delay_ns)
         elapsed = perf() - t0
         spool.write("lat", i=i, w=warmup, s=started, ns=elapsed)  # after the timed region
 
@@ -69,8 +82,9 @@ def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
     clock.run("first_inference", lambda: adapter.infer(first))
     second = clock.run("load_second_input", adapter.load_input)
     clock.run("second_inference", lambda: adapter.infer(second))
-    clock.run("warmup", lambda: run_inferences(adapter, second, spool, config.warmup, 0, True))
-    clock.run("steady", lambda: run_inferences(adapter, second, spool, config.iterations, config.warmup, False))
+    delay_ns = round(float(config.extra.get("added_delay_ms", 0.0)) * 1e6)
+    clock.run("warmup", lambda: run_inferences(adapter, second, spool, config.warmup, 0, True, delay_ns))
+    clock.run("steady", lambda: run_inferences(adapter, second, spool, config.iterations, config.warmup, False, delay_ns))
     spool.write("phase", phase="total", seq=clock.seq, start_ns=total_start, end_ns=time.monotonic_ns())
     spool.write("env", **adapter.environment())
 

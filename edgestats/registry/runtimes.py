@@ -53,6 +53,9 @@ RUNTIMES: tuple[RuntimeEntry, ...] = (
     RuntimeEntry("onnxruntime", "ONNX Runtime", "edgestats.collectors.adapters.onnxruntime:OnnxRuntimeAdapter",
                  ("onnxruntime",), "onnx", "ONNX Runtime (CPU or CUDA execution provider)",
                  "docs/runtimes.md#onnxruntime"),
+    RuntimeEntry("openvino", "OpenVINO", "edgestats.collectors.adapters.openvino:OpenVINOAdapter",
+                 ("openvino",), "openvino", "OpenVINO's CPU plugin (LATENCY hint), IR converted from ONNX",
+                 "docs/runtimes.md#openvino"),
 )
 _BY_NAME = {entry.name: entry for entry in RUNTIMES}
 

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.xdist_group("adapters")
 
 CNN9_PARAMS = 75_907
 VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
-            ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
+            ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"), ("openvino", "openvino")]
 INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
 
 
@@ -86,7 +86,7 @@ def test_cnn9_runs_through_every_phase(framework, runtime, cache):
     assert isinstance(info, ModelInfo)
     assert info.params == CNN9_PARAMS
     assert info.flops and info.flops > 0
-    nchw = framework in ("pytorch", "onnxruntime")
+    nchw = framework in ("pytorch", "onnxruntime", "openvino")
     assert info.input_shape == ((3, 32, 32) if nchw else (32, 32, 3))
     assert info.file and Path(info.file).exists() and info.file_bytes > 0
     assert out1.shape == out2.shape == (2, 10)
@@ -95,6 +95,19 @@ def test_cnn9_runs_through_every_phase(framework, runtime, cache):
     env = adapter.environment()
     assert env and env["runtime"] == runtime
     json.dumps(env)  # goes into the spool as JSON
+
+
+@pytest.mark.frameworks
+def test_openvino_compiles_what_was_asked_and_agrees_with_onnxruntime(cache):
+    """The IR is the ONNX export converted with fp32 weights: the same outputs as ONNX Runtime on
+    the same input; the CPU plugin runs the requested threads in f32 under the LATENCY hint."""
+    adapter, _, info, out, _ = run_phases(config("openvino", threads=1), cache)
+    env = adapter.environment()
+    assert (env["inference_num_threads"], env["inference_precision_hint"], env["performance_hint"]) == ("1", "f32", "LATENCY")
+    assert "compress_to_fp16=False" in env["converter"] and info.file.endswith(".xml")
+    assert info.file_bytes > 4 * CNN9_PARAMS, "the .bin holds fp32 weights"
+    reference = run_phases(config("onnxruntime", threads=1), cache)[3]
+    np.testing.assert_allclose(out, reference, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.frameworks
@@ -286,7 +299,7 @@ def test_tflite_falls_back_to_tf_lite_without_litert(monkeypatch, cache):
 
 
 @pytest.mark.frameworks
-@pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite")])
+@pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite"), ("openvino", ".xml")])
 def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tmp_path):
     """prepare() must not die on a bad user file: the worker's load_model reports it, so the run
     is stored as an error with its import phase."""
@@ -298,6 +311,21 @@ def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tm
     adapter.import_framework()
     with pytest.raises(ModelFileError, match="broken"):
         adapter.load_model()
+
+
+@pytest.mark.frameworks
+def test_user_openvino_ir_and_onnx_files_run(tmp_path, cache):
+    """A user's IR pair (copied out of the cache, as a user would bring one) and a user's .onnx
+    file both run as they are: nothing is converted or copied into the cache for them."""
+    xml = adapter_class("openvino").prepare(config("openvino"), cache)
+    for part in (xml, xml.with_suffix(".bin")):
+        shutil.copy(part, tmp_path / part.name.replace("cnn9-seed0.fp32.openvino", "mine"))
+    onnx_file = adapter_class("onnxruntime").prepare(config("onnxruntime"), cache)
+    for model in (tmp_path / "mine.xml", shutil.copy(onnx_file, tmp_path / "mine.onnx")):
+        cfg = config("openvino", model=str(model))
+        assert adapter_class("openvino").prepare(cfg, tmp_path / "cache") is None
+        _, _, info, out, _ = run_phases(cfg, tmp_path / "cache")
+        assert info.file == str(model) and info.input_shape == (3, 32, 32) and out.shape == (2, 10)
 
 
 @pytest.mark.frameworks

@@ -1,0 +1,150 @@
+"""OpenVINO: an IR model (.xml + .bin) compiled for the CPU plugin and run by an infer request.
+
+prepare() exports the PyTorch zoo model to ONNX exactly as the onnxruntime adapter does (the same
+seeded weights, the same file: one export serves both runtimes), converts it with
+openvino.convert_model and writes the IR with openvino.save_model, weights kept in fp32
+(compress_to_fp16=False: the default would halve the weights and measure another model). A
+user's .xml (its .bin beside it) or .onnx file is used as it is.
+
+load_model reads the IR, fixes its batch to --batch-size (a static shape: the CPU plugin then
+picks its kernels once, as a deployed model would), and compiles it for the CPU with the
+LATENCY performance hint, INFERENCE_NUM_THREADS = --threads and INFERENCE_PRECISION_HINT f32
+(without it, a CPU with bf16 or AMX units silently computes in bf16). infer is a synchronous
+InferRequest.infer, which returns when the outputs are on the host.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from edgestats.collectors.adapters import common
+from edgestats.collectors.adapters.base import Adapter, ModelInfo
+from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.zoo.catalog import is_zoo_model
+
+HINT = "LATENCY"   # one request at a time, as edgestats measures: the plugin sizes its streams for it
+USER_SUFFIXES = (".xml", ".onnx")
+
+
+class OpenVINOAdapter(Adapter):
+    framework = "openvino"
+    runtimes = ("openvino",)
+
+    @classmethod
+    def check_config(cls, config: RunConfig) -> str | None:
+        return (super().check_config(config)
+                or common.accelerator_problem(cls.framework, config, ("cpu",))
+                or common.precision_problem(cls.framework, config, ("fp32",), {
+                    "int8": "needs NNCF post-training quantization with a calibration set; not offered yet",
+                    "fp16": "the CPU plugin computes fp16 IR in fp32 or bf16; no fp16 kernels to measure"})
+                or common.model_problem(cls.framework, config, USER_SUFFIXES))
+
+    @classmethod
+    def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
+        if not is_zoo_model(config.model):
+            return None   # the worker reads the user's .xml or .onnx where it is
+        from edgestats.collectors.adapters.onnxruntime import OnnxRuntimeAdapter
+
+        cache_dir = Path(cache_dir)
+        xml = cache_dir / f"{config.model}-seed{config.seed}.fp32.openvino.xml"
+        if common.is_prepared(xml):
+            return xml
+        onnx_file = OnnxRuntimeAdapter.prepare(RunConfig(framework="onnxruntime", model=config.model, seed=config.seed),
+                                               cache_dir)
+        try:
+            import openvino as ov
+        except ImportError as exc:
+            raise FrameworkMissingError(f"converting {config.model!r} to OpenVINO IR needs openvino ({exc}): "
+                                        "pip install 'edgestats[openvino]' on this machine") from None
+        save_ir(ov, ov.convert_model(str(onnx_file)), xml)
+        common.write_sidecar(xml, **common.read_sidecar(onnx_file), converter=f"openvino.convert_model {ov.__version__} "
+                             "from the ONNX export, saved with compress_to_fp16=False")
+        return xml
+
+    # -- the measured phases ---------------------------------------------------------------------
+
+    def import_framework(self) -> dict[str, str]:
+        import numpy
+        import openvino as ov
+
+        self.ov = ov
+        return {"openvino": ov.__version__, "numpy": numpy.__version__}
+
+    def load_model(self) -> ModelInfo:
+        ov = self.ov
+        path = common.artifact_file(self)
+        meta = common.read_sidecar(path) if self.artifact is not None else {}
+        self.core = ov.Core()
+        try:
+            model = self.core.read_model(str(path))
+        except Exception as exc:  # OpenVINO raises RuntimeError subclasses with multi-line text
+            raise ModelFileError(f"openvino cannot read {path.name}: {str(exc).splitlines()[0][:300]}") from None
+        if len(model.inputs) != 1:
+            raise ModelFileError(f"{path.name} has {len(model.inputs)} inputs; edgestats feeds one image batch")
+        partial = model.inputs[0].get_partial_shape()
+        known = tuple(meta["input_shape"]) if meta.get("input_shape") else tuple(
+            d.get_length() if d.is_static else None for d in list(partial)[1:])
+        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
+        model.reshape([self.config.batch_size, *self.input_shape])
+        self.compile_config = {"PERFORMANCE_HINT": HINT, "INFERENCE_PRECISION_HINT": "f32"}
+        if self.config.threads:
+            self.compile_config["INFERENCE_NUM_THREADS"] = int(self.config.threads)
+        self.compiled = self.core.compile_model(model, "CPU", self.compile_config)
+        self.request = self.compiled.create_infer_request()
+        self.model_path = path
+        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
+                         file=str(path), file_bytes=common.file_bytes(path) + _weights_bytes(path))
+
+    def load_input(self) -> Any:
+        return batch_for(self.config, self.input_shape, "NCHW")
+
+    def infer(self, batch: Any) -> Any:
+        return self.request.infer({0: batch})[0]
+
+    def environment(self) -> dict[str, Any]:
+        ov = self.ov
+        env: dict[str, Any] = {"runtime": self.runtime, "version": ov.__version__, "device": "CPU",
+                               "precision": self.config.precision, "threads_requested": self.config.threads,
+                               "os_threads": common.os_threads(), "requested": getattr(self, "compile_config", None)}
+        compiled = getattr(self, "compiled", None)
+        if compiled is not None:   # what the plugin chose, which may differ from what was asked
+            for key in ("PERFORMANCE_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS", "INFERENCE_PRECISION_HINT",
+                        "ENABLE_HYPER_THREADING", "SCHEDULING_CORE_TYPE"):
+                try:
+                    value = compiled.get_property(key)   # an enum, an int, or an element Type
+                    env[key.lower()] = value.get_type_name() if hasattr(value, "get_type_name") else str(value)
+                except RuntimeError:   # a property this OpenVINO version does not have
+                    env[key.lower()] = None
+        env["converter"] = common.read_sidecar(getattr(self, "model_path", None)).get("converter")
+        return env
+
+
+def save_ir(ov: Any, model: Any, xml: Path) -> None:
+    """Write the IR under temporary names, then rename the .bin and last the .xml: read_model
+    finds the .bin by the .xml's name, so a prepare() cut short never leaves a usable-looking pair."""
+    xml.parent.mkdir(parents=True, exist_ok=True)
+    tmp_xml = xml.with_name(f".tmp-{os.getpid()}-{xml.name}")
+    tmp_bin, final_bin = tmp_xml.with_suffix(".bin"), xml.with_suffix(".bin")
+    try:
+        ov.save_model(model, str(tmp_xml), compress_to_fp16=False)
+        os.replace(tmp_bin, final_bin)
+        os.replace(tmp_xml, xml)
+    finally:
+        for leftover in (tmp_xml, tmp_bin):
+            if leftover.exists():
+                leftover.unlink()
+
+
+def _weights_bytes(path: Path) -> int:
+    weights = Path(path).with_suffix(".bin")
+    return weights.stat().st_size if Path(path).suffix == ".xml" and weights.exists() else 0
+
+
+def probe_detail(ov: Any) -> dict[str, Any]:
+    """doctor's facts about an imported OpenVINO: the devices its plugins see."""
+    core = ov.Core()
+    return {"devices": list(core.available_devices),
+            "cpu": core.get_property("CPU", "FULL_DEVICE_NAME") if "CPU" in core.available_devices else None}

@@ -1,4 +1,4 @@
-"""PyTorch: eager nn.Module (weights from a state_dict) or TorchScript.
+"""PyTorch: eager nn.Module (weights from a state_dict), TorchScript, or torch.compile.
 
 prepare() builds the zoo model with its seed and saves, into the cache directory,
   torch-eager:  the state_dict (torch.save); load_model rebuilds the architecture from zoo.torch_models
@@ -6,6 +6,11 @@ prepare() builds the zoo model with its seed and saves, into the cache directory
                 shipping its model class plus a weights file does;
   torchscript:  a traced module (torch.jit.trace on a batch of 2, so no size-1 specialisation);
                 load_model is torch.jit.load.
+  torch-compile: the eager model (same state_dict file) wrapped by torch.compile (inductor,
+                dynamic=False: one batch size per run). Compiling happens in the first call, so
+                pCAMP's first_inference phase holds the compile time, as an application pays it;
+                the steady phase measures the compiled code. On the CPU inductor writes and
+                builds C++, so it needs a C++ compiler (checked in load_model).
 int8 is dynamic quantization (torch.ao.quantization.quantize_dynamic): only nn.Linear layers are
 quantized, convolutions stay fp32, so for CNNs it mostly changes the classifier. For eager it is
 applied in load_model (its cost is part of loading); a ScriptModule cannot be quantized, so for
@@ -61,7 +66,7 @@ def _is_torchscript(path: Path) -> bool:
 
 class PyTorchAdapter(Adapter):
     framework = "pytorch"
-    runtimes = ("torch-eager", "torchscript")
+    runtimes = ("torch-eager", "torchscript", "torch-compile")
 
     def __init__(self, config: RunConfig, artifact: Path | None = None):
         super().__init__(config, artifact)
@@ -79,6 +84,10 @@ class PyTorchAdapter(Adapter):
         else:
             supported, why = ("fp32", "int8"), {"fp16": "fp16 is a fast path on cuda only; on the CPU torch "
                                                          "lacks or emulates half kernels (use --accelerator cuda)"}
+        if config.runtime == "torch-compile":
+            supported, why = ("fp32",), {**why, "int8": "inductor does not compile torch's dynamically quantized "
+                                                         "modules; run int8 under torch-eager or torchscript",
+                                         "fp16": "measured under torch-eager and torchscript only"}
         return (common.precision_problem(cls.framework, config, supported, why)
                 or common.model_problem(cls.framework, config, SUFFIXES))
 
@@ -178,6 +187,8 @@ class PyTorchAdapter(Adapter):
         model = model.to(self.device)
         if self.config.precision == "fp16":
             model = model.half()
+        if self.runtime == "torch-compile":
+            model = _compiled(torch, model, self.device.type)
         self.model = model
         known = meta.get("input_shape") or (zoo_model(arch).input_shape_nchw(1)[1:] if arch and is_zoo_model(arch) else None)
         self.input_shape = common.resolve_input_shape(self.config, tuple(known) if known else None, path.name)
@@ -211,10 +222,35 @@ class PyTorchAdapter(Adapter):
         }
         if self.config.precision == "int8":
             env["int8"] = INT8_NOTE
+        if self.runtime == "torch-compile":
+            env["compile"] = {**COMPILE_OPTIONS, "cxx": cxx_compiler()}
         if getattr(self, "device", None) is not None and self.device.type == "cuda":
             env.update(cuda_device=torch.cuda.get_device_name(0), cudnn_enabled=torch.backends.cudnn.enabled,
                        cudnn_benchmark=torch.backends.cudnn.benchmark, output="copied to host after synchronize")
         return env
+
+
+# -- torch.compile ---------------------------------------------------------------------------------
+
+COMPILE_OPTIONS = {"backend": "inductor", "mode": "default", "dynamic": False, "fullgraph": False}
+
+
+def cxx_compiler() -> str | None:
+    """The C++ compiler inductor would use on the CPU ($CXX, else g++, clang++, c++), or None."""
+    import os
+    import shutil
+
+    for name in (os.environ.get("CXX"), "g++", "clang++", "c++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def _compiled(torch: Any, model: Any, device_type: str) -> Any:
+    if device_type == "cpu" and cxx_compiler() is None:
+        raise ModelFileError("--runtime torch-compile on the CPU needs a C++ compiler (inductor builds the "
+                             "kernels it generates): apt install g++ (or set CXX), or use --runtime torch-eager")
+    return torch.compile(model, **COMPILE_OPTIONS)
 
 
 # -- doctor ----------------------------------------------------------------------------------------
@@ -231,6 +267,7 @@ def probe_detail(torch: Any) -> dict[str, Any]:
                               "cuda_version": torch.version.cuda, "num_threads": torch.get_num_threads()}
     if detail["cuda_available"]:
         detail["cuda_device"] = torch.cuda.get_device_name(0)
+    detail["torch_compile_cxx"] = cxx_compiler()   # None: --runtime torch-compile cannot run on the CPU
     try:
         torch.jit.script(_scriptable)
         detail["torchscript"] = True

@@ -98,6 +98,32 @@ def test_cnn9_runs_through_every_phase(framework, runtime, cache):
 
 
 @pytest.mark.frameworks
+def test_torch_compile_compiles_in_the_first_inference_and_agrees_with_eager(cache):
+    """torch.compile (inductor) runs the same weights as eager: the same outputs; the compile is
+    paid in the first call (pCAMP's first_inference phase), the second runs the compiled code."""
+    import time
+
+    cfg = config("pytorch", "torch-compile", threads=1)
+    cls = adapter_class("pytorch")
+    adapter = cls(cfg, cls.prepare(cfg, cache))
+    adapter.import_framework()
+    adapter.load_model()
+    batch = adapter.load_input()
+    started = time.perf_counter()
+    first = adapter.infer(batch).numpy()
+    first_s, started = time.perf_counter() - started, time.perf_counter()
+    second = adapter.infer(batch).numpy()
+    second_s = time.perf_counter() - started
+    assert first_s > 10 * second_s, (first_s, second_s)
+    eager = run_phases(config("pytorch", "torch-eager", threads=1), cache)[3]
+    np.testing.assert_allclose(second, eager, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-7)
+    env = adapter.environment()
+    assert env["runtime"] == "torch-compile" and env["compile"]["backend"] == "inductor" and env["compile"]["cxx"]
+    assert "int8" in cls.check_config(config("pytorch", "torch-compile", precision="int8"))
+
+
+@pytest.mark.frameworks
 def test_openvino_compiles_what_was_asked_and_agrees_with_onnxruntime(cache):
     """The IR is the ONNX export converted with fp32 weights: the same outputs as ONNX Runtime on
     the same input; the CPU plugin runs the requested threads in f32 under the LATENCY hint."""

@@ -31,9 +31,13 @@ $(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 
 install-demo: $(DEMO_STAMP)
 
-# Spark (for the export read-back test) needs a Java runtime, and the report's browser test
-# Debian's Chromium (driven by playwright, offline); CI machines start without either.
+# Spark (for the export read-back test) needs a Java runtime, the report's browser test
+# Debian's Chromium (driven by playwright, offline), and torch.compile on the CPU a C++ compiler
+# (inductor builds the kernels it generates); CI machines may start without them.
 system-deps:
+	@command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || { \
+	  echo "installing g++ for the torch.compile test"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends g++; }
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "installing a Java runtime for the Spark read-back test"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless; }

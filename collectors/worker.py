@@ -8,7 +8,8 @@ writes every phase window and every inference's latency to the spool as it goes;
 orchestrator turns the spool into the run's rows.
 
 Phases, each on time.monotonic_ns() (CLOCK_MONOTONIC, shared with the orchestrator's sampler):
-  import, load_model, load_first_input, first_inference, load_second_input, second_inference,
+  import, load_model, [compile: runtimes that compile on first call, e.g. torch.compile],
+  load_first_input, first_inference, load_second_input, second_inference,
   warmup (--warmup inferences, stored and marked), steady (--iterations inferences), total.
 Each inference's latency is time.perf_counter_ns() around adapter.infer(), which returns only
 when the work is done (GPU synchronised).
@@ -78,6 +79,8 @@ def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
     spool.write("versions", **clock.run("import", adapter.import_framework))
     info = clock.run("load_model", adapter.load_model)
     spool.write("model", **{k: v for k, v in vars(info).items() if v is not None})
+    if adapter.compiles:
+        clock.run("compile", adapter.compile)
     first = clock.run("load_first_input", adapter.load_input)
     clock.run("first_inference", lambda: adapter.infer(first))
     second = clock.run("load_second_input", adapter.load_input)

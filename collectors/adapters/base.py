@@ -91,6 +91,14 @@ class Adapter:
     def load_model(self) -> ModelInfo:
         raise NotImplementedError
 
+    # A runtime that compiles the model on its first call (torch.compile) sets `compiles` and
+    # implements compile(): the worker then runs a `compile` phase between load_model and the
+    # first input, so compile time is a phase of its own, not part of first_inference.
+    compiles: bool = False
+
+    def compile(self) -> None:
+        """Compile the loaded model for the run's batch shape (only where `compiles`)."""
+
     def load_input(self) -> Any:
         """One batch as the framework's input type (decoded + resized image, or synthetic)."""
         raise NotImplementedError

@@ -7,10 +7,11 @@ prepare() builds the zoo model with its seed and saves, into the cache directory
   torchscript:  a traced module (torch.jit.trace on a batch of 2, so no size-1 specialisation);
                 load_model is torch.jit.load.
   torch-compile: the eager model (same state_dict file) wrapped by torch.compile (inductor,
-                dynamic=False: one batch size per run). Compiling happens in the first call, so
-                pCAMP's first_inference phase holds the compile time, as an application pays it;
-                the steady phase measures the compiled code. On the CPU inductor writes and
-                builds C++, so it needs a C++ compiler (checked in load_model).
+                dynamic=False: one batch size per run). torch compiles on the first call, so
+                compile() makes that call on a zero batch of the run's shape, in a `compile`
+                phase of its own (worker.py); first_inference then runs compiled code. On the
+                CPU inductor writes and builds C++, so it needs a C++ compiler (checked in
+                load_model).
 int8 is dynamic quantization (torch.ao.quantization.quantize_dynamic): only nn.Linear layers are
 quantized, convolutions stay fp32, so for CNNs it mostly changes the classifier. For eager it is
 applied in load_model (its cost is part of loading); a ScriptModule cannot be quantized, so for
@@ -194,6 +195,15 @@ class PyTorchAdapter(Adapter):
         self.input_shape = common.resolve_input_shape(self.config, tuple(known) if known else None, path.name)
         return ModelInfo(params=params, flops=meta.get("flops"), input_shape=self.input_shape,
                          file=str(path), file_bytes=common.file_bytes(path))
+
+    @property
+    def compiles(self) -> bool:   # the worker's `compile` phase (base.Adapter)
+        return self.runtime == "torch-compile"
+
+    def compile(self) -> None:
+        torch = self.torch
+        dtype = torch.float16 if self.config.precision == "fp16" else torch.float32
+        self.infer(torch.zeros((self.config.batch_size, *self.input_shape), dtype=dtype, device=self.device))
 
     def load_input(self) -> Any:
         batch = self.torch.from_numpy(batch_for(self.config, self.input_shape, "NCHW")).to(self.device)

@@ -33,7 +33,8 @@ pytestmark = pytest.mark.xdist_group("adapters")
 CNN9_PARAMS = 75_907
 VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
             ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"), ("openvino", "openvino")]
-INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime")]
+INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"),
+        ("openvino", "openvino")]
 
 
 def adapter_class(framework: str) -> type[Adapter]:
@@ -136,6 +137,11 @@ def test_openvino_compiles_what_was_asked_and_agrees_with_onnxruntime(cache):
     assert info.file_bytes > 4 * CNN9_PARAMS, "the .bin holds fp32 weights"
     reference = run_phases(config("onnxruntime", threads=1), cache)[3]
     np.testing.assert_allclose(out, reference, rtol=1e-4, atol=1e-5)
+    int8 = run_phases(config("openvino", threads=1, precision="int8"), cache)[0]
+    ops = {op.get_type_name() for op in int8.core.read_model(str(int8.model_path)).get_ops()}
+    assert "FakeQuantize" in ops, "NNCF inserted quantize/dequantize pairs: the CPU plugin runs them in int8"
+    runtime_precisions = {op.get_rt_info()["runtimePrecision"].astype(str) for op in int8.compiled.get_runtime_model().get_ops()}
+    assert {"u8", "i8"} & runtime_precisions, runtime_precisions
 
 
 @pytest.mark.frameworks

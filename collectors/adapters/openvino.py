@@ -21,6 +21,8 @@ InferRequest.infer, which returns when the outputs are on the host.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 from pathlib import Path
@@ -159,9 +161,10 @@ def _quantize(fp32_xml: Path, int8_xml: Path) -> None:
     meta = common.read_sidecar(fp32_xml)
     sample = (1, *meta["input_shape"])
     calibration = [synthetic_batch(sample, CALIBRATION_SEED + i) for i in range(CALIBRATION_SAMPLES)]
-    nncf.set_log_level(logging.ERROR)   # its progress bars and INFO lines would flood collect's output
-    quantized = nncf.quantize(ov.Core().read_model(str(fp32_xml)), nncf.Dataset(calibration),
-                              subset_size=CALIBRATION_SAMPLES)
+    nncf.set_log_level(logging.ERROR)   # its INFO lines, and below its progress bars, would flood collect's output
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        quantized = nncf.quantize(ov.Core().read_model(str(fp32_xml)), nncf.Dataset(calibration),
+                                  subset_size=CALIBRATION_SAMPLES)
     save_ir(ov, quantized, int8_xml)
     common.write_sidecar(int8_xml, **meta, quantization=f"{INT8_NOTE} (nncf {nncf.__version__})")
 

@@ -76,11 +76,50 @@ def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
     recovered = orchestrator.recover_orphans()
     configs = sweep.configs()
     runnable, skipped = feasibility(configs)
+    runnable, unpreparable = preparable(runnable, orchestrator.cache_dir)
+    skipped += unpreparable
     with store_waiting(db_path, read_only=True) as store:
-        done = store.finished_config_hashes()
+        done = store.finished_config_hashes(retry_failed=bool(sweep.settings.get("retry_failed")))
     pending = [c for c in runnable if c.config_hash() not in done]
     seed = sweep.settings.get("shuffle_seed", random.SystemRandom().randrange(2**31))
     return Plan(uuid.uuid4(), seed, shuffled(pending, seed), skipped, len(runnable) - len(pending), len(configs), recovered)
+
+
+# The pip extra of edgestats that installs each module a model's preparation imports.
+PREPARE_EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "openvino": "openvino", "nncf": "openvino",
+                  "onnx": "onnx"}
+
+
+def module_installed(name: str) -> bool:
+    """Whether `import name` would find the module, without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def preparable(configs: list[RunConfig], cache_dir: Path) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
+    """Split off the configurations whose model file is neither in the cache (or model pack) nor
+    buildable here, because a package the conversion needs is missing (a device with only its
+    runtime installed), with what to do about it: said before any run, not as a failed run."""
+    from edgestats.collectors.adapters.prepare import cached_artifact
+    from edgestats.registry.runtimes import runtime
+
+    ready, skipped = [], []
+    for config in configs:
+        needs = () if config.kind == "training" else runtime(config.framework).adapter_class().prepare_needs(config)
+        missing = [m for m in needs if not module_installed(m)]
+        if missing and not cached_artifact(config, cache_dir)[0]:
+            extras = ",".join(dict.fromkeys(PREPARE_EXTRAS.get(m, m) for m in missing))
+            skipped.append((config, f"its model file is built with {', '.join(missing)}, not installed here: "
+                                    f"pip install 'edgestats[{extras}]', or build a model pack on a machine that has "
+                                    f"it (edgestats prepare ... --cache-dir PACK, the same sweep), copy PACK here "
+                                    f"and collect with --cache-dir PACK"))
+        else:
+            ready.append(config)
+    return ready, skipped
 
 
 def execute(plan_: Plan, orchestrator: Orchestrator, sweep: Sweep, *,

@@ -71,7 +71,7 @@ ADAPTER_OPTIONS = {
 SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str,
                              "sample_hz": float, "power": str, "clock_offset": float, "memory_limit_mb": float,
                              "on_noise": str, "noise_wait": float, "noise_cpu_pct": float,
-                             "noise_load": float}
+                             "noise_load": float, "retry_failed": bool}
 SETTING_CHOICES = {"kind": KINDS, "on_noise": ON_NOISE}
 MINIMUM = {"noise_wait": 0, "noise_cpu_pct": 0, "noise_load": 0, "memory_limit_mb": 1, "batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
            "sample_hz": 0, "epochs": 1, "num_workers": 0, "learning_rate": 1e-12}

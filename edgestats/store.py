@@ -215,12 +215,17 @@ class Store:
     def has_run(self, run_id: uuid.UUID | str) -> bool:
         return first_row(self.con, "SELECT 1 FROM runs WHERE run_id = ?", [str(run_id)]) is not None
 
-    def finished_config_hashes(self) -> set[str]:
+    def finished_config_hashes(self, *, retry_failed: bool = False) -> set[str]:
         """The configurations `edgestats collect` need not run again: config hashes with a
-        collected run that was not `killed` (an interrupted or OOM-killed attempt is retried)."""
+        collected run that was not `killed` (an interrupted or OOM-killed attempt is retried),
+        nor an `error` for want of an installed package (its message names the `pip install
+        'edgestats[...]'` that fixes it: collect checks its packages before running, so the
+        retry runs only once they are there). `retry_failed` retries every `error` run too."""
+        missing_package = "coalesce(error_text, '') LIKE '%pip install ''edgestats[%'"
+        failed = "TRUE" if retry_failed else missing_package
         rows = self.con.execute(
             "SELECT config_hash FROM runs WHERE source = 'collect' AND config_hash IS NOT NULL "
-            "GROUP BY config_hash HAVING bool_or(status <> 'killed')"
+            f"GROUP BY config_hash HAVING bool_or(status <> 'killed' AND NOT (status = 'error' AND {failed}))"
         ).fetchall()
         return {r[0] for r in rows}
 

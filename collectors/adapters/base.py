@@ -91,6 +91,13 @@ class Adapter:
     def load_model(self) -> ModelInfo:
         raise NotImplementedError
 
+    @classmethod
+    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
+        """The modules prepare() imports to build this configuration's model file (a zoo model's
+        export or conversion): a device without them runs the configuration only from a model
+        pack (`edgestats prepare`) or its cache. Empty when nothing needs building."""
+        return ()
+
     # A runtime that compiles the model on its first call (torch.compile) sets `compiles` and
     # implements compile(): the worker then runs a `compile` phase between load_model and the
     # first input, so compile time is a phase of its own, not part of first_inference.

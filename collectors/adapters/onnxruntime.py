@@ -53,6 +53,11 @@ class OnnxRuntimeAdapter(Adapter):
                 or common.model_problem(cls.framework, config, (".onnx",)))
 
     @classmethod
+    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
+        export = ("torch",) if is_zoo_model(config.model) else ()   # torch.onnx.export
+        return export + (("onnx",) if config.precision == "int8" else ())   # quantize_dynamic reads the graph
+
+    @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         cache_dir = Path(cache_dir)
         if is_zoo_model(config.model):

@@ -57,6 +57,12 @@ class OpenVINOAdapter(Adapter):
                     "openvino int8 quantizes zoo models; quantize your model with NNCF and pass that IR as fp32"))
 
     @classmethod
+    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
+        if not is_zoo_model(config.model):
+            return ()
+        return ("torch", "openvino") + (("nncf",) if config.precision == "int8" else ())
+
+    @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
             return None   # the worker reads the user's .xml or .onnx where it is

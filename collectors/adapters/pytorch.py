@@ -93,6 +93,10 @@ class PyTorchAdapter(Adapter):
                 or common.model_problem(cls.framework, config, SUFFIXES))
 
     @classmethod
+    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
+        return ("torch",) if is_zoo_model(config.model) else ()
+
+    @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
             return None  # a user's file is loaded as it is

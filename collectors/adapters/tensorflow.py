@@ -49,6 +49,10 @@ class TensorFlowAdapter(Adapter):
                 or common.model_problem(cls.framework, config, SUFFIXES, allow_dir=True))
 
     @classmethod
+    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
+        return ("tensorflow",) if is_zoo_model(config.model) else ()   # the Keras zoo model, built and saved
+
+    @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
             return None

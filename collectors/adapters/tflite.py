@@ -46,6 +46,10 @@ class TFLiteAdapter(Adapter):
                 or common.model_problem(cls.framework, config, (".tflite",)))
 
     @classmethod
+    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
+        return ("tensorflow",) if is_zoo_model(config.model) else ()   # the Keras zoo model, built and saved
+
+    @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
             return None

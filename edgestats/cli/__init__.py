@@ -6,7 +6,7 @@ from __future__ import annotations
 import typer
 
 from edgestats import __version__
-from edgestats.cli import analyze, baseline, collect, compare, dataset, db_commands, doctor, export
+from edgestats.cli import analyze, baseline, collect, compare, dataset, db_commands, doctor, export, prepare
 from edgestats.cli.common import FlagsGroup, state
 
 app = typer.Typer(
@@ -38,7 +38,7 @@ def _root(
     state.debug = debug
 
 
-for _module in (collect, baseline, dataset, db_commands, export, doctor, analyze, compare):
+for _module in (collect, prepare, baseline, dataset, db_commands, export, doctor, analyze, compare):
     _module.register(app)
 
 

@@ -133,6 +133,7 @@ def _readable(frame):
 
 def print_results(results) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -141,7 +142,7 @@ def print_results(results) -> None:
         console = Console(width=max(console.width, 200))
     for name, result in results.items():
         if not result.available:
-            console.print(f"[bold]{name}[/bold]: skipped — {result.entries[0].get('reason', 'not enough data')}")
+            console.print(f"[bold]{name}[/bold]: skipped — {escape(str(result.entries[0].get('reason', 'not enough data')))}")
             continue
         for part, frame in result.frames.items():
             if frame.height == 0 or part in result.chart_only:
@@ -158,7 +159,7 @@ def print_results(results) -> None:
             if frame.height > MAX_ROWS:
                 console.print(f"… {frame.height - MAX_ROWS} more rows: use --json, or narrow with --where / --only")
         for note in dict.fromkeys(result.notes):
-            console.print(f"note: {note}")
+            console.print(f"note: {note}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

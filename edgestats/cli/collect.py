@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from edgestats.cli.common import handle_errors
@@ -64,6 +65,7 @@ def collect_command(
     noise_wait: float = typer.Option(None, "--noise-wait", metavar="SECONDS", help=f"With --on-noise wait: the longest wait for a quiet machine before each run (default {DEFAULT_WAIT_S:g}); the run then starts anyway and is judged as usual."),
     noise_cpu_pct: float = typer.Option(None, "--noise-cpu-pct", metavar="PCT", help=f"A run is noisy when processes outside its tree used more than PCT % of all CPUs during it (default {NoiseThresholds.cpu_pct:g})."),
     noise_load: float = typer.Option(None, "--noise-load", metavar="PER_CPU", help=f"A run is noisy when the 1-minute load average before it exceeds PER_CPU times the number of CPUs (default {NoiseThresholds.load_per_cpu:g})."),
+    retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again the configurations whose stored run failed (status error); without it, resuming retries only killed runs and errors that named a missing package."),
 ) -> None:
     """Run inference or training workloads, one fresh process per run, and store every phase,
     latency, epoch and batch.
@@ -113,7 +115,7 @@ def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: Precisio
                        "it out); quieten the machine (edgestats doctor) and run the same command again", err=True)
             raise typer.Exit(NOISY_EXIT) from None
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
-    typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} skipped")
+    typer.echo(f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} cannot run here")
 
 
 # The options that are sweep keys: option name -> sweep key, in the order the sweep's axes take
@@ -126,7 +128,7 @@ SWEEP_FLAGS = {"framework": "framework", "model": "model", "runtime": "runtime",
                "memory_limit_mb": "memory_limit_mb", "kind": "kind", "data": "data", "epochs": "epochs",
                "learning_rate": "learning_rate", "optimizer": "optimizer", "num_workers": "num_workers",
                "evict_cache": "evict_cache", "on_noise": "on_noise", "noise_wait": "noise_wait",
-               "noise_cpu_pct": "noise_cpu_pct", "noise_load": "noise_load"}
+               "noise_cpu_pct": "noise_cpu_pct", "noise_load": "noise_load", "retry_failed": "retry_failed"}
 
 
 def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +137,7 @@ def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
     flags = {key: params[name] for name, key in SWEEP_FLAGS.items()}
     flags["options"] = parse_option_flags(flags["options"]) or None
     flags["evict_cache"] = None if flags["evict_cache"] is None else [flags["evict_cache"]]
+    flags["retry_failed"] = flags["retry_failed"] or None   # not given: the sweep file's, if any
     return flags
 
 
@@ -143,9 +146,12 @@ def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator, uni
     for warning in orchestrator.warnings:
         console.print(f"warning: {warning}", markup=False)
     for outcome in the_plan.recovered:
-        console.print(f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} ({outcome.n_latencies} latencies)")
+        console.print(f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} ({outcome.n_latencies} "
+                      "latencies)", markup=False)
     for config, reason in the_plan.skipped:
-        console.print(f"[yellow]cannot run here[/]: {config.label()}: {reason}")
+        # escaped: a reason quotes `pip install 'edgestats[torch]'`, which rich would read as a tag
+        console.print(f"[yellow]cannot run here[/]: {escape(config.label())}: {escape(reason)}")
+    unit = unit if the_plan.total != 1 else unit.removesuffix("s")
     console.print(f"{the_plan.total} {unit} planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
                   f"{len(the_plan.skipped)} cannot run here (shuffle seed {the_plan.shuffle_seed})")
     console.print(_telemetry_line(orchestrator.telemetry))
@@ -155,6 +161,9 @@ def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrat
                       counts: Counter[str]) -> None:
     """Run the plan under a progress bar, one line per finished run, counting each status."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    if not the_plan.to_run:   # the plan line said why: no empty 0/0 bar
+        orchestrator.telemetry.close()
+        return
     with Progress(*columns, console=console, transient=False) as progress:
         task = progress.add_task("collect", total=len(the_plan.to_run))
 
@@ -234,7 +243,7 @@ def noise_check(console: Console, outcome: RunOutcome, sweep: Sweep) -> None:
     """One line when a run was noisy; with --on-noise fail, stop the sweep."""
     if not outcome.noisy:
         return
-    console.print(f"[yellow]noisy[/]: {outcome.noise_reason}")
+    console.print(f"[yellow]noisy[/]: {escape(outcome.noise_reason or '')}")
     if sweep.settings.get("on_noise") == "fail":
         raise NoisyRun(outcome)
 
@@ -249,7 +258,7 @@ def _outcome_line(outcome: RunOutcome) -> str:
         measured = f"{outcome.n_batches} batches{accuracy}"
     else:
         measured = f"{outcome.n_latencies} latencies"
-    return f"[{style}]{outcome.status}[/] {outcome.config.label()} — {measured}, {outcome.seconds:.1f} s{why}"
+    return f"[{style}]{outcome.status}[/] {escape(f'{outcome.config.label()} — {measured}, {outcome.seconds:.1f} s{why}')}"
 
 
 def _telemetry_line(telemetry) -> str:

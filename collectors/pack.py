@@ -1,0 +1,110 @@
+"""Model packs: a sweep's model files built on one machine, run on another (`edgestats prepare`).
+
+A device often has only its runtime installed (ONNX Runtime or LiteRT on a board, no PyTorch or
+TensorFlow), while building a zoo model's file needs them (torch.onnx.export, the Keras to TFLite
+converter). A pack is a model cache folder (collectors/adapters/prepare.py: one folder per cache
+key, each with its file, sidecar and artifact.json holding the file's SHA-256 and its name
+relative to the folder) with the sweep's models built into it, plus `pack.json`, a manifest of
+what it holds. Copied to the device, `edgestats collect --cache-dir PACK` finds every model there
+(the lookup checks each file against its hash) and needs nothing but the runtime.
+
+Each model is built in its own process, as collect does, so torch and TensorFlow never share one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from edgestats import __version__
+from edgestats.collectors.adapters.prepare import cache_key, lookup
+from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.sweep import Sweep, feasibility
+
+MANIFEST = "pack.json"
+
+
+@dataclass
+class PackEntry:
+    key: str                   # the cache key: the pack's folder holding this model
+    framework: str
+    runtime: str | None
+    model: str
+    precision: str
+    seed: int
+    status: str                # "built", "hit" (already in the pack), "rebuilt: WHY", "failed", "cannot run here"
+    artifact: str | None = None   # relative to the pack
+    detail: str | None = None     # why it failed or cannot run
+
+
+def model_configs(sweep: Sweep) -> list[RunConfig]:
+    """One configuration per distinct model file of the sweep (batch size, threads and repeats
+    share a file: the cache key leaves them out)."""
+    unique: dict[str, RunConfig] = {}
+    for config in sweep.configs():
+        if config.kind == "inference":
+            unique.setdefault(cache_key(config), config)
+    return list(unique.values())
+
+
+def build_one(config: RunConfig, pack: Path, python: str = sys.executable) -> tuple[str, str | None, str | None]:
+    """(status, artifact relative to the pack, error) of building one model file into the pack,
+    in a fresh process (collectors/adapters/prepare.py's entry point)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(config.to_json())
+    try:
+        proc = subprocess.run([python, "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    finally:
+        os.unlink(f.name)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        return "failed", None, lines[-1] if lines else f"exit status {proc.returncode}"
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    artifact = result["artifact"]
+    return result["cache"], (os.path.relpath(artifact, pack) if artifact else None), None
+
+
+def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], None] | None = None) -> list[PackEntry]:
+    """Build every model file of the sweep into `pack` and write its manifest (pack.json)."""
+    pack = Path(pack)
+    pack.mkdir(parents=True, exist_ok=True)
+    configs = model_configs(sweep)
+    runnable, skipped = feasibility(configs)
+    reasons = {cache_key(c): why for c, why in skipped}
+    entries, by_key = [], {}
+    for config in configs:
+        key = cache_key(config)
+        entry = PackEntry(key, config.framework, config.runtime, config.model, config.precision, config.seed, "")
+        if key in reasons:
+            entry.status, entry.detail = "cannot run here", reasons[key]
+        else:
+            entry.status, entry.artifact, entry.detail = build_one(config, pack)
+        entries.append(entry)
+        by_key[key] = config
+        if on_entry:
+            on_entry(entry)
+    write_manifest(pack, entries, by_key)
+    return entries
+
+
+def write_manifest(pack: Path, entries: list[PackEntry], configs: dict[str, RunConfig]) -> None:
+    """pack.json: what the pack holds, each file's SHA-256 (from its artifact.json), and the
+    edgestats that built it. Written through a temporary file, so a reader never sees half."""
+    files = []
+    for entry in entries:
+        record = asdict(entry)
+        if entry.artifact:
+            record["sha256"] = json.loads((pack / entry.key / "artifact.json").read_text()).get("sha256")
+            record["intact"] = lookup(configs[entry.key], pack)[1] is None
+        files.append(record)
+    document = {"edgestats_version": __version__, "python": sys.version.split()[0], "models": files}
+    tmp = pack / f".{MANIFEST}.{os.getpid()}"
+    tmp.write_text(json.dumps(document, indent=2) + "\n")
+    os.replace(tmp, pack / MANIFEST)

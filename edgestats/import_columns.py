@@ -44,24 +44,36 @@ class Canonical:
 
 
 def _columns() -> dict[str, Canonical]:
-    text_runs = ["framework", "runtime", "model", "dataset", "kind", "optimizer", "storage", "precision", "status"]
+    text_runs = ["framework", "runtime", "model", "dataset", "kind", "optimizer", "storage", "precision", "accelerator",
+                 "status"]
     int_runs = ["batch_size", "iterations", "epochs", "threads", "num_workers"]
     measured = {
         "training_time_s": "time", "testing_time_s": "time", "accuracy_pct": "pct", "latency_ms": "time",
         "load_time_s": "time", "total_time_s": "time", "mem_avg_mb": "memory", "mem_max_mb": "memory",
         "cpu_user_pct": "pct", "cpu_system_pct": "pct", "cpu_iowait_pct": "pct", "cpu_total_pct": "pct",
         "energy_j": "energy", "power_w": "power", "fetch_stall_s": "time", "compute_s": "time", "e2e_s": "time",
+        "epoch_time_s": "time",
     }
     cols = [Canonical("device", "devices", "text")]
     cols += [Canonical(n, "runs", "text") for n in text_runs]
     cols += [Canonical(n, "runs", "int") for n in int_runs]
-    cols += [Canonical("learning_rate", "runs", "float")]
+    # epochs_run: the epochs actually run, as a table gives them (fractional when derived from
+    # iterations x batch / dataset size); epochs stays the whole number a run was set to do.
+    cols += [Canonical("learning_rate", "runs", "float"), Canonical("epochs_run", "runs", "float")]
     cols += [Canonical(n, "run_results", "float", fam) for n, fam in measured.items()]
     return {c.name: c for c in cols}
 
 
 CANONICAL: dict[str, Canonical] = _columns()
 _BY_BASE = {c.base: c for c in CANONICAL.values() if c.family}
+
+# Other names published tables give a canonical column under, matched exactly (after
+# normalise) like the canonical names themselves: they are the same quantity, not a guess.
+ALIASES: dict[str, str] = {
+    "epochs_derived": "epochs_run", "epochs_actual": "epochs_run", "actual_epochs": "epochs_run",
+    "epochs_completed": "epochs_run", "epochs_trained": "epochs_run", "epochs_run": "epochs_run",
+    "epochs_set": "epochs", "max_epochs": "epochs",
+}
 
 
 class UnitMismatch(ValueError):
@@ -82,6 +94,8 @@ def resolve(name: str) -> tuple[Canonical, float] | None:
     """
     if name in CANONICAL:
         return CANONICAL[name], 1.0
+    if name in ALIASES:
+        return CANONICAL[ALIASES[name]], 1.0
     if "_" not in name:
         return None
     base, unit = name.rsplit("_", 1)
@@ -95,3 +109,63 @@ def resolve(name: str) -> tuple[Canonical, float] | None:
         )
     factors = UNIT_FACTORS[target.family]
     return target, factors[unit] / factors[target.unit]
+
+
+# Names published tables give a measure under that are not the same quantity for sure (a total
+# training time may include testing): never mapped by themselves, only suggested as a --map.
+SUGGESTIONS: dict[str, str] = {
+    "total_training_time": "training_time_s", "total_train_time": "training_time_s", "train_time": "training_time_s",
+    "training_duration": "training_time_s", "time_to_train": "training_time_s", "training": "training_time_s",
+    "test_time": "testing_time_s", "total_testing_time": "testing_time_s", "inference_time": "latency_ms",
+    "inference_latency": "latency_ms", "mean_latency": "latency_ms", "avg_latency": "latency_ms",
+    "average_latency": "latency_ms", "median_latency": "latency_ms", "time_per_inference": "latency_ms",
+    "acc": "accuracy_pct", "top1": "accuracy_pct", "top_1": "accuracy_pct", "top1_accuracy": "accuracy_pct",
+    "top_1_accuracy": "accuracy_pct", "test_accuracy": "accuracy_pct", "peak_memory": "mem_max_mb",
+    "max_memory": "mem_max_mb", "memory_peak": "mem_max_mb", "peak_rss": "mem_max_mb", "memory": "mem_max_mb",
+    "avg_memory": "mem_avg_mb", "mean_memory": "mem_avg_mb", "model_load_time": "load_time_s",
+    "loading_time": "load_time_s", "total_energy": "energy_j", "avg_power": "power_w", "mean_power": "power_w",
+    "time_per_epoch": "epoch_time_s", "epoch_duration": "epoch_time_s", "stall_time": "fetch_stall_s",
+    "end_to_end_time": "e2e_s", "e2e_time": "e2e_s", "num_threads": "threads", "n_threads": "threads",
+    "batchsize": "batch_size", "bs": "batch_size", "lr": "learning_rate", "workers": "num_workers",
+}
+
+
+def _split_unit(name: str) -> tuple[str, str | None]:
+    if "_" in name:
+        base, unit = name.rsplit("_", 1)
+        if unit in UNIT_FAMILY:
+            return base, unit
+    return name, None
+
+
+def suggest(name: str, *, numeric: bool) -> str | None:
+    """The --map target a column that matched nothing probably means ('Total Training Time (s)'
+    -> 'training_time_s', 'latency_msec' -> 'latency_ms'), or None. Numeric columns are compared
+    with the measures and counts, text columns with the text columns only."""
+    import difflib  # only when a column matched nothing
+
+    normal = normalise(name)
+    base, unit = _split_unit(normal)
+    target = SUGGESTIONS.get(base) or SUGGESTIONS.get(normal)
+    if target is None:
+        if numeric:
+            names = {c.base: c.name for c in CANONICAL.values() if c.family or c.type in ("int", "float")}
+        else:
+            names = {c.name: c.name for c in CANONICAL.values() if c.type == "text"}
+        for candidate in (normal, base):
+            close = difflib.get_close_matches(candidate, list(names), n=1, cutoff=0.8)
+            if close:
+                target = names[close[0]]
+                break
+        else:
+            # every word of exactly one measure's name in the column's (total_latency -> latency)
+            words = set(base.split("_"))
+            contained = [full for short, full in names.items() if set(short.split("_")) <= words]
+            target = contained[0] if numeric and len(contained) == 1 else None
+    if target is None or (not numeric and CANONICAL[target].type != "text"):
+        return None
+    spec = CANONICAL[target]
+    # keep the column's own unit where it is one of the measure's, so the values are converted
+    if spec.family and unit and UNIT_FAMILY.get(unit) == spec.family:
+        return f"{spec.base}_{unit}"
+    return target

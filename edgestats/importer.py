@@ -1,8 +1,10 @@
 """`edgestats import`: results made elsewhere (CSV or Parquet, one row per run) into the store.
 
 Everything is checked before anything is written: a wrong file is an error that names the row
-and column, and the DB is left as it was. Run ids are derived from the file's content and the
-row number, so importing the same file again adds nothing.
+and column, and the DB is left as it was. Run ids are derived from the file's content, the row
+number and the import's --map/--device/--long, so importing the same file again adds nothing
+(import_identity.py). Reading: import_read.py; checks and notes: import_checks.py; the typed
+view of the extra columns: import_extra.py.
 
 The file is read by DuckDB with every column as text (so an error can quote the value exactly
 as written), checked and converted in SQL, and written with Arrow bulk inserts.
@@ -10,11 +12,8 @@ as written), checked and converted in SQL, and written with Arrow bulk inserts.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,28 +21,17 @@ import duckdb
 import pyarrow as pa
 
 from edgestats import __version__
-from edgestats.database import first_row
 from edgestats.errors import ImportFileError
-from edgestats.import_columns import CANONICAL, INT_MAX, Canonical, UnitMismatch, normalise, resolve
-from edgestats.store import Store, name_uuid, quote_ident
-from edgestats.textfiles import decode_utf8
+from edgestats.import_checks import (SourceColumn, check_measured, check_values, fractional_epochs, measure_hints,
+                                     numeric_expr, sql_str, unset_threads)
+from edgestats.import_columns import CANONICAL, UnitMismatch, normalise, resolve
+from edgestats.import_identity import describe_identity, identity_key, import_identity, write_import
+from edgestats.import_read import check_text_file, pivot_long, read_as_text
+from edgestats.store import name_uuid, quote_ident
 
-RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
+__all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
+
 KINDS = ("inference", "training")
-# Thousands separators as in published tables ("1,114.34"); only this unambiguous shape.
-THOUSANDS = r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$"
-NONNEGATIVE_FAMILIES = ("time", "memory", "energy", "power", "pct")
-TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
-DELIMITERS = (",", "\t", ";", "|")
-
-
-@dataclass
-class SourceColumn:
-    """One column of the file and what it becomes."""
-
-    original: str
-    canonical: Canonical | None = None
-    factor: float = 1.0
 
 
 @dataclass
@@ -56,6 +44,9 @@ class ImportReport:
     columns: dict[str, str]  # source column -> canonical name (with unit conversion noted)
     extra_columns: list[str]
     diverged_rows: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the import decided that the user should know
+    runs_replaced: int = 0  # runs of an earlier import of this file that --replace took away
+    extra_view: dict[str, str] = field(default_factory=dict)  # extra column -> 'its column in run_extra TYPE'
 
 
 def parse_mappings(mappings: list[str]) -> dict[str, str]:
@@ -71,55 +62,6 @@ def parse_mappings(mappings: list[str]) -> dict[str, str]:
     return result
 
 
-def _read_as_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
-    """Load the file into table `staged` (all VARCHAR, plus its 1-based row number `_row`)."""
-    suffix = path.suffix.lower()
-    if suffix in TEXT_SUFFIXES:
-        delimiter = check_text_file(path)
-        source = "read_csv(?, all_varchar = true, header = true, delim = ?, quote = '\"', escape = '\"')"
-        params = [str(path), delimiter]
-    elif suffix in (".parquet", ".pq"):
-        source, params = "read_parquet(?)", [str(path)]
-    else:
-        raise ImportFileError(f"{path}: unknown file type {suffix!r}; import reads .csv, .tsv or .parquet")
-    try:
-        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {source}", params)
-    except duckdb.Error as exc:
-        first_line = next((line for line in str(exc).splitlines() if line.strip()), str(exc)).rstrip(".")
-        data = path.read_bytes() if suffix in TEXT_SUFFIXES else b""
-        mixed = b"\r\n" in data and re.search(rb"(?<!\r)\n", data) is not None
-        hint = " (it mixes \\r\\n and \\n line endings: save it with one kind)" if mixed else ""
-        raise ImportFileError(f"{path}: cannot read it as {suffix[1:]}{hint}: {first_line}; nothing was imported") from exc
-    columns = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE raw)").fetchall()]
-    casts = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR) AS {quote_ident(c)}" for c in columns)
-    con.execute(f"CREATE TEMP TABLE staged AS SELECT row_number() OVER () AS _row, {casts} FROM raw")
-    return columns
-
-
-def check_text_file(path: Path) -> str:
-    """The delimiter of a CSV/TSV file, after checking that it is UTF-8 text whose quotes balance.
-
-    DuckDB's reader is lenient: with an unclosed quote it guesses another dialect and imports
-    `"pi` as a device name, or drops rows. Python's csv module in strict mode finds the record
-    where quoting goes wrong, so the error can name its row and line."""
-    text = decode_utf8(path.read_bytes(), path, ImportFileError,
-                       "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported", encoding="utf-8-sig")
-    header = text.split("\n", 1)[0]
-    default = "\t" if path.suffix.lower() == ".tsv" else ","
-    delimiter = max(DELIMITERS, key=lambda d: (header.count(d), d == default))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
-    record, start = 0, 1  # the record being read (0: the header) and the line it starts on
-    try:
-        for _ in reader:
-            record, start = record + 1, reader.line_num + 1
-    except csv.Error as exc:
-        where = "the header" if record == 0 else f"row {record}"
-        raise ImportFileError(
-            f"{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (\") that does not close, or "
-            f"text follows its closing quote ({exc}); close the quote or remove it; nothing was imported") from None
-    return delimiter
-
-
 def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> list[SourceColumn]:
     missing = [src for src in mappings if src not in columns]
     if missing:
@@ -131,6 +73,12 @@ def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> l
             match = resolve(target_name)
         except UnitMismatch as exc:
             raise ImportFileError(f"{path}: {exc}") from None
+        if match is None and original in mappings:
+            # a --map is a request to import the column as something: never drop it into extra
+            raise ImportFileError(
+                f"{path}: --map '{original}={mappings[original]}': {mappings[original]!r} is not a column edgestats "
+                f"imports; use one of {', '.join(sorted(CANONICAL))} (a measure may carry another unit of its "
+                f"kind, e.g. latency_us, training_time_min); nothing was imported")
         column = SourceColumn(original)
         if match:
             column.canonical, column.factor = match
@@ -150,52 +98,6 @@ def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> l
     return plan
 
 
-def _numeric_expr(column: str) -> str:
-    """SQL turning a text cell into DOUBLE (NULL when empty), accepting 1,234.5 thousands."""
-    c = f"trim({quote_ident(column)})"
-    return f"TRY_CAST(CASE WHEN regexp_full_match({c}, '{THOUSANDS}') THEN replace({c}, ',', '') ELSE {c} END AS DOUBLE)"
-
-
-def _fail_at(con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, condition: str, what: str) -> None:
-    """Raise naming the first row where `condition` holds."""
-    row = first_row(con, f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE {condition} ORDER BY _row LIMIT 1")
-    if row:
-        line = f" (line {row[0] + 1})" if path.suffix.lower() in (".csv", ".tsv", ".txt") else ""
-        raise ImportFileError(f"{path}: row {row[0]}{line}, column {column.original!r}: {row[1]!r} {what}; nothing was imported")
-
-
-def _check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceColumn], kind: str) -> None:
-    for column in plan:
-        spec = column.canonical
-        if spec is None:
-            continue
-        raw = quote_ident(column.original)
-        present = f"{raw} IS NOT NULL AND trim({raw}) <> ''"
-        if spec.type in ("int", "float"):
-            number = _numeric_expr(column.original)
-            _fail_at(con, path, column, f"{present} AND {number} IS NULL", f"is not a number ({spec.name} is numeric)")
-            finite = f"{present} AND isfinite({number})"
-            if spec.type == "int":
-                _fail_at(con, path, column, f"{finite} AND ({number} <> round({number}) OR {number} < 0)",
-                         f"is not a whole number ≥ 0 ({spec.name} counts)")
-                _fail_at(con, path, column, f"{finite} AND {number} > {INT_MAX}",
-                         f"is too large ({spec.name} is stored as a 32-bit integer, at most {INT_MAX})")
-            _fail_at(con, path, column, f"{finite} AND NOT isfinite({number} * {column.factor})",
-                     f"is too large to store once converted to {spec.name}")
-            if spec.family in NONNEGATIVE_FAMILIES:
-                _fail_at(con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)")
-            if spec.name == "accuracy_pct":
-                scaled = f"{number} * {column.factor}"
-                _fail_at(con, path, column, f"{finite} AND {scaled} > 100", "is above 100 % (accuracy_pct is a percentage; for a fraction name the column accuracy_frac)")
-            if spec.name == "learning_rate":
-                _fail_at(con, path, column, f"{finite} AND {number} <= 0", "is not a positive learning rate")
-        elif spec.name == "status":
-            allowed = ", ".join(f"'{s}'" for s in RUN_STATUSES)
-            _fail_at(con, path, column, f"{present} AND lower(trim({raw})) NOT IN ({allowed})", f"is not a run status (one of {', '.join(RUN_STATUSES)})")
-        elif spec.name == "kind":
-            _fail_at(con, path, column, f"{present} AND lower(trim({raw})) <> '{kind}'", f"disagrees with --kind {kind}")
-
-
 def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa.Table:
     """One Arrow table with the canonical columns converted, the extras as JSON, NaN flags."""
     selects, nan_checks = ["_row"], []
@@ -204,7 +106,7 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
         if spec is None:
             continue
         if spec.type in ("int", "float"):
-            number = _numeric_expr(column.original)
+            number = numeric_expr(column.original)
             value = f"CASE WHEN isfinite({number}) THEN {number} * {column.factor} END"
             if spec.type == "int":
                 value = f"CAST({value} AS BIGINT)"
@@ -217,20 +119,44 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
             selects.append(f"{text} AS {quote_ident(spec.name)}")
     extras = [c.original for c in plan if c.canonical is None]
     if extras:
-        pairs = ", ".join(f"{_sql_str(c)}, NULLIF(trim({quote_ident(c)}), '')" for c in extras)
+        pairs = ", ".join(f"{sql_str(c)}, NULLIF(trim({quote_ident(c)}), '')" for c in extras)
         selects.append(f"CAST(json_object({pairs}) AS VARCHAR) AS _extra")
     nan_list = f"list_filter([{', '.join(nan_checks)}], lambda x: x IS NOT NULL)" if nan_checks else "[]::VARCHAR[]"
     selects.append(f"{nan_list} AS _nan_columns")
     return con.sql(f"SELECT {', '.join(selects)} FROM staged ORDER BY _row").to_arrow_table()
 
 
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str]) -> tuple[list[SourceColumn], list[dict]]:
+    """Read, plan, check and convert the file in an in-memory DuckDB, before the DB is opened:
+    the column plan and the converted rows."""
+    staging = duckdb.connect()
+    try:
+        columns = read_as_text(staging, path)
+        column_maps = maps
+        if long:
+            columns, column_maps = pivot_long(staging, path, columns, maps)
+        plan = _plan_columns(path, columns, column_maps)
+        fractional_epochs(staging, path, plan, notes)
+        unset_threads(staging, plan, notes)
+        check_values(staging, path, plan, kind)
+        hints = measure_hints(staging, plan)
+        rows = _select_rows(staging, plan).to_pylist()
+    finally:
+        staging.close()
+    if not rows:
+        raise ImportFileError(f"{path}: the file has a header but no rows; nothing to import")
+    check_measured(path, plan, rows, hints, notes, long)
+    return plan, rows
 
 
 def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings: list[str] | None = None,
-                   device: str | None = None) -> ImportReport:
-    """Import one results file; returns what was added. Raises ImportFileError on a wrong file."""
+                   device: str | None = None, replace: bool = False, long: bool = False) -> ImportReport:
+    """Import one results file; returns what was added. Raises ImportFileError on a wrong file.
+
+    `replace`: take away the runs of an earlier import of this file (same content, or same file
+    name) before adding these; without it, a file imported before with another --map or
+    --device is refused (its runs would stand beside these, counted twice). `long`: the file is
+    a long-format table (see pivot_long)."""
     path = Path(file)
     if kind not in KINDS:
         raise ImportFileError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
@@ -239,16 +165,8 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
     maps = parse_mappings(mappings or [])
     file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
 
-    staging = duckdb.connect()  # in memory: the file is checked here before the DB is opened
-    try:
-        columns = _read_as_text(staging, path)
-        plan = _plan_columns(path, columns, maps)
-        _check_values(staging, path, plan, kind)
-        rows = _select_rows(staging, plan).to_pylist()
-    finally:
-        staging.close()
-    if not rows:
-        raise ImportFileError(f"{path}: the file has a header but no rows; nothing to import")
+    notes: list[str] = []
+    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes)
 
     has_device = any(c.canonical and c.canonical.name == "device" for c in plan)
     for row in rows:
@@ -257,11 +175,13 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
             where = f"row {row['_row']} has an empty 'device'" if has_device else "the file has no 'device' column"
             raise ImportFileError(f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported")
 
-    runs, results, diverged = _build_tables(rows, plan, kind=kind, path=path, file_hash=file_hash)
+    identity = import_identity(maps, device, long)
+    runs, results, diverged = _build_tables(rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity)
     device_names = sorted({r["device"] for r in rows})
     created = not Path(db_path).exists()
     try:
-        present = _write(Path(db_path), runs, results, device_names, path)
+        present, replaced, extra_view = write_import(Path(db_path), runs, results, device_names, path, file_hash=file_hash,
+                                                     identity=identity, replace=replace, notes=notes)
     except BaseException:
         if created:  # the DB this import created holds nothing: take it away again
             for leftover in (Path(db_path), Path(f"{db_path}.wal")):
@@ -271,23 +191,10 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
         file=path, rows=len(rows), runs_added=len(rows) - len(present), runs_already_present=len(present),
         devices=device_names,
         columns={c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "") for c in plan if c.canonical},
-        extra_columns=[c.original for c in plan if c.canonical is None], diverged_rows=diverged,
+        extra_columns=[c.original for c in plan if c.canonical is None], diverged_rows=diverged, notes=notes,
+        runs_replaced=replaced,
+        extra_view={c.key: f"{c.column} {c.type}" for c in extra_view if c.key in {p.original for p in plan if p.canonical is None}},
     )
-
-
-def _write(db_path: Path, runs: pa.Table, results: pa.Table, device_names: list[str], path: Path) -> set[str]:
-    """Write the new runs in one transaction; the run ids already present (left as they are)."""
-    with Store.open(db_path) as store:
-        present = {str(r[0]) for r in store.con.execute(
-            "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [runs["run_id"].to_pylist()]
-        ).fetchall()}
-        keep = pa.array([rid not in present for rid in runs["run_id"].to_pylist()])
-        with store.transaction():
-            for name in device_names:
-                store.register_device({"name": name, "facts": {"registered_by": f"import:{path.name}"}})
-            store.insert_rows("runs", runs.filter(keep))
-            store.insert_rows("run_results", results.filter(keep))
-    return present
 
 
 def _arrow_type(column: str) -> pa.DataType:
@@ -299,15 +206,16 @@ def _arrow_type(column: str) -> pa.DataType:
     return pa.string()  # ids, text and JSON; DuckDB casts to UUID / JSON on insert
 
 
-def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path: Path, file_hash: str):
+def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path: Path, file_hash: str, identity: dict):
     """The runs and run_results rows, as Arrow tables, from the checked and converted rows."""
     run_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "runs" and c.canonical.name not in ("kind", "status")]
     result_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "run_results"]
     runs: dict[str, list] = {k: [] for k in ["run_id", "device_id", "kind", "status", "error_text", "extra", "config", "source", "edgestats_version", *run_columns]}
     results: dict[str, list] = {k: [] for k in ["run_id", *result_columns]}
     diverged = []
+    key = identity_key(identity)
     for row in rows:
-        run_id = str(name_uuid("import", file_hash, str(row["_row"])))
+        run_id = str(name_uuid("import", file_hash, *([key] if key else []), str(row["_row"])))
         status, error = row.get("status") or "ok", None
         if row["_nan_columns"] and not row.get("status"):
             # The published tables write NaN for a run whose training did not converge.
@@ -319,7 +227,8 @@ def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path
         runs["status"].append(status)
         runs["error_text"].append(error)
         runs["extra"].append(row.get("_extra"))
-        runs["config"].append(json.dumps({"imported_from": path.name, "row": row["_row"], "sha256": file_hash}))
+        runs["config"].append(json.dumps({"imported_from": path.name, "row": row["_row"], "sha256": file_hash,
+                                          "import": identity}))
         runs["source"].append(f"import:{path.name}")
         runs["edgestats_version"].append(__version__)
         for name in run_columns:

@@ -144,6 +144,20 @@ SELECT
 FROM epochs e
 LEFT JOIN run_baseline_stats b USING (run_id);
 
+-- Imported columns edgestats has no name for (runs.extra), one row per run and column: the value
+-- as written and, where it reads as a number (thousands separators as in published tables
+-- accepted), as DOUBLE. `edgestats import` also (re)creates the view run_extra from this one:
+-- one row per run, one typed column per key (docs/cli/import.md, "Extra columns").
+CREATE OR REPLACE VIEW run_extra_values AS
+SELECT
+    r.run_id,
+    e.key                                                                       AS key,
+    e.value ->> '$'                                                             AS value,
+    TRY_CAST(CASE WHEN regexp_full_match(trim(e.value ->> '$'), '^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$')
+                  THEN replace(trim(e.value ->> '$'), ',', '') ELSE trim(e.value ->> '$') END AS DOUBLE) AS value_num
+FROM runs r, json_each(r.extra) e
+WHERE r.extra IS NOT NULL;
+
 CREATE OR REPLACE VIEW run_summary AS
 SELECT
     r.run_id, r.sweep_id, r.device_id, d.name AS device, r.kind, r.status, r.error_text,
@@ -175,7 +189,8 @@ SELECT
     en.energy_per_inference_ci_high_j,
     CASE WHEN en.energy_per_inference_j IS NULL AND res.energy_j IS NULL
          THEN coalesce(pw.energy_unavailable_reason, r.energy_unavailable_reason,
-                       'no power source was recorded for this run') END AS energy_unavailable_reason
+                       'no power source was recorded for this run') END AS energy_unavailable_reason,
+    r.epochs_run
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN run_latency_stats l USING (run_id)
@@ -220,7 +235,12 @@ SELECT
     coalesce(ee.training_energy_j, res.energy_j)                  AS energy_j,
     CASE WHEN ee.training_energy_j IS NULL AND res.energy_j IS NULL
          THEN coalesce(pw.energy_unavailable_reason, r.energy_unavailable_reason,
-                       'no power source was recorded for this run') END AS energy_unavailable_reason
+                       'no power source was recorded for this run') END AS energy_unavailable_reason,
+    -- epochs actually run (0005), and the time of one epoch: as a table reports it, else over
+    -- the collected epochs, else an imported total over the epochs run (or set)
+    r.epochs_run,
+    coalesce(res.epoch_time_s, e.training_time_s / nullif(e.n_epochs, 0),
+             res.training_time_s / nullif(coalesce(r.epochs_run, r.epochs), 0))  AS epoch_time_s
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN epoch_times e USING (run_id)

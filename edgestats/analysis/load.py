@@ -25,6 +25,7 @@ import polars as pl
 import pyarrow as pa
 
 from edgestats.errors import EdgestatsError
+from edgestats.import_extra import runs_with_extras
 from edgestats.sandbox import sandboxed_store
 from edgestats.store import quote_ident
 
@@ -48,7 +49,7 @@ OPTIONAL_SUMMARY_COLUMNS = {
     "cpu_system_mean_pct": "DOUBLE", "cpu_iowait_mean_pct": "DOUBLE", "mean_power_w": "DOUBLE", "noisy": "BOOLEAN",
     "noise_reason": "VARCHAR"}
 # Per-run figures taken from training_summary and run_results next to run_summary's.
-TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_pct")
+TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_pct", "epoch_time_s")
 RESULT_COLUMNS = ("load_time_s", "total_time_s", "fetch_stall_s", "compute_s", "e2e_s")
 # Filters that have their own option (--device NAME ...), on top of --where.
 FILTER_COLUMNS = ("device", "kind", "framework", "runtime", "model", "dataset", "precision", "storage", "noisy")
@@ -140,8 +141,8 @@ def check_where(where: str | None) -> str:
     return f"({where})"
 
 
-def runs_sql(summary_columns: list[str], where: str, filters: str, samples_cpu: bool) -> str:
-    """One row per selected run: run_summary, the training figures and the reported results.
+def runs_sql(summary_columns: list[str], where: str, filters: str, samples_cpu: bool, source: str = "run_summary") -> str:
+    """One row per selected run: `source` (run_summary + extra columns), the training figures and the reported results.
 
     `summary_columns` are the columns the DB's run_summary has; optional ones it lacks are NULL.
     With `samples_cpu`, the mean CPU use comes from the telemetry (for views without it)."""
@@ -157,7 +158,7 @@ def runs_sql(summary_columns: list[str], where: str, filters: str, samples_cpu: 
     statuses = ", ".join(sql_literal(s) for s in RESULT_STATUSES)
     return f"""
 WITH selected AS (
-    SELECT *{', ' + extra if extra else ''} FROM run_summary
+    SELECT *{', ' + extra if extra else ''} FROM {source}
     WHERE status IN ({statuses}) AND {filters} AND {where}
 )
 SELECT
@@ -285,15 +286,15 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
         summary_columns = _columns(con, "run_summary")
         _check_summary(summary_columns, db)
         samples_cpu = "cpu_total_mean_pct" not in summary_columns
-        sql = runs_sql(summary_columns, where_sql, filters_sql(filters or {}), samples_cpu)
+        sql = runs_sql(summary_columns, where_sql, filters_sql(filters or {}), samples_cpu, runs_with_extras(con))
         try:
             runs = _frame(con, sql)
         except duckdb.Error as exc:
             if where:
                 first_line = str(exc).splitlines()[0]
                 hint = ("analyze is sandboxed as `edgestats sql` is (docs/cli/sql.md): a --where reads nothing outside the DB"
-                        if isinstance(exc, duckdb.PermissionException) else "it may use the columns of run_summary "
-                        "(edgestats sql DB \"DESCRIBE run_summary\")")
+                        if isinstance(exc, duckdb.PermissionException) else "it may use the columns of run_summary and "
+                        "run_extra (edgestats sql DB \"DESCRIBE run_summary\")")
                 raise AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); {hint}") from None
             raise
         runs = _derive(runs)
@@ -340,12 +341,10 @@ def group_quantiles(groups: pl.DataFrame, latencies: pl.DataFrame | None,
 
 
 def _derive(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per-run figures computed from others: time per epoch, throughput, memory in MiB."""
-    epochs = pl.coalesce(pl.col("n_epochs"), pl.col("epochs")).cast(pl.Float64)
+    """Per-run figures computed from others: throughput, memory in MiB (epoch_time_s: training_summary's)."""
     latency_s = pl.col("latency_mean_ms") / 1000.0
     return runs.with_columns(
         pl.col("run_id").cast(pl.String),
-        pl.when(epochs > 0).then(pl.col("training_time_s") / epochs).alias("epoch_time_s"),
         pl.when(latency_s > 0).then(pl.col("batch_size").fill_null(1).cast(pl.Float64) / latency_s)
         .alias("throughput_per_s"),
         (pl.col("rss_peak_bytes") / 1048576.0).alias("mem_peak_mb"),

@@ -21,23 +21,30 @@ def import_command(
     kind: str = typer.Option(..., "--kind", help="What the rows are: inference or training."),
     map_: list[str] = typer.Option([], "--map", help="Rename a column: SRC=DST (repeatable), e.g. --map 'Train (s)=training_time_s'."),
     device: str = typer.Option(None, "--device", help="Device name for rows without a 'device' column."),
+    long: bool = typer.Option(False, "--long", help="The file is long-format: one row per run and metric (or phase), with 'metric' (or 'phase'), 'value' and optionally 'unit' columns."),
+    replace: bool = typer.Option(False, "--replace", help="Replace the runs of an earlier import of this file (same content or same file name), e.g. after correcting --map or --device."),
 ) -> None:
     """Import results made elsewhere (CSV or Parquet, one row per run).
 
     Columns are matched to edgestats' canonical names (docs/cli/import.md), also when written
     like 'Training Time (s)'; a name carrying another unit of the same kind (latency_us,
     training_time_min, mem_max_gib, accuracy_frac) is converted. Other columns are kept as JSON
-    in runs.extra. Nothing is written if any row is wrong; importing a file twice adds nothing.
+    in runs.extra. Nothing is written if any row is wrong; importing a file twice adds nothing;
+    importing it again with another --map or --device needs --replace.
     """
-    report = import_results(db, file, kind=kind, mappings=map_, device=device)
+    report = import_results(db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long)
+    replaced = f", {report.runs_replaced} runs of its earlier import replaced" if replace else ""
     typer.echo(f"{report.file.name}: {report.rows} rows -> {report.runs_added} runs added, "
-               f"{report.runs_already_present} already in {db}")
+               f"{report.runs_already_present} already in {db}{replaced}")
     typer.echo("  columns: " + ", ".join(f"{src} -> {dst}" for src, dst in report.columns.items()))
     if report.extra_columns:
         typer.echo("  kept as extra JSON: " + ", ".join(report.extra_columns))
+        typer.echo("  queryable in view run_extra as: " + ", ".join(report.extra_view.get(c, "?") for c in report.extra_columns))
     if report.diverged_rows:
         typer.echo(f"  rows with NaN/inf values stored as status 'diverged': {report.diverged_rows}")
     typer.echo(f"  devices: {', '.join(report.devices)}")
+    for note in report.notes:
+        typer.echo(f"  note: {note}")
 
 
 @handle_errors

@@ -211,6 +211,27 @@ def test_noise_migration_leaves_earlier_runs_unjudged(tmp_path):
                 "SELECT uuid(), device_id, 'inference', 'ok', 'collect', 'cnn9', 'old' FROM devices")
     con.close()
     with Store.open(path) as store:
-        assert current_version(store.con)[0] == 4 == latest_version()
+        assert current_version(store.con)[0] == latest_version()
         assert store.con.execute("SELECT model, noisy, noise_reason FROM runs").fetchall() == [("cnn9", None, None)]
         assert store.con.execute("SELECT noisy, noise_reason FROM run_summary").fetchall() == [(None, None)]
+
+
+def test_imported_epochs_migration_keeps_earlier_runs(tmp_path):
+    """0005_imported_epochs on a DB of schema 4 that holds a run: the run keeps its epochs, its
+    epochs_run is NULL (never invented), and training_summary derives the epoch time from the
+    epochs set."""
+    path = tmp_path / "v4.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
+    for migration in migrations.available_migrations()[:4]:
+        con.execute(migration.sql)
+        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
+                    [migration.version, migration.name])
+    con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
+    con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, epochs, edgestats_version) "
+                "SELECT '00000000-0000-0000-0000-000000000001', device_id, 'training', 'ok', 'import:t.csv', 4, 'old' FROM devices")
+    con.execute("INSERT INTO run_results (run_id, training_time_s) VALUES ('00000000-0000-0000-0000-000000000001', 100)")
+    con.close()
+    with Store.open(path) as store:
+        assert current_version(store.con)[0] >= 5
+        assert store.con.execute("SELECT epochs, epochs_run, epoch_time_s FROM training_summary").fetchall() == [(4, None, 25.0)]

@@ -29,7 +29,7 @@ def analyze_command(
     as_json: bool = typer.Option(False, "--json", help="Print {analysis: [entries]} as JSON on stdout (docs/cli/analyze.md)."),
     where: Optional[str] = typer.Option(None, "--where", metavar="SQL",
                                         help="Select runs with an expression on run_summary columns, e.g. \"framework = 'pytorch'\"."),
-    by: List[str] = typer.Option([], "--by", metavar="COL", help="Group key (repeatable), any run column: device, framework, runtime, model, batch_size, threads, precision, dataset …"),
+    by: List[str] = typer.Option([], "--by", metavar="COL", help="Group key (repeatable), any run column: device, framework, runtime, model, batch_size, threads, precision, dataset and the others of run_summary."),
     level: float = typer.Option(0.95, "--level", help="Confidence level of every interval."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling (results are reproducible for a seed)."),
     resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples per interval."),

@@ -30,41 +30,42 @@ STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "m
 def collect_command(
     ctx: typer.Context,
     sweep_file: Path = typer.Argument(None, help="A TOML sweep file with a [sweep] table (lists are axes, scalars fixed)."),
-    db: Path = typer.Option(..., "--db", help="Results DB to write (created if missing)."),
-    kind: str = typer.Option(None, "--kind", help="inference (default) or training (zoo models trained on --data)."),
-    framework: list[str] = typer.Option([], "--framework", "-f", help=f"{runtimes.choices_text()} (repeatable: an axis)."),
-    model: list[str] = typer.Option([], "--model", "-m", help="Zoo model (alexnet, squeezenet, mobilenet_v2, mobilenet_v3_small, resnet18, cnn9, mnist_cnn, cifar_cnn, ...) or a model file (.pt, .onnx, .tflite, .keras). Repeatable."),
-    runtime: list[str] = typer.Option([], "--runtime", help="Runtime variant, e.g. torchscript or tf-eager (repeatable)."),
-    batch_size: list[int] = typer.Option([], "--batch-size", "-b", help="Batch size (repeatable)."),
-    threads: list[int] = typer.Option([], "--threads", "-t", help="Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables."),
-    precision: list[str] = typer.Option([], "--precision", help="fp32, fp16 or int8 where the runtime supports it (repeatable)."),
-    accelerator: list[str] = typer.Option([], "--accelerator", help="cpu or cuda (repeatable)."),
-    input_path: str = typer.Option(None, "--input", help="An image file to run on (decoded and resized); default: a synthetic input."),
-    iterations: list[int] = typer.Option([], "--iterations", "-n", help="Steady-state inferences per run (default 100); training: optimizer steps (default: --epochs decides). Repeatable."),
-    warmup: int = typer.Option(None, "--warmup", help="Warm-up inferences before steady state, stored and marked (default 5)."),
-    repeat: int = typer.Option(None, "--repeat", help="Fresh processes per configuration, for distributions of cold-start phases."),
-    timeout: float = typer.Option(None, "--timeout", help="Seconds a run may take before its process tree is killed (status timeout)."),
-    cooldown: float = typer.Option(None, "--cooldown", help="Seconds to wait between runs."),
-    seed: int = typer.Option(None, "--seed", help="Seed of model weights and synthetic input (default 0)."),
-    shuffle_seed: int = typer.Option(None, "--shuffle-seed", help="Seed of the run order (default: random, recorded with each run)."),
-    option: list[str] = typer.Option([], "--option", "-o", help="Adapter option KEY=VALUE (repeatable): input_shape=[3,224,224], architecture=resnet18, interop_threads=1, jit_compile=true, xnnpack=false."),
-    cache_dir: Path = typer.Option(None, "--cache-dir", help="Where prepared model files are cached (default $XDG_CACHE_HOME/edgestats/models, else ~/.cache/edgestats/models)."),
-    sample_hz: float = typer.Option(None, "--sample-hz", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
-    power: str = typer.Option(None, "--power", help=f"Power source for energy: {power_sources.spec_help()} (an external meter's log). Default auto: the best available, or none with the reason."),
-    data: list[str] = typer.Option([], "--data", help="Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats dataset make` writes one). Repeatable."),
-    epochs: list[int] = typer.Option([], "--epochs", help="Training: epochs (default 1, or as many as --iterations needs). Repeatable."),
-    learning_rate: list[float] = typer.Option([], "--learning-rate", "--lr", help="Training: learning rate (default 0.01). Repeatable."),
-    optimizer: list[str] = typer.Option([], "--optimizer", help="Training: sgd (momentum 0.9, default) or adam. Repeatable."),
-    num_workers: list[int] = typer.Option([], "--num-workers", help="Training: data-loading workers (DataLoader num_workers, tf.data parallel calls); 0 = no pipelining (default). Repeatable."),
+    db: Path = typer.Option(..., "--db", metavar="PATH", help="Results DB to write (created if missing)."),
+    kind: str = typer.Option(None, "--kind", metavar="KIND", help="inference (default) or training (zoo models trained on --data)."),
+    framework: list[str] = typer.Option([], "--framework", "-f", metavar="F", help=f"{runtimes.choices_text()} (repeatable: an axis)."),
+    model: list[str] = typer.Option([], "--model", "-m", metavar="M", help="Zoo model (alexnet, squeezenet, mobilenet_v2, mobilenet_v3_small, resnet18, cnn9, mnist_cnn, cifar_cnn, ...) or a model file (.pt, .onnx, .tflite, .keras). Repeatable."),
+    runtime: list[str] = typer.Option([], "--runtime", metavar="R", help="Runtime variant, e.g. torchscript or tf-eager (repeatable)."),
+    batch_size: list[int] = typer.Option([], "--batch-size", "-b", metavar="N", help="Batch size (repeatable)."),
+    threads: list[int] = typer.Option([], "--threads", "-t", metavar="N", help="Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables."),
+    precision: list[str] = typer.Option([], "--precision", metavar="P", help="fp32, fp16 or int8 where the runtime supports it (repeatable)."),
+    accelerator: list[str] = typer.Option([], "--accelerator", metavar="cpu|cuda", help="cpu or cuda (repeatable)."),
+    input_path: str = typer.Option(None, "--input", metavar="IMAGE", help="An image file to run on (decoded and resized); default: a synthetic input."),
+    iterations: list[int] = typer.Option([], "--iterations", "-n", metavar="N", help="Steady-state inferences per run (default 100); training: optimizer steps (default: --epochs decides). Repeatable."),
+    warmup: int = typer.Option(None, "--warmup", metavar="N", help="Warm-up inferences before steady state, stored and marked (default 5)."),
+    repeat: int = typer.Option(None, "--repeat", metavar="K", help="Fresh processes per configuration, for distributions of cold-start phases."),
+    timeout: float = typer.Option(None, "--timeout", metavar="S", help="Seconds a run may take before its process tree is killed (status timeout)."),
+    cooldown: float = typer.Option(None, "--cooldown", metavar="S", help="Seconds to wait between runs."),
+    seed: int = typer.Option(None, "--seed", metavar="N", help="Seed of model weights and synthetic input (default 0)."),
+    shuffle_seed: int = typer.Option(None, "--shuffle-seed", metavar="N", help="Seed of the run order (default: random, recorded with each run)."),
+    option: list[str] = typer.Option([], "--option", "-o", metavar="KEY=VALUE", help="Adapter option (repeatable), e.g. interop_threads=1, jit_compile=true, xnnpack=false, architecture=resnet18 (docs/cli/collect.md lists them)."),
+    cache_dir: Path = typer.Option(None, "--cache-dir", metavar="DIR", help="Where prepared model files are cached, or a model pack (edgestats prepare). Default: edgestats/models in the user cache (XDG_CACHE_HOME, else ~/.cache)."),
+    sample_hz: float = typer.Option(None, "--sample-hz", metavar="HZ", help="Telemetry samples per second: memory, CPU, I/O, temperatures, GPU, power (default 10; 0 = off)."),
+    power: str = typer.Option(None, "--power", metavar="SRC", help=f"Power source for energy: {power_sources.spec_help()} (an external meter's log). Default auto: the best available, or none with the reason."),
+    data: list[str] = typer.Option([], "--data", metavar="DIR", help="Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats dataset make` writes one). Repeatable."),
+    epochs: list[int] = typer.Option([], "--epochs", metavar="N", help="Training: epochs (default 1, or as many as --iterations needs). Repeatable."),
+    learning_rate: list[float] = typer.Option([], "--learning-rate", metavar="LR", help="Training: learning rate (default 0.01). Repeatable."),
+    optimizer: list[str] = typer.Option([], "--optimizer", metavar="sgd|adam", help="Training: sgd (momentum 0.9, default) or adam. Repeatable."),
+    num_workers: list[int] = typer.Option([], "--num-workers", metavar="N", help="Training: data-loading workers (DataLoader num_workers, tf.data parallel calls); 0 = no pipelining (default). Repeatable."),
     evict_cache: bool = typer.Option(None, "--evict-cache/--keep-cache", help="Training: drop the dataset from the page cache before the first epoch (cold start; no root needed)."),
-    memory_limit_mb: float = typer.Option(None, "--memory-limit-mb", help="Cap each worker's heap at this many MiB (RLIMIT_DATA), e.g. to emulate a board with less memory; an allocation past it is stored as an error with what the run measured."),
-    clock_offset: float = typer.Option(None, "--clock-offset", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
+    memory_limit_mb: float = typer.Option(None, "--memory-limit-mb", metavar="MIB", help="Cap each worker's heap at this many MiB (RLIMIT_DATA), e.g. to emulate a board with less memory; an allocation past it is stored as an error with what the run measured."),
+    clock_offset: float = typer.Option(None, "--clock-offset", metavar="S", help="Seconds added to an external meter's timestamps to put them on this host's clock (meter 2 s behind: 2)."),
     until_precise: str = typer.Option(None, "--until-precise", metavar="PCT", help="Repeat each configuration in fresh processes until its median latency's 95 % interval (the run as unit) is within ±PCT, e.g. 2%; at least 3 runs (or --repeat), at most --max-repeat. Needs the analyze extra."),
-    max_repeat: int = typer.Option(DEFAULT_MAX_REPEAT, "--max-repeat", help="With --until-precise: the most runs per configuration."),
-    on_noise: str = typer.Option(None, "--on-noise", metavar="warn|wait|fail", help=f"When the machine is busy with other work (noise sentinel): warn (default: store the run flagged noisy, print one line), wait (before each run, up to --noise-wait s, until the machine is quiet), fail (stop the sweep after a noisy run, exit {NOISY_EXIT})."),
-    noise_wait: float = typer.Option(None, "--noise-wait", metavar="SECONDS", help=f"With --on-noise wait: the longest wait for a quiet machine before each run (default {DEFAULT_WAIT_S:g}); the run then starts anyway and is judged as usual."),
+    max_repeat: int = typer.Option(DEFAULT_MAX_REPEAT, "--max-repeat", metavar="K", help="With --until-precise: the most runs per configuration."),
+    on_noise: str = typer.Option(None, "--on-noise", metavar="MODE", help=f"When the machine is busy with other work (noise sentinel): warn (default: store the run flagged noisy, print one line), wait (before each run, up to --noise-wait s, until the machine is quiet), fail (stop the sweep after a noisy run, exit {NOISY_EXIT})."),
+    noise_wait: float = typer.Option(None, "--noise-wait", metavar="S", help=f"With --on-noise wait: the longest wait for a quiet machine before each run (default {DEFAULT_WAIT_S:g}); the run then starts anyway and is judged as usual."),
     noise_cpu_pct: float = typer.Option(None, "--noise-cpu-pct", metavar="PCT", help=f"A run is noisy when processes outside its tree used more than PCT % of all CPUs during it (default {NoiseThresholds.cpu_pct:g})."),
     noise_load: float = typer.Option(None, "--noise-load", metavar="PER_CPU", help=f"A run is noisy when the 1-minute load average before it exceeds PER_CPU times the number of CPUs (default {NoiseThresholds.load_per_cpu:g})."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Say in full why each power source is unusable here (edgestats doctor says it too)."),
     retry_failed: bool = typer.Option(False, "--retry-failed", help="Run again the configurations whose stored run failed (status error); without it, resuming retries only killed runs and errors that named a missing package."),
 ) -> None:
     """Run inference or training workloads, one fresh process per run, and store every phase,
@@ -83,10 +84,11 @@ def collect_command(
     file_values = load_sweep_file(sweep_file) if sweep_file else None
     sweep = combine(file_values, sweep_flags(ctx.params), sweep_file)
     goal = precision_goal(until_precise, max_repeat, sweep) if until_precise is not None else None
-    collect_sweep(db, sweep, cache_dir, goal)
+    collect_sweep(db, sweep, cache_dir, goal, verbose=verbose)
 
 
-def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: PrecisionGoal | None = None) -> None:
+def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: PrecisionGoal | None = None, *,
+                  verbose: bool = False) -> None:
     """Plan and run `sweep` into `db` (with `goal`, until each configuration is precise); a stop
     signal stores the run it stopped and exits 128 + signal."""
     console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
@@ -99,7 +101,8 @@ def collect_sweep(db: Path, sweep: Sweep, cache_dir: Path | None, goal: Precisio
                 if goal is not None:
                     sweep = Sweep(dict(sweep.axes), {**sweep.settings, "repeat": 1}, dict(sweep.options))
                 the_plan = plan(db, sweep, orchestrator)
-                print_plan(console, the_plan, orchestrator, unit="configurations" if goal is not None else "runs")
+                print_plan(console, the_plan, orchestrator, unit="configurations" if goal is not None else "runs",
+                           verbose=verbose)
                 if goal is not None:
                     run_until_precise(console, db, the_plan, orchestrator, sweep, goal, counts)
                 else:
@@ -141,7 +144,8 @@ def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
     return flags
 
 
-def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator, unit: str = "runs") -> None:
+def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator, unit: str = "runs", *,
+               verbose: bool = False) -> None:
     """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
     for warning in orchestrator.warnings:
         console.print(f"warning: {warning}", markup=False)
@@ -154,7 +158,7 @@ def print_plan(console: Console, the_plan: Plan, orchestrator: Orchestrator, uni
     unit = unit if the_plan.total != 1 else unit.removesuffix("s")
     console.print(f"{the_plan.total} {unit} planned: {len(the_plan.to_run)} to run, {the_plan.already_done} already stored, "
                   f"{len(the_plan.skipped)} cannot run here (shuffle seed {the_plan.shuffle_seed})")
-    console.print(_telemetry_line(orchestrator.telemetry))
+    console.print(telemetry_line(orchestrator.telemetry, verbose=verbose), markup=False)
 
 
 def run_with_progress(console: Console, the_plan: Plan, orchestrator: Orchestrator, sweep: Sweep,
@@ -261,13 +265,21 @@ def _outcome_line(outcome: RunOutcome) -> str:
     return f"[{style}]{outcome.status}[/] {escape(f'{outcome.config.label()} — {measured}, {outcome.seconds:.1f} s{why}')}"
 
 
-def _telemetry_line(telemetry) -> str:
+def telemetry_line(telemetry, *, verbose: bool = False) -> str:
+    """One short line: the sampler's rate and the power source. Why each source is unusable
+    takes a paragraph (sysfs paths, drivers), so it is printed with -v and by doctor; every
+    run also stores it as its energy_unavailable_reason."""
     rate = f"{telemetry.sample_hz:g} Hz" if telemetry.sample_hz else "off"
     if telemetry.power is not None:
         power = f"{telemetry.power_name} (rails {', '.join(telemetry.rails)})"
-    else:
+    elif not telemetry.not_used:
+        power = "off (--power none)"
+    elif verbose:
         power = f"none: {telemetry.no_energy_reason()}"
-    return f"telemetry: sampler {rate}; energy from {power}"
+    else:
+        power = (f"none here ({', '.join(telemetry.not_used)} unusable: -v or edgestats doctor says why; "
+                 "an external meter: --power csv:PATH)")
+    return f"telemetry: sampler {rate}; energy {power}"
 
 
 def register(app: typer.Typer) -> None:

@@ -24,10 +24,12 @@ def prepare_command(
     seed: List[int] = typer.Option([], "--seed", help="Model weight seed (repeatable)."),
     option: List[str] = typer.Option([], "--option", metavar="KEY=VALUE", help="Adapter option, as collect's (repeatable)."),
 ) -> None:
-    """Build the model files of a sweep into PACK: each zoo model exported or converted for its
-    runtime (ONNX, TFLite, OpenVINO IR, TorchScript, ...) with its SHA-256, and PACK/pack.json
-    listing them. Run it where PyTorch and TensorFlow are installed; on the device,
-    `edgestats collect SWEEP --cache-dir PACK` then needs only the runtime.
+    """Build a sweep's model files into a pack, for a device that has only its runtime.
+
+    Each zoo model is exported or converted for its runtime (ONNX, TFLite, OpenVINO IR,
+    TorchScript, ...) with its SHA-256, and PACK/pack.json lists them. Run it where PyTorch and
+    TensorFlow are installed; on the device, `edgestats collect SWEEP --cache-dir PACK` then
+    needs only the runtime.
 
     Exits 1 when a model could not be built (its error is printed)."""
     failed = _prepare(sweep_file=sweep_file, pack=cache_dir, flags={

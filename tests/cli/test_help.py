@@ -54,3 +54,18 @@ def test_flags_show_no_value_type(command):
     assert result.exit_code == 0, result.output
     assert "<bool>" not in result.output
     assert "--help" in result.output
+
+
+ALL_COMMANDS = [[], ["collect"], ["prepare"], ["baseline"], ["import"], ["merge"], ["sql"], ["migrate"], ["export"],
+                ["doctor"], ["analyze"], ["compare"], ["dataset"], ["dataset", "make"]]
+
+
+@pytest.mark.parametrize("columns", ["80", "120"])
+@pytest.mark.parametrize("command", ALL_COMMANDS, ids=lambda c: " ".join(c) or "edgestats")
+def test_help_cuts_nothing(command, columns):
+    """Rich cuts a word longer than its help column with "…" (collect's 40 options left a
+    24-column help column at 80): a reader must see every word, at 80 columns too."""
+    result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= int(columns)

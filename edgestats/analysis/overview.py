@@ -63,6 +63,10 @@ SELECT DISTINCT s FROM (
 
 RUN_SOURCES_SQL = "SELECT source, count(*) FROM runs GROUP BY ALL ORDER BY source"
 
+COLLECTED_DEVICES_SQL = """
+SELECT DISTINCT d.name FROM runs r JOIN devices d USING (device_id) WHERE r.source = 'collect' AND d.name IS NOT NULL
+"""
+
 
 def load_overview(db: str | Path) -> Overview:
     with Store.open(db, read_only=True) as store:
@@ -73,3 +77,9 @@ def load_overview(db: str | Path) -> Overview:
         power = [row[0] for row in con.execute(POWER_SOURCES_SQL).fetchall()]
         sources = dict(con.execute(RUN_SOURCES_SQL).fetchall())
     return Overview(Path(db).name, devices, counts, first, last, power, sources)
+
+
+def collected_devices(db: str | Path) -> frozenset[str]:
+    """The devices with runs collected (not imported): the terminal shows their rows first."""
+    with Store.open(db, read_only=True) as store:
+        return frozenset(row[0] for row in store.con.execute(COLLECTED_DEVICES_SQL).fetchall())

@@ -15,12 +15,9 @@ from typing import List, Optional
 
 import typer
 
+from edgestats.cli.analyze_text import DEFAULT_LIMIT, TextOptions, print_results
 from edgestats.cli.common import handle_errors
-from edgestats.formatting import format_interval
 from edgestats.registry.analyses import ANALYSES, choices_text
-
-MAX_ROWS = 40  # per table in the text output; --json has everything
-
 
 @handle_errors
 def analyze_command(
@@ -51,6 +48,8 @@ def analyze_command(
     out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Write the report here: DIR/index.html (one self-contained page, works offline) and DIR/analysis.json."),
     png: bool = typer.Option(False, "--png", help="With --out: every chart as DIR/images/*.png too."),
     svg: bool = typer.Option(False, "--svg", help="With --out: every chart as DIR/images/*.svg too."),
+    limit: int = typer.Option(DEFAULT_LIMIT, "--limit", metavar="N", min=1, help="Rows per table in the text output (the collected devices' first)."),
+    all_rows: bool = typer.Option(False, "--all", help="Every row of every table in the text output."),
     tables: Optional[str] = typer.Option(None, "--tables", metavar="latex|markdown|csv", help="With --out: every table, with its intervals, as DIR/tables/* in this format (for papers)."),
 ) -> None:
     """Statistics with confidence intervals over the runs of a results DB; the --help text is
@@ -71,7 +70,9 @@ def analyze_command(
     if as_json:
         typer.echo(dumps(results))
     elif out is None:
-        print_results(results)
+        from edgestats.analysis.overview import collected_devices
+
+        print_results(results, TextOptions(limit=None if all_rows else limit, collected_devices=collected_devices(db)))
     if out is not None:
         write_report_files(db, out, results, images=[f for f, on in (("png", png), ("svg", svg)) if on], tables=tables)
 
@@ -100,66 +101,6 @@ def write_report_files(db: Path, out: Path, results, *, images: list[str], table
         say(f"  {len(files.tables)} {tables} tables in {files.tables[0].parent}")
     for error in files.chart_errors:
         say(f"  warning: a chart could not be drawn (please report it): {error.splitlines()[0]}")
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
-    return str(value)
-
-
-def _readable(frame):
-    """A frame as the terminal shows it: estimate and interval in one column (formatted as in the
-    report's tables), columns that hold nothing dropped, each distinct note replaced by a
-    footnote number. Returns (frame, notes in footnote order)."""
-    import polars as pl
-
-    if {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
-        shown = [format_interval(e, lo, hi) for e, lo, hi in frame.select("estimate", "ci_low", "ci_high").iter_rows()]
-        frame = frame.with_columns(pl.Series("estimate [ci]", shown, dtype=pl.String))
-        frame = frame.drop("estimate", "ci_low", "ci_high", "level", "method", strict=False)
-    frame = frame.select([c for c in frame.columns if frame[c].null_count() < frame.height])
-    notes: list[str] = []
-    if "note" in frame.columns:
-        notes = [n for n in dict.fromkeys(frame["note"].to_list()) if n]
-        marks = [f"[{notes.index(n) + 1}]" if n else "" for n in frame["note"].to_list()]
-        frame = frame.drop("note").with_columns(pl.Series("note", marks, dtype=pl.String))
-    return frame, notes
-
-
-def print_results(results) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-    from rich.text import Text
-
-    console = Console()
-    if not console.is_terminal:   # piped or redirected: no 80-column wrapping of wide tables
-        console = Console(width=max(console.width, 200))
-    for name, result in results.items():
-        if not result.available:
-            console.print(f"[bold]{name}[/bold]: skipped — {escape(str(result.entries[0].get('reason', 'not enough data')))}")
-            continue
-        for part, frame in result.frames.items():
-            if frame.height == 0 or part in result.chart_only:
-                continue
-            shown, notes = _readable(frame.head(MAX_ROWS))
-            table = Table(title=f"{name}: {part} (level {result.level:g})", title_justify="left")
-            for column in shown.columns:
-                table.add_column(Text(column), overflow="fold", justify="right" if column == "estimate [ci]" else "left")
-            for row in shown.iter_rows():   # Text: DB strings and "[low, high]" are never read as markup
-                table.add_row(*(Text(_cell(v)) for v in row))
-            console.print(table)
-            for k, note in enumerate(notes, start=1):
-                console.print(Text(f"  [{k}] {note}"), highlight=False)
-            if frame.height > MAX_ROWS:
-                console.print(f"… {frame.height - MAX_ROWS} more rows: use --json, or narrow with --where / --only")
-        for note in dict.fromkeys(result.notes):
-            console.print(f"note: {note}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,7 @@ import platform
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from edgestats import __version__
 from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, probe_names, run_probes
@@ -35,17 +35,28 @@ _DEVICE_ROWS = ("hostname", "device_id", "board", "arch", "cpu", "memory", "gpu"
 __all__ = ["DEFAULT_TIMEOUT_S", "doctor_report", "noise_lines", "only_help", "power_lines", "probe_names", "render_text"]
 
 
+class ProbeProgress(Protocol):
+    """What a caller showing progress hears: the probes about to run, then each result (from
+    the probe's thread) as it finishes."""
+
+    def start(self, names: list[str]) -> None: ...
+
+    def done(self, result: dict[str, Any]) -> None: ...
+
+
 def only_help() -> str:
     """`doctor --only` help: every probe name, frameworks from the runtime registry first."""
     return f"Run only these probes (repeatable): {', '.join(probe_names())}."
 
 
 def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None, modules: Iterable[str] = (),
-                  timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None) -> dict[str, Any]:
+                  timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None,
+                  progress: ProbeProgress | None = None) -> dict[str, Any]:
     """Device facts plus one probe result per framework/tool (all registered ones by default).
 
     `modules` adds ad-hoc import checks for any module name; `timeout_s` bounds each probe;
-    `max_workers` is how many probes import at once (default: one per CPU, at least 2).
+    `max_workers` is how many probes import at once (default: one per CPU, at least 2);
+    `progress` hears of each probe as it starts and finishes.
     """
     # Imported here: facts loads the store (duckdb) for the device id, the sensors pyarrow.
     from edgestats.collectors.host.facts import read_device_facts
@@ -53,7 +64,8 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
     from edgestats.collectors.telemetry.session import describe_sensors
 
     jobs = max_workers or default_jobs()
-    results = run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs)
+    results = run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs,
+                         on_start=progress.start if progress else None, on_done=progress.done if progress else None)
     return {
         "edgestats_version": __version__,
         "python": {"version": platform.python_version(), "executable": sys.executable},

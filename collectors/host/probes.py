@@ -37,7 +37,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from edgestats.errors import EdgestatsError
 from edgestats.registry import resolve
@@ -111,8 +111,13 @@ def module_probe(module: str) -> Probe:
 # -- parent side -------------------------------------------------------------------------------
 
 def run_probes(names: Iterable[str] | None = None, *, modules: Iterable[str] = (),
-               timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None) -> dict[str, dict[str, Any]]:
+               timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None,
+               on_start: Callable[[list[str]], None] | None = None,
+               on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
     """Run the named probes (all by default) plus ad-hoc module probes, concurrently.
+
+    `on_start` gets the probe names before any runs, `on_done` each result as it finishes (from
+    the thread that ran it), so a caller can show progress: TensorFlow alone takes seconds.
 
     Returns name -> result (see `run_probe`), in `all_probes()` order. `max_workers` is how many
     children import at once (default `default_jobs()`; lower it where TensorFlow and PyTorch
@@ -128,8 +133,17 @@ def run_probes(names: Iterable[str] | None = None, *, modules: Iterable[str] = (
     probes = [known[n] for n in dict.fromkeys(selected)] + [module_probe(m) for m in extra]
     if not probes:
         return {}
+    if on_start:
+        on_start([p.name for p in probes])
+
+    def run(probe: Probe) -> dict[str, Any]:
+        result = run_probe(probe, timeout_s=timeout_s)
+        if on_done:
+            on_done(result)
+        return result
+
     with ThreadPoolExecutor(max_workers=min(max_workers or default_jobs(), len(probes))) as pool:
-        results = list(pool.map(lambda p: run_probe(p, timeout_s=timeout_s), probes))
+        results = list(pool.map(run, probes))
     return {r["name"]: r for r in results}
 
 

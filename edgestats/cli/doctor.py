@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import List, Optional
 
 import typer
@@ -43,11 +44,40 @@ def doctor(
 
     Exits 0 whatever is missing: doctor reports, it does not judge.
     """
-    report = doctor_report(probes=only or None, modules=module or (), timeout_s=timeout, max_workers=jobs)
+    from rich.console import Console
+
+    console = Console(stderr=True)   # stdout stays the report (or its JSON)
+    with console.status("edgestats doctor: reading this device", spinner="line") as status:
+        report = doctor_report(probes=only or None, modules=module or (), timeout_s=timeout, max_workers=jobs,
+                               progress=ProbeStatus(status))
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
         typer.echo(render_text(report))
+
+
+class ProbeStatus:
+    """The spinner's text while the probes run: how many are done and which imports are still
+    running (TensorFlow alone takes seconds; before this, doctor printed nothing for 4-8 s)."""
+
+    def __init__(self, status) -> None:
+        self.status, self.pending, self.total = status, [], 0
+        self.lock = threading.Lock()   # done() is called from the probes' threads
+
+    def start(self, names: list[str]) -> None:
+        self.pending, self.total = list(names), len(names)
+        self._show()
+
+    def done(self, result: dict) -> None:
+        with self.lock:
+            self.pending.remove(result["name"])
+            self._show()
+
+    def _show(self) -> None:
+        waiting = ", ".join(self.pending[:3]) + (", ..." if len(self.pending) > 3 else "")
+        text = (f"doctor: imports {self.total - len(self.pending)}/{self.total} done"
+                + (f" (waiting for {waiting})" if waiting else "; reading sensors and load"))
+        self.status.update(text)
 
 
 def register(app: typer.Typer) -> None:

@@ -282,3 +282,24 @@ def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
     assert "Noise (what would disturb measurements here" in text
     assert re.search(r"governor +warn  powersave\n +fix: .*cpupower frequency-set -g performance", text)
     assert re.search(r"temperature +warn  hottest sensor 84 C", text)
+
+
+def test_progress_hears_each_probe_as_it_finishes() -> None:
+    """doctor printed nothing for 4-8 s while it imported TensorFlow: its spinner now counts the
+    probes done and names those still importing, fed by run_probes' callbacks."""
+    from edgestats.cli.doctor import ProbeStatus
+
+    class Status:   # rich's Status, as ProbeStatus drives it
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def update(self, text: str) -> None:
+            self.texts.append(text)
+
+    status = Status()
+    progress = ProbeStatus(status)
+    results = run_probes(["polars"], modules=["json", "csv"], on_start=progress.start, on_done=progress.done)
+    assert set(results) == {"polars", "json", "csv"}
+    assert status.texts[0].startswith("doctor: imports 0/3 done (waiting for polars, json, csv)")
+    assert status.texts[-1] == "doctor: imports 3/3 done; reading sensors and load"
+    assert len(status.texts) == 4

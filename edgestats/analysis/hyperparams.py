@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from edgestats.analysis.bounded import bounded_mean
-from edgestats.analysis.intervals import Estimate, finite_or_none
+from edgestats.analysis.hyperparams_configs import (Condition, best_configuration, best_row,  # noqa: F401
+                                                  parse_constraint, response_mean)
+from edgestats.analysis.intervals import finite_or_none
 from edgestats.analysis.load import AnalysisData, AnalysisInputError, check_group_columns
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, iter_groups, not_enough_entry, rows_frame, unavailable
@@ -44,7 +45,6 @@ LOG_CANDIDATES = ("learning_rate", "batch_size")
 PROPORTIONAL_R2 = 0.99
 MAX_MAIN_EFFECT_LEVELS = 20   # more distinct values than this is a continuum, not levels
 ITERATION_FACTORS = ("iterations", "epochs")
-TEST_SIZE_COLUMN = "n_test"   # samples in the test set, where the DB knows it (for Wilson intervals)
 # Responses and factors used when none are named, and the groups fitted apart when no --by.
 DEFAULT_RESPONSES = ("training_time_s", "accuracy_pct")
 HYPERPARAMETERS = ("batch_size", "iterations", "epochs", "learning_rate", "optimizer", "threads", "num_workers")
@@ -53,36 +53,7 @@ HYPERPARAM_GROUPS = ("device", "framework", "dataset", "model")
 # iteration factor), kept apart per device and framework (the chart's facets).
 SERIES_CANDIDATES = ("batch_size", "learning_rate", "optimizer")
 MEANS_KEPT_APART = ("device", "framework")
-_CONSTRAINT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|==|!=|=|<|>)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
-_OPS = {"<=": np.less_equal, ">=": np.greater_equal, "<": np.less, ">": np.greater, "=": np.equal, "==": np.equal,
-        "!=": np.not_equal}
 
-
-@dataclass(frozen=True)
-class Condition:
-    column: str
-    op: str
-    value: float
-
-    def __str__(self) -> str:
-        return f"{self.column} {self.op} {self.value:g}"
-
-
-def parse_constraint(text: str | None, columns: list[str]) -> list[Condition]:
-    """`training_time_s <= 600` (several joined by 'and'); each side a run column and a number."""
-    if not text or not text.strip():
-        return []
-    conditions = []
-    for part in re.split(r"\s+and\s+", text.strip(), flags=re.IGNORECASE):
-        match = _CONSTRAINT.match(part)
-        if not match:
-            raise AnalysisInputError(f"--constraint {text!r}: write COLUMN OP NUMBER (OP one of <= < >= > = !=), "
-                                     "joined by 'and', e.g. \"training_time_s <= 600\"")
-        column, op, value = match.groups()
-        if column not in columns:
-            raise AnalysisInputError(f"--constraint: {column!r} is not a run column; use one of {', '.join(columns)}")
-        conditions.append(Condition(column, op, float(value)))
-    return conditions
 
 
 def choose_scale(values: np.ndarray, requested: str = "auto", factor: str = "learning_rate") -> str:
@@ -95,6 +66,30 @@ def choose_scale(values: np.ndarray, requested: str = "auto", factor: str = "lea
     if factor in LOG_CANDIDATES and len(values) and values.min() > 0 and math.log10(values.max() / values.min()) >= DECADES_FOR_LOG:
         return "log"
     return "linear"
+
+
+def pick_scales(rows: pl.DataFrame, response: str, factors: list[str], requested: dict[str, str], interactions: bool,
+                level: float) -> tuple[dict[str, str], dict[str, str]]:
+    """Each numeric factor's scale, and why. --log/--linear decide where given. Otherwise a
+    learning rate or batch size spanning two decades is a log candidate, and the fit decides:
+    log10 is kept only if its R² is at least the linear fit's (batch size 50..5000 on log10 once
+    gave R² 0.86 against 0.9999 linear, and said nothing)."""
+    scales, why = {}, {}
+    for f in [f for f in factors if rows[f].dtype.is_numeric()]:
+        values = rows[f].cast(pl.Float64).to_numpy()
+        scales[f] = choose_scale(values, requested.get(f, "auto"), f)
+        why[f] = (f"on a {scales[f]} scale, as asked" if f in requested
+                  else "on a linear scale: it spans less than two decades, or is not a log candidate")
+    for f in [f for f, scale in scales.items() if scale == "log" and f not in requested]:
+        r2 = {scale: fit_ols(rows, response, factors, {**scales, f: scale}, interactions, level).get("r_squared")
+              for scale in ("log", "linear")}
+        if r2["log"] is not None and r2["linear"] is not None:
+            scales[f] = "log" if r2["log"] >= r2["linear"] else "linear"
+            other = "linear" if scales[f] == "log" else "log"
+            why[f] = f"on a {scales[f]} scale: R² {r2[scales[f]]:.4f} against {r2[other]:.4f} on the {other} scale"
+        else:
+            why[f] = "on a log scale: it spans two decades or more (too few runs to compare fits)"
+    return scales, why
 
 
 def _safe(name: str) -> str:
@@ -151,7 +146,12 @@ def fit_ols(rows: pl.DataFrame, response: str, factors: list[str], scales: dict[
     n = len(frame)
     if np.all(frame["y"].to_numpy() == frame["y"].iloc[0]):
         return {"reason": f"not enough data: all {n} runs have the same {response}, so nothing can be explained", "notes": notes}
-    model = smf.ols(formula, data=frame).fit()
+    with warnings.catch_warnings():   # a rank-deficient design is said in a note, not as a stray warning
+        warnings.simplefilter("ignore")
+        model = smf.ols(formula, data=frame).fit()
+    if model.model.rank < len(model.params):
+        notes.append(f"the factors are confounded in these runs (rank {model.model.rank} for {len(model.params)} "
+                     "parameters): their separate effects cannot be told apart; vary one at a time")
     if model.df_resid < 1:
         return {"reason": f"not enough data: {n} runs for {len(model.params)} parameters leave no residual "
                           "degrees of freedom for intervals", "notes": notes}
@@ -173,19 +173,6 @@ def fit_ols(rows: pl.DataFrame, response: str, factors: list[str], scales: dict[
     shown = " + ".join(_term_name(t.strip(), names) for t in formula.split("~", 1)[1].split("+"))
     return {"model": f"{response} ~ {shown}", "r_squared": finite_or_none(model.rsquared),
             "adj_r_squared": finite_or_none(model.rsquared_adj), "terms": terms, "anova": anova, "notes": notes}
-
-
-def test_set_size(rows: pl.DataFrame) -> int | None:
-    """The runs' test-set size (column n_test) when they share one, else None."""
-    if TEST_SIZE_COLUMN not in rows.columns:
-        return None
-    sizes = rows[TEST_SIZE_COLUMN].drop_nulls().unique().to_list()
-    return int(sizes[0]) if len(sizes) == 1 and sizes[0] > 0 else None
-
-
-def response_mean(rows: pl.DataFrame, response: str, level: float) -> Estimate:
-    """The mean response of these runs with the interval its range allows (bounded_mean)."""
-    return bounded_mean(rows[response].cast(pl.Float64).to_numpy(), response, level, n_test=test_set_size(rows))
 
 
 def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
@@ -227,33 +214,6 @@ def proportionality(rows: pl.DataFrame, response: str, factors: list[str], level
     return out
 
 
-def best_configuration(rows: pl.DataFrame, response: str, factors: list[str], goal: str,
-                       conditions: list[Condition], level: float = 0.95) -> dict:
-    """The factor values with the min/max mean response among configurations meeting the constraint."""
-    extra = [c.column for c in conditions if c.column not in (response, *factors)]
-    configs = (rows.group_by(factors, maintain_order=True)
-               .agg(pl.col(response).mean().alias("_value"), pl.len().alias("_n"),
-                    *[pl.col(c).mean().alias(f"_c_{c}") for c in {*extra, *(c.column for c in conditions)} if c not in factors]))
-    keep = np.ones(configs.height, dtype=bool)
-    for condition in conditions:
-        column = condition.column if condition.column in factors else f"_c_{condition.column}"
-        values = configs[column].cast(pl.Float64).to_numpy()
-        keep &= np.nan_to_num(_OPS[condition.op](values, condition.value), nan=False).astype(bool) & np.isfinite(values)
-    candidates = configs.filter(pl.Series(keep))
-    constraint = " and ".join(map(str, conditions)) or None
-    if candidates.height == 0:
-        return {"goal": goal, "constraint": constraint, "n_satisfying": 0,
-                "reason": f"no configuration satisfies {constraint}"}
-    pick = candidates.sort("_value", descending=goal == "max").row(0, named=True)
-    config = {f: pick[f] for f in factors}
-    members = rows.filter(pl.all_horizontal(*(pl.col(f) == v if v is not None else pl.col(f).is_null()
-                                              for f, v in config.items())))
-    interval = response_mean(members, response, level)
-    return {"goal": goal, "config": config, "value": pick["_value"], "n": pick["_n"], "ci_low": interval.ci_low,
-            "ci_high": interval.ci_high, "level": level, "method": interval.method, "note": interval.note,
-            "constraint": constraint, "n_satisfying": candidates.height, "n_configurations": configs.height}
-
-
 def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: list[str], level: float = 0.95,
                 interactions: bool = False, best: str | None = None, constraint: str | None = None,
                 scales: dict[str, str] | None = None) -> AnalysisResult:
@@ -269,7 +229,8 @@ def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: li
     conditions = parse_constraint(constraint, columns)
     if conditions and best is None:
         raise AnalysisInputError("--constraint chooses among configurations for --best: add --best min or --best max")
-    entries, term_rows, effect_rows, proportional_rows, point_rows = [], [], [], [], []
+    entries, term_rows, effect_rows, proportional_rows, point_rows, best_rows = [], [], [], [], [], []
+    scale_notes: list[str] = []
     for group, sub in iter_groups(runs, by):
         complete = sub.drop_nulls([response, *factors]).filter(pl.col(response).cast(pl.Float64).is_finite())
         excluded = sub.height - complete.height
@@ -278,10 +239,9 @@ def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: li
         if complete.height == 0:
             entries.append(not_enough_entry(f"no run has both {response} and {', '.join(factors)}", **base))
             continue
-        scale_of = {f: choose_scale(complete[f].cast(pl.Float64).to_numpy(), (scales or {}).get(f, "auto"), f)
-                    for f in factors if complete[f].dtype.is_numeric()}
+        scale_of, why = pick_scales(complete, response, factors, scales or {}, interactions, level)
         fit = fit_ols(complete, response, factors, scale_of, interactions, level)
-        entry = {**base, "scale": scale_of, **{k: v for k, v in fit.items() if k != "notes"}}
+        entry = {**base, "scale": scale_of, "scale_reason": why, **{k: v for k, v in fit.items() if k != "notes"}}
         if fit.get("notes"):
             entry["notes"] = fit["notes"]
         entry["main_effects"] = main_effects(complete, response, factors, level)
@@ -290,6 +250,11 @@ def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: li
             entry["best"] = best_configuration(complete, response, factors, best, conditions, level)
         entries.append(entry)
         tags = {**group, "response": response}
+        if best:
+            best_rows.append(best_row(tags, entry["best"]))
+        where = ", ".join(f"{k} {v}" for k, v in group.items())
+        scale_notes += [f"{response}{' (' + where + ')' if where else ''}: {f} {w}" for f, w in why.items()
+                        if "R²" in w or "decades or more" in w]
         term_rows += [{**tags, **t, "level": level, "n": complete.height, "r_squared": fit.get("r_squared")} for t in fit.get("terms", [])]
         effect_rows += [{**tags, **e} for e in entry["main_effects"]]
         proportional_rows += [{**tags, "factor": p["factor"], **{f"fixed_{k}": v for k, v in p["fixed"].items()},
@@ -299,7 +264,9 @@ def hyperparams(runs: pl.DataFrame, *, response: str, factors: list[str], by: li
         point_rows += complete.select(*[c for c in dict.fromkeys([*by, *factors, response])]).to_dicts()
     frames = {"terms": rows_frame(term_rows), "main_effects": rows_frame(effect_rows),
               "proportionality": rows_frame(proportional_rows), "points": rows_frame(point_rows)}
-    return AnalysisResult(NAME, level, entries, frames)
+    if best_rows:
+        frames["best"] = rows_frame(best_rows)
+    return AnalysisResult(NAME, level, entries, frames, notes=scale_notes)
 
 
 

@@ -207,18 +207,34 @@ def print_frame(console, title: str, frame, options: TextOptions) -> None:
                                    "narrow with --where / --only"), (0, 0, 0, 2)))
 
 
+MAX_REASONS = 5   # per analysis: the reasons some groups got no figures (--json has all)
+
+
 def print_results(results: dict[str, Any], options: TextOptions, console=None) -> None:
+    """Each analysis' tables; one that the data supports nowhere is one "skipped" line, but one
+    with figures for some parts (hyperparams' per-level means where no model could be fitted)
+    shows them, with the reasons for the rest as notes."""
     from rich.text import Text
 
     console = console or console_for_output()
     for name, result in results.items():
-        if not result.available:
+        shown = {k: f for k, f in result.frames.items() if f.height and k not in result.chart_only}
+        if not result.available and not shown:
             reason = result.entries[0].get("reason", "not enough data") if result.entries else "not enough data"
             console.print(Text.assemble((name, "bold"), f": skipped — {reason}"))
             continue
-        for part, frame in result.frames.items():
-            if frame.height == 0 or part in result.chart_only:
-                continue
+        for part, frame in shown.items():
             print_frame(console, f"{name}: {part} (level {result.level:g})", frame, options)
+        reasons = list(dict.fromkeys(entry_reason(e) for e in result.entries if "reason" in e))
+        for line in reasons[:MAX_REASONS]:
+            console.print(Text(f"note: {name}: {line}"))
+        if len(reasons) > MAX_REASONS:
+            console.print(Text(f"note: {name}: {len(reasons) - MAX_REASONS} more such notes (--json has them)"))
         for note in dict.fromkeys(result.notes):
             console.print(Text(f"note: {note}"))
+
+
+def entry_reason(entry: dict) -> str:
+    """"(dataset MNIST, training_time_s) not enough data: ...": which group a reason is for."""
+    where = [f"{k} {v}" for k, v in (entry.get("group") or {}).items()] + ([entry["response"]] if entry.get("response") else [])
+    return f"({', '.join(where)}) {entry['reason']}" if where else entry["reason"]

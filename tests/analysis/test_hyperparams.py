@@ -77,7 +77,7 @@ def test_table_xii_fastest_thread_count_per_framework(dlaas_db):
 
 def test_terms_match_statsmodels_with_log_scale_and_interaction():
     rng = np.random.default_rng(4)
-    rows = [{"kind": "training", "batch_size": b, "learning_rate": lr, "accuracy_pct": 90 + 2 * np.log10(lr) + 0.001 * b + rng.normal(0, 0.3)}
+    rows = [{"kind": "training", "batch_size": b, "learning_rate": lr, "accuracy_pct": 90 + 2 * np.log10(lr) + 0.5 * np.log10(b) + rng.normal(0, 0.3)}
             for b in (50, 500, 5000) for lr in (1e-4, 1e-3, 1e-2) for _ in range(2)]
     runs = runs_frame(rows + [{"kind": "training", "batch_size": 50, "learning_rate": 1e-3}])  # NULL response
     (entry,) = hyperparams(runs, response="accuracy_pct", factors=["batch_size", "learning_rate"], by=[],
@@ -124,3 +124,38 @@ def test_options_are_checked_with_messages_that_say_what_to_do():
     assert choose_scale(np.array([10000.0, 240000.0]), factor="iterations") == "linear"
     assert choose_scale(np.array([0.0001, 0.01]), factor="learning_rate") == "log"
     assert choose_scale(np.array([50.0, 500.0]), factor="batch_size") == "linear"  # one decade only
+
+
+def test_best_names_every_tied_configuration():
+    """Published tables repeat a value (99.28 % at two batch sizes): a tie has no one winner."""
+    runs = runs_frame([{"kind": "training", "batch_size": b, "accuracy_pct": a}
+                       for b, a in ((50, 99.28), (500, 99.28), (5000, 98.1))])
+    (entry,) = hyperparams(runs, response="accuracy_pct", factors=["batch_size"], by=[], best="max").to_json()
+    assert entry["best"]["tied"] == [{"batch_size": 50}, {"batch_size": 500}]
+    best = hyperparams(runs, response="accuracy_pct", factors=["batch_size"], by=[], best="max").frames["best"]
+    assert best["note"][0] == "tied: 2 configurations have this mean (batch_size=50; batch_size=500)"
+    untied = hyperparams(runs, response="accuracy_pct", factors=["batch_size"], by=[], best="min").to_json()[0]["best"]
+    assert untied["config"] == {"batch_size": 5000} and untied["tied"] == []
+
+
+def test_the_scale_is_chosen_by_the_fit_and_said():
+    """Batch size 50..5000 spans two decades, but time grows linearly with it here: the log10
+    scale fitted worse (R² 0.86 against 0.9999 in the issue) and was chosen silently."""
+    rng = np.random.default_rng(1)
+    runs = runs_frame([{"kind": "training", "batch_size": b, "training_time_s": 10 + 0.5 * b + rng.normal(0, 1)}
+                       for b in (50, 100, 500, 1000, 5000) for _ in range(2)])
+    result = hyperparams(runs, response="training_time_s", factors=["batch_size"], by=[])
+    (entry,) = result.to_json()
+    assert entry["scale"] == {"batch_size": "linear"} and entry["r_squared"] > 0.999
+    assert entry["scale_reason"]["batch_size"].startswith("on a linear scale: R² 1.0000 against 0.73")
+    assert any(n.startswith("training_time_s: batch_size on a linear scale: R²") for n in result.notes)
+
+
+def test_confounded_factors_give_a_note_not_a_stray_warning():
+    runs = runs_frame([{"kind": "training", "batch_size": b, "iterations": 10 * b, "training_time_s": t}
+                       for b, t in ((50, 10.0), (100, 19.0), (200, 41.0), (400, 80.0))])
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # statsmodels' SingularMatrixWarning leaked to stderr
+        (entry,) = hyperparams(runs, response="training_time_s", factors=["batch_size", "iterations"], by=[]).to_json()
+    assert any("confounded" in note for note in entry["notes"])

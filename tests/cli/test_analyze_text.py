@@ -64,3 +64,19 @@ def test_memory_in_mib_and_intervals_in_one_notation(results_db):
     assert "rss_peak_mib" in output and "rss_peak_bytes" not in output
     assert format_interval(9.39e-4, 8.37e-4, 1.054e-3) == "9.39e-04 [8.37e-04, 1.05e-03]"
     assert format_interval(12.04, 11.0, 13.1) == "12.0 [11.0, 13.1]"
+
+
+def test_hyperparams_text_shows_best_ties_and_means_without_a_fit(tmp_path):
+    """Too few runs for a fit: the text said "skipped" although the JSON had the per-level means
+    and the best; and --best's result was not printed at all."""
+    csv = tmp_path / "ties.csv"
+    csv.write_text("device,framework,Batch Size,Accuracy (%)\nS1,TF,50,99.28\nS1,TF,500,99.28\n")
+    db = tmp_path / "t.duckdb"
+    assert runner.invoke(app, ["import", str(db), str(csv), "--kind", "training"]).exit_code == 0
+    output = text(db, 120, "--only", "hyperparams", "--response", "accuracy_pct", "--factor", "batch_size",
+                  "--best", "max")
+    assert "skipped" not in output
+    assert "hyperparams: main_effects" in output and "hyperparams: best" in output
+    assert "tied: 2 configurations have this mean (batch_size=50; batch_size=500)" in output
+    assert "│ accuracy_pct │ max  │ batch_size=50 " in output
+    assert "note: hyperparams: (accuracy_pct) not enough data: all 2 runs have the same accuracy_pct" in output

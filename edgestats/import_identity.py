@@ -15,28 +15,32 @@ from edgestats.import_extra import ExtraColumn, refresh_run_extra
 from edgestats.store import CHILD_TABLES, Store
 
 
-def import_identity(maps: dict[str, str], device: str | None, long: bool = False) -> dict:
+def import_identity(maps: dict[str, str], device: str | None, long: bool = False, fmt: str | None = None) -> dict:
     """What, besides the file's bytes, decides the runs an import makes: the same file read with
-    another --map, --device or --long gives other runs, so it must not pass for "already in"."""
+    another --map, --device, --long or --format gives other runs, so it must not pass for "already in"."""
     identity = {"map": dict(sorted(maps.items())), "device": device}
     if long:
         identity["long"] = True
+    if fmt:
+        identity["format"] = fmt
     return identity
 
 
 def identity_key(identity: dict) -> str:
     """'' for an import with no --map and no --device, whose run ids stay those that earlier
     edgestats gave (file hash and row only), so DBs imported before stay idempotent."""
-    if not identity["map"] and identity["device"] is None and not identity.get("long"):
+    if not identity["map"] and identity["device"] is None and not identity.get("long") and not identity.get("format"):
         return ""
     return json.dumps(identity, sort_keys=True, ensure_ascii=False)
 
 
 def describe_identity(identity: dict | None) -> str:
     """'--map a=b --device X' as the user typed it, or 'no --map and no --device'."""
-    if not identity or (not identity.get("map") and identity.get("device") is None and not identity.get("long")):
+    if not identity or (not identity.get("map") and identity.get("device") is None and not identity.get("long")
+                        and not identity.get("format")):
         return "no --map and no --device"
     parts = ["--long"] if identity.get("long") else []
+    parts += [f"--format {identity['format']}"] if identity.get("format") else []
     parts += [f"--map '{src}={dst}'" for src, dst in (identity.get("map") or {}).items()]
     if identity.get("device") is not None:
         parts.append(f"--device '{identity['device']}'")

@@ -26,6 +26,7 @@ from edgestats.import_checks import (SourceColumn, check_measured, check_values,
                                      numeric_expr, sql_str, unset_threads)
 from edgestats.import_columns import CANONICAL, UnitMismatch, normalise, resolve
 from edgestats.import_identity import describe_identity, identity_key, import_identity, write_import
+from edgestats.import_native import FORMATS, read_native
 from edgestats.import_read import check_text_file, pivot_long, read_as_text
 from edgestats.store import name_uuid, quote_ident
 
@@ -126,12 +127,13 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
     return con.sql(f"SELECT {', '.join(selects)} FROM staged ORDER BY _row").to_arrow_table()
 
 
-def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str]) -> tuple[list[SourceColumn], list[dict]]:
+def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str],
+           fmt: str | None = None) -> tuple[list[SourceColumn], list[dict]]:
     """Read, plan, check and convert the file in an in-memory DuckDB, before the DB is opened:
-    the column plan and the converted rows."""
+    the column plan and the converted rows. `fmt`: a benchmark tool's output (import_native.py)."""
     staging = duckdb.connect()
     try:
-        columns = read_as_text(staging, path)
+        columns = read_native(staging, path, fmt) if fmt else read_as_text(staging, path)
         column_maps = maps
         if long:
             columns, column_maps = pivot_long(staging, path, columns, maps)
@@ -149,15 +151,24 @@ def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: li
     return plan, rows
 
 
-def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings: list[str] | None = None,
-                   device: str | None = None, replace: bool = False, long: bool = False) -> ImportReport:
+def import_results(db_path: str | Path, file: str | Path, *, kind: str | None, mappings: list[str] | None = None,
+                   device: str | None = None, replace: bool = False, long: bool = False,
+                   fmt: str | None = None) -> ImportReport:
     """Import one results file; returns what was added. Raises ImportFileError on a wrong file.
 
     `replace`: take away the runs of an earlier import of this file (same content, or same file
     name) before adding these; without it, a file imported before with another --map or
     --device is refused (its runs would stand beside these, counted twice). `long`: the file is
-    a long-format table (see pivot_long)."""
+    a long-format table (see pivot_long). `fmt`: the file is the output of a benchmark tool
+    (benchmark_model, benchmark_app, perf_test, mlperf: import_native.py), one inference run."""
     path = Path(file)
+    if fmt is not None and fmt not in FORMATS:
+        raise ImportFileError(f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)")
+    if fmt is not None and (long or kind not in (None, "inference")):
+        raise ImportFileError(f"--format {fmt}: a benchmark tool's output is one inference run; drop --long and --kind")
+    kind = "inference" if fmt else kind
+    if kind is None:
+        raise ImportFileError("--kind is missing: say what the rows are, inference or training")
     if kind not in KINDS:
         raise ImportFileError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
     if not path.is_file():
@@ -166,7 +177,7 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
     file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
 
     notes: list[str] = []
-    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes)
+    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes, fmt=fmt)
 
     has_device = any(c.canonical and c.canonical.name == "device" for c in plan)
     for row in rows:
@@ -175,7 +186,7 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str, mappings
             where = f"row {row['_row']} has an empty 'device'" if has_device else "the file has no 'device' column"
             raise ImportFileError(f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported")
 
-    identity = import_identity(maps, device, long)
+    identity = import_identity(maps, device, long, fmt)
     runs, results, diverged = _build_tables(rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity)
     device_names = sorted({r["device"] for r in rows})
     created = not Path(db_path).exists()

@@ -17,12 +17,13 @@ from edgestats.query import FORMATS, format_result, run_query, terminal_columns
 @handle_errors
 def import_command(
     db: Path = typer.Argument(..., help="Results DB to import into (created if missing)."),
-    file: Path = typer.Argument(..., help="CSV, TSV or Parquet file with one row per run."),
-    kind: str = typer.Option(..., "--kind", help="What the rows are: inference or training."),
+    file: Path = typer.Argument(..., help="CSV, TSV or Parquet file with one row per run, or a benchmark tool's output (--format)."),
+    kind: str = typer.Option(None, "--kind", help="What the rows are: inference or training (not needed with --format)."),
     map_: list[str] = typer.Option([], "--map", help="Rename a column: SRC=DST (repeatable), e.g. --map 'Train (s)=training_time_s'."),
     device: str = typer.Option(None, "--device", help="Device name for rows without a 'device' column."),
     long: bool = typer.Option(False, "--long", help="The file is long-format: one row per run and metric (or phase), with 'metric' (or 'phase'), 'value' and optionally 'unit' columns."),
     replace: bool = typer.Option(False, "--replace", help="Replace the runs of an earlier import of this file (same content or same file name), e.g. after correcting --map or --device."),
+    fmt: str = typer.Option(None, "--format", help="FILE is a benchmark tool's output, one inference run: benchmark_model (TFLite), benchmark_app (OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen mlperf_log_summary.txt)."),
 ) -> None:
     """Import results made elsewhere (CSV or Parquet, one row per run).
 
@@ -30,9 +31,10 @@ def import_command(
     like 'Training Time (s)'; a name carrying another unit of the same kind (latency_us,
     training_time_min, mem_max_gib, accuracy_frac) is converted. Other columns are kept as JSON
     in runs.extra. Nothing is written if any row is wrong; importing a file twice adds nothing;
-    importing it again with another --map or --device needs --replace.
+    importing it again with another --map or --device needs --replace. With --format, FILE is
+    the output of benchmark_model, benchmark_app, onnxruntime_perf_test or MLPerf LoadGen.
     """
-    report = import_results(db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long)
+    report = import_results(db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt)
     replaced = f", {report.runs_replaced} runs of its earlier import replaced" if replace else ""
     typer.echo(f"{report.file.name}: {report.rows} rows -> {report.runs_added} runs added, "
                f"{report.runs_already_present} already in {db}{replaced}")

@@ -11,8 +11,20 @@ import polars as pl
 
 from edgestats.analysis.hyperparams import ITERATION_FACTORS, SERIES_CANDIDATES
 from edgestats.reports.charts_common import (
-    WIDTH, coefficient_chart, group_columns, interval_tooltip, label_column, varying, wide_range,
+    WIDTH, category_encoding, coefficient_chart, drawn_bounds, group_columns, interval_tooltip, label_column, varying,
+    wide_range, with_interval_text,
 )
+
+
+def _series_layers(x: alt.X, y: alt.Y, colour: dict, series: str, *fields: str) -> list:
+    """A line through the means of each series (its tooltip names the series), a rule across
+    each mean's interval and a dot at it (their tooltips: the exact mean and its interval)."""
+    tooltip = interval_tooltip(*fields, title="mean")
+    names = [alt.Tooltip(f"{f}:N") for f in dict.fromkeys((series, *(f for f in fields if f == "response")))]
+    line = alt.Chart().mark_line(opacity=0.6).encode(x=x, y=y, detail=f"{series}:N", color=colour["color"], tooltip=names)
+    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="bar_low:Q", y2="bar_high:Q", color=colour["color"], tooltip=tooltip)
+    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y=y, tooltip=tooltip, **colour)
+    return [line, bars, dots]
 
 # -- hyperparams: main effects, response vs iterations -------------------------------------------
 
@@ -33,14 +45,13 @@ def main_effects_chart(effects: pl.DataFrame) -> alt.FacetChart:
         pl.col("value").cast(pl.String), *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
     order = _level_order(frame["value"])
     x = alt.X("value:O", title=None, sort=order)
-    colour = alt.Color("group:N", title="group") if frame["group"].n_unique() > 1 else alt.value("#1f77b4")
-    line = alt.Chart().mark_line(opacity=0.5).encode(x=x, y=alt.Y("estimate:Q", title="mean response", scale=alt.Scale(zero=False)),
-                                                     color=colour, detail="group:N")
-    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=colour)
-    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y="estimate:Q", color=colour,
-                                                               tooltip=interval_tooltip("group", "factor", "value"))
-    data = frame.select("group", "response", "factor", "value", "estimate", "ci_low", "ci_high", "level", "n")
-    return (alt.layer(line, bars, dots, data=data).properties(width=200, height=170)
+    n_groups = frame["group"].n_unique()
+    colour = category_encoding("group", n_groups) if n_groups > 1 else {"color": alt.value("#1f77b4")}
+    y = alt.Y("estimate:Q", title="mean response", scale=alt.Scale(zero=False))
+    layers = _series_layers(x, y, colour, "group", "group", "response", "factor", "value")
+    data = drawn_bounds(with_interval_text(frame)).select(
+        "group", "response", "factor", "value", "estimate", "ci_low", "ci_high", "bar_low", "bar_high", "interval", "level", "n")
+    return (alt.layer(*layers, data=data).properties(width=200, height=170)
             .facet(column=alt.Column("factor:N", title=None), row=alt.Row("response:N", title=None))
             .resolve_scale(x="independent", y="independent"))
 
@@ -53,14 +64,12 @@ def response_vs_iterations_chart(means: pl.DataFrame) -> alt.FacetChart:
     colour_by = next((c for c in SERIES_CANDIDATES if c in means.columns and c != factor), None)
     frame = means.with_columns((pl.col(colour_by).cast(pl.String) if colour_by else pl.lit("all")).alias("series"))
     x = alt.X(f"{factor}:Q", title=factor, scale=alt.Scale(type="log") if wide_range(frame[factor]) else alt.Scale(zero=False))
-    colour = alt.Color("series:N", title=colour_by or "", sort=_level_order(frame["series"]))
+    colour = category_encoding("series", frame["series"].n_unique(), title=colour_by or "", sort=_level_order(frame["series"]))
     y = alt.Y("estimate:Q", title="mean", scale=alt.Scale(zero=False))
-    line = alt.Chart().mark_line().encode(x=x, y=y, color=colour, order=f"{factor}:Q")
-    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=colour)
-    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y=y, color=colour,
-                                                               tooltip=interval_tooltip("series", factor, "response"))
-    data = frame.select(factor, "series", "response", "estimate", "ci_low", "ci_high", "level", "n")
-    return (alt.layer(line, bars, dots, data=data).properties(width=WIDTH, height=200)
+    layers = _series_layers(x, y, colour, "series", "series", factor, "response")
+    data = drawn_bounds(with_interval_text(frame)).select(
+        factor, "series", "response", "estimate", "ci_low", "ci_high", "bar_low", "bar_high", "interval", "level", "n")
+    return (alt.layer(*layers, data=data).properties(width=WIDTH, height=200)
             .facet(row=alt.Row("response:N", title=None)).resolve_scale(y="independent"))
 
 
@@ -74,17 +83,16 @@ def workers_chart(workers: pl.DataFrame) -> alt.FacetChart:
     frame = label_column(workers, [c for c in varying(workers, keys) if c != row_by] or ["storage"] if "storage" in workers.columns else [],
                          name="series").with_columns(*(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
     x = alt.X("num_workers:O", title="num_workers")
-    colour = alt.Color("series:N", title="storage / group")
+    colour = category_encoding("series", frame["series"].n_unique(), title="storage / group")
     y = alt.Y("estimate:Q", title="median seconds per epoch")
-    line = alt.Chart().mark_line().encode(x=x, y=y, color=colour)
-    bars = alt.Chart().mark_rule(strokeWidth=2).encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=colour)
-    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=x, y=y, color=colour,
-                                                               tooltip=interval_tooltip("series", "num_workers", "quantity"))
-    data = frame.select("series", "num_workers", "quantity", *([row_by] if row_by else []), "estimate", "ci_low", "ci_high", "level", "n")
+    layers = _series_layers(x, y, colour, "series", "series", "num_workers", "quantity")
+    data = drawn_bounds(with_interval_text(frame)).select(
+        "series", "num_workers", "quantity", *([row_by] if row_by else []), "estimate", "ci_low", "ci_high", "bar_low",
+        "bar_high", "interval", "level", "n")
     facet_spec = {"column": alt.Column("quantity:N", title=None)}
     if row_by:
         facet_spec["row"] = alt.Row(f"{row_by}:N", title=None)
-    return (alt.layer(line, bars, dots, data=data).properties(width=240, height=200)
+    return (alt.layer(*layers, data=data).properties(width=240, height=200)
             .facet(**facet_spec).resolve_scale(y="independent"))
 
 

@@ -24,7 +24,9 @@ import polars as pl
 from edgestats import __version__
 from edgestats.analysis.overview import Overview
 from edgestats.reports.bundle import vega_bundle
-from edgestats.reports.tables import report_table, right_aligned
+from edgestats.reports.headline import headline_table
+from edgestats.reports.page_assets import LOADER_JS, SORT_JS, STYLE
+from edgestats.reports.page_tables import Footnotes, collapsed_html, csv_link, page_table, table_markup
 
 # HTML tables stop here; the full tables are in analysis.json and `--tables`.
 MAX_TABLE_ROWS = 200
@@ -51,6 +53,7 @@ class Figure:
     key: str
     title: str
     spec: dict[str, Any]
+    secondary: bool = False   # a generic chart of a frame the section does not draw: folded, as the tables
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ def header_html(overview: Overview) -> str:
         dates = "not recorded (imported results carry no dates)"
     return f"""<header>
 <h1>edgestats report: {esc(overview.db_name)}</h1>
+<div class=top>
 <dl class=facts>
 <dt>runs</dt><dd>{overview.n_runs:,}{f" ({runs})" if runs else ""}</dd>
 <dt>devices</dt><dd>{len(overview.devices):,}</dd>
@@ -126,26 +130,29 @@ def header_html(overview: Overview) -> str:
 </dl>
 <table class=devices><thead><tr><th>device</th><th>arch</th><th>CPU</th><th>cores</th><th>runs</th></tr></thead>
 <tbody>{devices}</tbody></table>
+</div>
 </header>"""
 
 
 # -- sections -----------------------------------------------------------------------------------
 
+# Charts shown under "At a glance", before the sections: (section key, figure key).
+MAIN_CHARTS = (("summary", "latency"), ("tradeoff", "pareto"))
 
-def table_html(caption: str, frame: pl.DataFrame) -> str:
-    shown = frame.head(MAX_TABLE_ROWS)
-    formatted = report_table(shown)
-    align = right_aligned(shown, formatted)
-    head = "".join(f"<th{' class=num' if right else ''}>{esc(c)}</th>" for c, right in zip(formatted.columns, align))
-    body = "".join(
-        "<tr>" + "".join(f"<td{' class=num' if right else ''}>{esc(cell)}</td>" for cell, right in zip(row, align)) + "</tr>"
-        for row in formatted.iter_rows()
-    )
-    more = ""
-    if frame.height > MAX_TABLE_ROWS:
-        more = (f"<p class=note>First {MAX_TABLE_ROWS} of {frame.height:,} rows; all of them are in analysis.json "
-                "and in the files of <code>--tables csv</code>.</p>")
-    return f"<div class=table-wrap><table><caption>{esc(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}"
+
+def table_html(caption: str, frame: pl.DataFrame, notes: Footnotes | None = None, *, key: str | None = None,
+               collapsed: bool = False) -> str:
+    """A frame as a wide table with units, intervals inline, a CSV link, and its notes as footnotes
+    (listed right after it when no page-wide `notes` is given, as in a notebook)."""
+    own = notes is None
+    notes = Footnotes() if own else notes
+    table = page_table(element_id(key or caption), caption, frame, notes)
+    if collapsed:
+        text = collapsed_html(table, MAX_TABLE_ROWS)
+    else:
+        text = (f'<div class=tablehead><span class=cap>{esc(caption)}</span> {csv_link(table)}</div>'
+                + table_markup(table, MAX_TABLE_ROWS))
+    return text + (notes.html().replace("<h2>Notes</h2>", "") if own else "")
 
 
 def figure_html(section: Section, figure: Figure) -> str:
@@ -154,64 +161,72 @@ def figure_html(section: Section, figure: Figure) -> str:
             f'<div class="chart" id="{chart_id}" data-rendered="pending"></div></figure>')
 
 
-def section_html(section: Section) -> str:
+def shared_notes(sections: list[Section]) -> list[str]:
+    """Notes that several sections carry (e.g. how many runs were noisy): said once, at the top."""
+    counts: dict[str, int] = {}
+    for section in sections:
+        for note in dict.fromkeys(section.notes):
+            counts[note] = counts.get(note, 0) + 1
+    return [note for note, n in counts.items() if n > 1]
+
+
+def section_html(section: Section, notes: Footnotes | None = None, moved: frozenset = frozenset(),
+                 shared: tuple[str, ...] = ()) -> str:
+    """A section: its sentence, its charts (those in `moved` are at the top), its tables folded."""
+    notes = notes if notes is not None else Footnotes()
     parts = [f'<section id="{element_id(section.key)}"><h2>{esc(section.title)}</h2>',
              f"<p class=sentence>{esc(section.sentence)}</p>"]
-    parts += [figure_html(section, f) for f in section.figures]
-    parts += [table_html(caption, frame) for caption, frame in section.tables if frame.height]
-    parts += [f"<p class=note>{esc(note)}</p>" for note in section.notes]
+    shown = [f for f in section.figures if (section.key, f.key) not in moved]
+    if len(shown) < len(section.figures):
+        parts.append('<p class=moved>Its main chart is under <a href="#glance">At a glance</a>.</p>')
+    parts.append("<div class=charts>" + "".join(figure_html(section, f) for f in shown if not f.secondary) + "</div>")
+    folded = [f for f in shown if f.secondary]
+    if folded:
+        names = ", ".join(f.title for f in folded)
+        parts.append(f'<details class=table><summary><span class=cap>More charts</span> <span class=shape>{esc(names)}'
+                     '</span></summary><div class=charts>' + "".join(figure_html(section, f) for f in folded) + "</div></details>")
+    parts += [table_html(caption, frame, notes, key=f"{section.key}-{caption}", collapsed=True)
+              for caption, frame in section.tables if frame.height]
+    parts += [f"<p class=note>{esc(note)}</p>" for note in dict.fromkeys(section.notes) if note not in shared]
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def glance_html(sections: list[Section], summary: Any, notes: Footnotes) -> tuple[str, frozenset]:
+    """The headline table and the main charts; and which charts moved up here."""
+    table = headline_table(summary, notes) if summary is not None else None
+    moved = [(s, f) for s in sections for f in s.figures if (s.key, f.key) in MAIN_CHARTS]
+    if table is None and not moved:
+        return "", frozenset()
+    parts = ['<section id="glance"><h2>At a glance</h2>']
+    if table is not None:
+        parts.append(f'<div class=tablehead><span class=cap>Per configuration</span> '
+                     f'<span class=shape>{esc(table.shape)}; click a header to sort</span> {csv_link(table)}</div>')
+        parts.append(table_markup(table, MAX_TABLE_ROWS))
+    parts.append("<div class=charts>" + "".join(figure_html(s, f) for s, f in moved) + "</div></section>")
+    return "\n".join(parts), frozenset((s.key, f.key) for s, f in moved)
 
 
 def chart_specs(sections: list[Section]) -> dict[str, dict[str, Any]]:
     return {element_id("chart", s.key, f.key): f.spec for s in sections for f in s.figures}
 
 
-def contents_html(sections: list[Section]) -> str:
+def contents_html(sections: list[Section], glance: bool) -> str:
     items = "".join(f'<li><a href="#{element_id(s.key)}">{esc(s.title)}</a></li>' for s in sections)
-    return f"<nav><ol>{items}</ol></nav>"
+    first = '<li><a href="#glance">At a glance</a></li>' if glance else ""
+    return f"<nav><ol>{first}{items}</ol></nav>"
 
 
-# Draws every chart; a chart that fails says so in its box and on the console (the browser
-# test fails on any console error).
-LOADER_JS = """
-(function () {
-  var specs = JSON.parse(document.getElementById("edgestats-specs").textContent);
-  var options = JSON.parse(document.getElementById("edgestats-embed-options").textContent);
-  Object.keys(specs).forEach(function (id) {
-    var box = document.getElementById(id);
-    vegaEmbed(box, specs[id], options).then(function () {
-      box.setAttribute("data-rendered", "true");
-    }).catch(function (err) {
-      box.setAttribute("data-rendered", "error");
-      box.textContent = "This chart could not be drawn: " + err;
-      console.error("edgestats: chart " + id + " failed:", err);
-    });
-  });
-})();
-"""
-
-STYLE = """
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1180px;
-       padding: 1.5em; color: #1d1d1f; }
-h1 { font-size: 1.6em; margin-bottom: .3em; } h2 { margin-top: 2.2em; border-bottom: 1px solid #ddd; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
-dl.facts dt { color: #555; } dl.facts dd { margin: 0; }
-table { border-collapse: collapse; margin: .8em 0; font-size: .92em; }
-th, td { padding: .25em .7em; border-bottom: 1px solid #e4e4e4; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } caption { text-align: left; font-weight: 600; padding: .3em 0; } .num { text-align: right; font-variant-numeric: tabular-nums; }
-.table-wrap { overflow-x: auto; }
-figure { margin: 1.2em 0; } figcaption { font-weight: 600; margin-bottom: .4em; }
-.chart { min-height: 60px; overflow-x: auto; }
-p.sentence { font-size: 1.05em; } p.note, footer { color: #666; font-size: .9em; }
-nav ol { columns: 2; }
-"""
-
-
-def render_page(overview: Overview, sections: list[Section], *, generated_at: dt.datetime | None = None) -> str:
+def render_page(overview: Overview, sections: list[Section], *, summary: Any = None,
+                generated_at: dt.datetime | None = None) -> str:
+    """The page: header, "At a glance" (the headline table of `summary`, the summary analysis'
+    result, and the main charts), a section per analysis, the footnotes, the scripts."""
     generated_at = generated_at or dt.datetime.now(dt.timezone.utc)
-    body = "\n".join(section_html(s) for s in sections)
+    notes = Footnotes()
+    glance, moved = glance_html(sections, summary, notes)
+    shared = tuple(shared_notes(sections))
+    body = "\n".join(section_html(s, notes, moved, shared) for s in sections)
+    every = "".join(f"<p class=note>In every section: {esc(note)}</p>" for note in shared)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -224,17 +239,21 @@ def render_page(overview: Overview, sections: list[Section], *, generated_at: dt
 </head>
 <body>
 {header_html(overview)}
-{contents_html(sections)}
+{contents_html(sections, bool(glance))}
 <main>
+{every}
+{glance}
 {body}
 </main>
+{notes.html()}
 <footer>Written by edgestats {esc(__version__)} on {generated_at.strftime("%Y-%m-%d %H:%M UTC")}.
-Intervals are confidence intervals at the level given in each table's header; n is the number of
-observations behind each figure. This page makes no network requests.</footer>
+Intervals are confidence intervals at the level given under each table; n is the number of
+observations behind each figure. Click a table's header to sort it; CSV links download the
+table's numbers. This page makes no network requests.</footer>
 <script type="application/json" id="edgestats-specs">{script_json(chart_specs(sections))}</script>
 <script type="application/json" id="edgestats-embed-options">{script_json(EMBED_OPTIONS)}</script>
 <script>{vega_bundle()}</script>
-<script>{LOADER_JS}</script>
+<script>{LOADER_JS}{SORT_JS}</script>
 </body>
 </html>
 """

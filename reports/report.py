@@ -68,9 +68,13 @@ def section_title(name: str) -> str:
 def figures_for(name: str, result: Any) -> list[tuple[str, str, Callable[[], Any]]]:
     """(key, title, build) for each chart of an analysis' section module; frames it does not
     draw (its DRAWN) but that carry intervals get the generic estimate-and-interval chart."""
-    section = section_module(name)
-    out = list(section.figures(result))
-    drawn = getattr(section, "DRAWN", frozenset())
+    return [*section_module(name).figures(result), *generic_figures(name, result)]
+
+
+def generic_figures(name: str, result: Any) -> list[tuple[str, str, Callable[[], Any]]]:
+    """The generic estimate-and-interval chart of each frame with intervals the section does not draw."""
+    drawn = getattr(section_module(name), "DRAWN", frozenset())
+    out = []
     for frame_key, frame in result.frames.items():
         if (frame is not None and frame.height and frame_key not in drawn
                 and {"estimate", "ci_low", "ci_high"} <= set(frame.columns)):
@@ -108,10 +112,11 @@ def build_section(name: str, result: Any, errors: list[str]) -> Section:
     available = getattr(result, "available", True)
     if not available:
         return Section(name, section_title(name), unavailable_sentence(result), notes=list(getattr(result, "notes", [])))
+    generic = {key for key, _, _ in generic_figures(name, result)}
     figures = []
     for key, title, build in figures_for(name, result):
         try:
-            figures.append(Figure(key, title, build().to_dict()))
+            figures.append(Figure(key, title, build().to_dict(), secondary=key in generic))
         except Exception as exc:  # noqa: BLE001  (one bad chart must not cost the user the whole report)
             errors.append(f"{name}/{key}: {exc!r}\n{traceback.format_exc()}")
             figures.append(Figure(key, title, no_data_chart(f"this chart could not be drawn: {exc}").to_dict()))
@@ -177,7 +182,7 @@ def write_report(out_dir: str | Path, results: dict[str, Any], overview: Overvie
     sections = [build_section(name, result, errors) for name, result in results.items()]
     sections.append(power_section(power_trace))
     index = out_dir / "index.html"
-    _write_atomic(index, render_page(overview, sections))
+    _write_atomic(index, render_page(overview, sections, summary=results.get("summary")))
     analysis_json = out_dir / "analysis.json"
     _write_atomic(analysis_json, dumps(results) + "\n")   # the same document as `analyze --json`
     files = ReportFiles(index, analysis_json, chart_errors=errors)

@@ -61,10 +61,28 @@ def _is_plain(dtype: pl.DataType) -> bool:
 # -- the formatted table ------------------------------------------------------------------------
 
 
+MIB = 1024 * 1024
+PER_ROW_VALUES = ("estimate", "ci_low", "ci_high", "runner_up_estimate")
+
+
+def in_mib(frame: pl.DataFrame) -> pl.DataFrame:
+    """Memory for reading: `X_bytes` columns become `X_mib`, and rows whose metric is `X_bytes`
+    have their estimate and bounds in MiB under the metric `X_mib` (CSV keeps bytes)."""
+    renames = {c: c.replace("_bytes", "_mib") for c in frame.columns if "_bytes" in c and frame.schema[c].is_numeric()}
+    frame = frame.with_columns(pl.col(c) / MIB for c in renames).rename(renames)
+    if "metric" in frame.columns and frame.schema["metric"] == pl.String:
+        is_bytes = pl.col("metric").str.ends_with("_bytes")
+        frame = frame.with_columns(
+            *(pl.when(is_bytes).then(pl.col(c) / MIB).otherwise(pl.col(c)).alias(c)
+              for c in PER_ROW_VALUES if c in frame.columns and frame.schema[c].is_numeric()),
+            pl.col("metric").str.replace(r"_bytes$", "_mib"))
+    return frame
+
+
 def report_table(frame: pl.DataFrame) -> pl.DataFrame:
     """Every cell as text, each estimate merged with its interval; bounds and a shared level
-    are folded into the header ("latency_median_ms [95 % CI]")."""
-    frame = frame.select([c for c, t in frame.schema.items() if _is_plain(t)])
+    are folded into the header ("latency_median_ms [95 % CI]"); memory in MiB (`in_mib`)."""
+    frame = in_mib(frame.select([c for c, t in frame.schema.items() if _is_plain(t)]))
     pairs = interval_columns(frame.columns)
     level = confidence_level(frame)
     bounds = {c for low_high in pairs.values() for c in low_high}
@@ -91,7 +109,7 @@ def numeric_columns(frame: pl.DataFrame) -> set[str]:
 
 
 def right_aligned(frame: pl.DataFrame, formatted: pl.DataFrame) -> list[bool]:
-    numeric = numeric_columns(frame)
+    numeric = numeric_columns(in_mib(frame.select([c for c, t in frame.schema.items() if _is_plain(t)])))
     return [column.split(" [")[0] in numeric for column in formatted.columns]
 
 

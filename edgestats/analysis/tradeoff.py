@@ -200,7 +200,9 @@ def tradeoff(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, config: list
 
 
 def _text(candidate: dict) -> str:
-    return " / ".join(str(v) for v in candidate.values())
+    """A candidate's name: its values, missing ones (an imported run has no runtime) and repeats
+    (tflite's runtime is tflite) left out."""
+    return " / ".join(dict.fromkeys(str(v) for v in candidate.values() if v is not None)) or "all"
 
 
 def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:

@@ -8,20 +8,27 @@ import polars as pl
 
 from edgestats.formatting import format_interval
 from edgestats.reports import charts_latency
-from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct
+from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct, with_intervals
 
 DRAWN = frozenset({"phases", "ratios"})
 NEUTRAL = "Phase times per configuration, with intervals across runs."
 
 
+RATIO = "load_model / steady"
+
+
 def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
+    ratios = frames.get("ratios")
+    ratios = None if ratios is None else ratios.filter(pl.col("ratio") == RATIO)
     return [
-        *figure(frames, "phases", "phases", "Mean seconds per phase (stacked), each with its interval",
+        *figure(frames, "phases", "phases", with_intervals("Mean seconds per phase (stacked)", frames.get("phases"),
+                                                           drawn="each with its interval"),
                 charts_latency.phase_breakdown_chart),
-        *figure(frames, "ratios", "ratio", "Model load ÷ steady-state run (above 1: loading costs more)",
-                lambda ratios: charts_latency.ratio_chart(ratios, ratio_name="load_model / steady",
-                                                          title="load_model / steady (log scale)")),
+        *figure(frames, "ratios", "ratio", with_intervals("Model load time ÷ steady-state run time (above 1: loading costs "
+                                                          "more)", ratios),
+                lambda ratios: charts_latency.ratio_chart(ratios, ratio_name=RATIO,
+                                                          title="model load time ÷ steady-state run time")),
     ]
 
 
@@ -29,7 +36,7 @@ def sentence(result: Any) -> str:
     ratios = result.frames.get("ratios")
     if ratios is None or ratios.height == 0:
         return NEUTRAL
-    steady = ratios.filter((pl.col("ratio") == "load_model / steady") & pl.col("estimate").is_not_null())
+    steady = ratios.filter((pl.col("ratio") == RATIO) & pl.col("estimate").is_not_null())
     if steady.height == 0:
         one = ratios.filter(pl.col("estimate").is_not_null()).sort("estimate")
         if one.height == 0:

@@ -9,7 +9,7 @@ import polars as pl
 
 from edgestats.formatting import format_interval
 from edgestats.reports import charts_energy
-from edgestats.reports.sections import FigureSpec, drawable, figure, pct
+from edgestats.reports.sections import FigureSpec, drawable, figure, pct, with_intervals
 
 DRAWN = frozenset({"points", "fit", "band", "phases", "correlation"})
 
@@ -19,12 +19,16 @@ def figures(result: Any) -> list[FigureSpec]:
     # The band's columns name the fit groups even where no group had a line to fit (no rows).
     band = result.frames.get("band")
     band = pl.DataFrame() if band is None else band
+    fitted = "with the fitted line and its band" if band.height else "no fitted line: too few points to fit one"
+    phases = frames.get("phases")
+    phases = None if phases is None else phases.filter(pl.col("quantity") == "energy_j")
     return [
-        *figure(frames, "points", "time-energy", "Energy per inference against latency, with the fitted line and its band",
+        *figure(frames, "points", "time-energy", f"Energy per inference against latency, {fitted}",
                 lambda points: charts_energy.time_energy_chart(points, band)),
-        *figure(frames, "phases", "phase-energy", "Energy above idle per phase, with intervals",
+        *figure(frames, "phases", "phase-energy", with_intervals("Energy above idle per phase", phases),
                 charts_energy.phase_energy_chart),
-        *figure(frames, "correlation", "correlation", "Correlation of latency and energy per inference, with intervals",
+        *figure(frames, "correlation", "correlation", with_intervals("Correlation of latency and energy per inference",
+                                                                     frames.get("correlation")),
                 charts_energy.correlation_chart),
     ]
 

@@ -8,7 +8,7 @@ import polars as pl
 
 from edgestats.formatting import format_interval, format_number
 from edgestats.reports import charts_training
-from edgestats.reports.sections import FigureSpec, drawable, figure
+from edgestats.reports.sections import FigureSpec, drawable, figure, with_intervals
 
 # `points` are the runs behind the figures, drawn through their means (vs_iterations).
 DRAWN = frozenset({"main_effects", "vs_iterations", "points"})
@@ -19,9 +19,10 @@ def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
     return [
         *figure(frames, "main_effects", "main-effects",
-                "Main effects: mean response at each level of each factor, with intervals", charts_training.main_effects_chart),
+                with_intervals("Main effects: mean response at each level of each factor", frames.get("main_effects")),
+                charts_training.main_effects_chart),
         *figure(frames, "vs_iterations", "vs-iterations",
-                "The response against iterations, one line per batch size, with intervals",
+                with_intervals("The response against iterations, one line per batch size", frames.get("vs_iterations")),
                 charts_training.response_vs_iterations_chart),
     ]
 

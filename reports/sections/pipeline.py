@@ -8,7 +8,7 @@ import polars as pl
 
 from edgestats.formatting import format_interval
 from edgestats.reports import charts_training
-from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct
+from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct, with_intervals
 
 DRAWN = frozenset({"workers", "resources"})
 
@@ -16,9 +16,11 @@ DRAWN = frozenset({"workers", "resources"})
 def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
     return [
-        *figure(frames, "workers", "workers", "Fetch stall and E2E time per epoch against workers, per storage",
+        *figure(frames, "workers", "workers", with_intervals("Fetch stall and E2E time per epoch against workers, per storage",
+                                                             frames.get("workers")),
                 charts_training.workers_chart),
-        *figure(frames, "resources", "resources", "How CPU use and memory follow batch size (Spearman's ρ, with intervals)",
+        *figure(frames, "resources", "resources",
+                with_intervals("How CPU use and memory follow batch size (Spearman's ρ)", frames.get("resources")),
                 charts_training.resources_chart),
     ]
 

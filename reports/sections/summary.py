@@ -11,19 +11,26 @@ import polars as pl
 
 from edgestats.formatting import format_interval, format_number
 from edgestats.reports import charts_latency
-from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct
+from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct, with_intervals
 
 DRAWN = frozenset({"metrics", "distribution", "ecdf"})
 
 
 def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
+    metrics, ecdf = frames.get("metrics"), frames.get("ecdf")
+    medians = None if metrics is None else metrics.filter(pl.col("metric") == "latency_median_ms")
+    latency = with_intervals("Steady-state latency per configuration: box p25–p75, whiskers p5–p95, dotted to p99, "
+                             "median tick", medians, drawn="with its interval (dark bar)")
+    ecdf_title = "ECDF of the steady-state latencies per configuration (51 quantiles each)"
+    if ecdf is not None:
+        _, left_out = charts_latency.ecdf_spread(ecdf)
+        ecdf_title += (f"; {left_out} configuration{'s' if left_out != 1 else ''} with a single latency figure "
+                       "(imported results) left out" if left_out else "")
     return [
-        *figure(frames, "metrics", "latency", "Steady-state latency per configuration: box p25–p75, whiskers p5–p95, "
-                "dotted to p99, median tick with its interval (dark bar)",
+        *figure(frames, "metrics", "latency", latency,
                 lambda metrics: charts_latency.latency_distribution_chart(metrics, frames.get("distribution"))),
-        *figure(frames, "ecdf", "ecdf", "ECDF of the steady-state latencies per configuration (51 quantiles each)",
-                charts_latency.latency_ecdf_chart),
+        *figure(frames, "ecdf", "ecdf", ecdf_title, charts_latency.latency_ecdf_chart),
     ]
 
 

@@ -5,18 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from edgestats.reports import charts_tradeoff
-from edgestats.reports.sections import FigureSpec, drawable, figure
+from edgestats.reports.sections import FigureSpec, drawable, figure, with_intervals
 
 DRAWN = frozenset({"pareto", "winners"})
 
 
 def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
+    pareto = with_intervals("Peak memory (MiB) against median latency; the Pareto front as a black step line, its points "
+                            "ringed", frames.get("pareto"), low="latency_median_ms_ci_low", high="latency_median_ms_ci_high",
+                            estimate="latency_median_ms", drawn="each point with its intervals")
+    winners = with_intervals("Best and runner-up per metric: best's median, runner-up hollow", frames.get("winners"),
+                             drawn="the best's with its interval")
     return [
-        *figure(frames, "pareto", "pareto", "Peak memory against median latency; the Pareto front dashed",
-                charts_tradeoff.pareto_chart),
-        *figure(frames, "winners", "winners", "Best and runner-up per metric: best's median with its interval, "
-                "runner-up hollow", charts_tradeoff.winners_chart),
+        *figure(frames, "pareto", "pareto", pareto, charts_tradeoff.pareto_chart),
+        *figure(frames, "winners", "winners", winners, charts_tradeoff.winners_chart),
     ]
 
 

@@ -1,13 +1,23 @@
 """The report in a real browser: Debian's Chromium, headless, driven by playwright, with every
-network request refused. Every chart must draw, nothing may reach the network or the console's
-error channel, and a device named like a script must show as text.
+network request refused. Every chart must draw, nothing may reach the network or the console
+(no error, no warning), a device named like a script must show as text, and the page is one a
+person takes in at a glance: at most 9,000 px tall at 1400 px wide with every table folded,
+no table wider than its box when all are open, every table and link still reachable, and each
+table's CSV downloadable offline.
+
+Two DBs: a realistic one (collected runs of several devices and frameworks with phases, memory,
+power and training, plus the two published tables of sample_data/ imported, as `make demo`
+merges them) and one of imported tables only. Each page is opened once (module fixture).
 
 Needs /usr/bin/chromium (`make system-deps` installs it) and playwright (the [dev] extra); its
-own browser download is never used. The screenshot is kept under test-artifacts/.
+own browser download is never used. Screenshots are kept under test-artifacts/.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -17,64 +27,158 @@ from edgestats.analysis import run_analyses
 
 pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "test-artifacts"
+SAMPLES = REPO / "sample_data"
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
+WIDTH, MAX_HEIGHT = 1400, 9_000
+
+# Table boxes wider than their content, after every <details> is opened: none may scroll sideways.
+OVERFLOW_JS = """() => Array.from(document.querySelectorAll('.table-wrap')).filter(e => e.scrollWidth > e.clientWidth)
+  .map(e => ({table: e.querySelector('table').id, scroll: e.scrollWidth, client: e.clientWidth}))"""
+# Every in-page link (contents, footnote markers, "at a glance") must land on an element.
+# (vega-embed's own menu links are href="#": not ours.)
+DANGLING_JS = """() => Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href'))
+  .filter(h => h.length > 1 && !document.getElementById(h.slice(1)))"""
+# The headline's median column after one and two clicks on its header: ascending, then descending.
+SORT_JS = """() => { const th = Array.from(document.querySelectorAll('#table-headline th'))
+    .find(h => h.textContent.startsWith('median latency')); const col = th.cellIndex; const values = () =>
+    Array.from(document.querySelectorAll('#table-headline tbody tr')).map(r => Number(r.cells[col].dataset.sort));
+  th.click(); const up = values(); th.click(); return [up, values()]; }"""
+TABLES_JS = """() => Array.from(document.querySelectorAll('table.sortable')).map(t => ({id: t.id,
+  rows: t.tBodies[0].rows.length, visible: t.getBoundingClientRect().height > 0}))"""
+
+
+def _route(seen: dict):
+    def route(r):
+        if r.request.url.startswith(LOCAL_SCHEMES):
+            r.continue_()
+        else:
+            seen["blocked"].append(r.request.url)
+            r.abort()
+    return route
+
+
+def _measure(page, seen: dict, screenshot: Path) -> None:
+    page.wait_for_function(
+        "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')", timeout=60_000)
+    seen["charts"] = page.eval_on_selector_all(
+        ".chart", "els => els.map(e => ({id: e.id, state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas')}))")
+    seen["device_cells"] = page.eval_on_selector_all("table.devices td:first-child", "els => els.map(e => e.textContent)")
+    seen["script_count"] = page.eval_on_selector_all("script", "els => els.length")
+    seen["height"] = page.evaluate("document.documentElement.scrollHeight")
+    seen["page_width"] = page.evaluate("document.documentElement.scrollWidth")
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(screenshot), full_page=True)
+    seen["csv_links"] = page.eval_on_selector_all("a.csv", "els => els.map(a => [a.download, a.href])")
+    with page.expect_download() as download:
+        page.click("#glance a.csv" if page.query_selector("#glance a.csv") else "a.csv")
+    seen["downloaded"] = Path(download.value.path()).read_text(encoding="utf-8")
+    seen["sorted"] = page.evaluate(SORT_JS)
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.wait_for_timeout(200)
+    seen["overflow"] = page.evaluate(OVERFLOW_JS)
+    seen["dangling"] = page.evaluate(DANGLING_JS)
+    seen["tables"] = page.evaluate(TABLES_JS)
 
 
 def open_in_browser(index: Path, screenshot: Path) -> dict:
-    """Load the page offline and report what happened in it."""
+    """Load the page offline at 1400 px wide and report what happened in it."""
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
-    seen = {"requests": [], "blocked": [], "console_errors": [], "page_errors": [], "dialogs": []}
+    seen = {"requests": [], "blocked": [], "console": [], "page_errors": [], "dialogs": []}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         try:
-            context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
-
-            def route(r):
-                if r.request.url.startswith(LOCAL_SCHEMES):
-                    r.continue_()
-                else:
-                    seen["blocked"].append(r.request.url)
-                    r.abort()
-
-            context.route("**/*", route)
+            context = browser.new_context(offline=True, viewport={"width": WIDTH, "height": 900}, accept_downloads=True)
+            context.route("**/*", _route(seen))
             page = context.new_page()
             page.on("request", lambda req: seen["requests"].append(req.url))
-            page.on("console", lambda msg: msg.type == "error" and seen["console_errors"].append(msg.text))
+            page.on("console", lambda msg: msg.type in ("error", "warning") and seen["console"].append(f"{msg.type}: {msg.text}"))
             page.on("pageerror", lambda exc: seen["page_errors"].append(str(exc)))
             page.on("dialog", lambda dialog: (seen["dialogs"].append(dialog.message), dialog.dismiss()))
             page.goto(index.as_uri())
-            page.wait_for_function(
-                "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')",
-                timeout=60_000)
-            seen["charts"] = page.eval_on_selector_all(
-                ".chart", "els => els.map(e => ({id: e.id, state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas')}))")
-            seen["device_cells"] = page.eval_on_selector_all("table.devices td:first-child", "els => els.map(e => e.textContent)")
-            seen["script_count"] = page.eval_on_selector_all("script", "els => els.length")
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshot), full_page=True)
+            _measure(page, seen, screenshot)
         finally:
             browser.close()
     return seen
 
 
-def test_report_renders_offline_in_chromium(tmp_path):
-    db = make_report_db(tmp_path / "results.duckdb")
-    files = write_db_report(db, tmp_path / "report", run_analyses(db))
-    assert files.chart_errors == []
-    screenshot = ARTIFACTS / "report.png"
-    seen = open_in_browser(files.index, screenshot)
-    print(f"screenshot: {screenshot}")
+def realistic_db(path: Path) -> Path:
+    """Collected runs (make_report_db) with pCAMP's and DLaaS' published tables imported beside them."""
+    from edgestats.importer import import_results
 
-    assert len(seen["charts"]) >= 12, "one chart or more per analysis, plus the power trace"
+    make_report_db(path)
+    import_results(path, SAMPLES / "pcamp_inference.csv", kind="inference")
+    import_results(path, SAMPLES / "dlaas_tf_mnist_cpu.csv", kind="training")
+    return path
+
+
+def imported_db(path: Path) -> Path:
+    from edgestats.importer import import_results
+
+    import_results(path, SAMPLES / "pcamp_inference.csv", kind="inference")
+    import_results(path, SAMPLES / "dlaas_tf_mnist_cpu.csv", kind="training")
+    return path
+
+
+@pytest.fixture(scope="module", params=["realistic", "imported"])
+def opened(request, tmp_path_factory) -> tuple[str, dict, object]:
+    folder = tmp_path_factory.mktemp(request.param)
+    db = (realistic_db if request.param == "realistic" else imported_db)(folder / "results.duckdb")
+    files = write_db_report(db, folder / "report", run_analyses(db))
+    screenshot = ARTIFACTS / f"report-{request.param}.png"
+    print(f"screenshot: {screenshot}")
+    return request.param, open_in_browser(files.index, screenshot), files
+
+
+def test_report_renders_offline_in_chromium(opened):
+    kind, seen, files = opened
+    assert files.chart_errors == []
     not_drawn = [c["id"] for c in seen["charts"] if c["state"] != "true" or not c["drawn"]]
     assert not not_drawn, f"charts without an SVG/canvas: {not_drawn}"
-    assert seen["console_errors"] == [] and seen["page_errors"] == []
+    assert seen["page_errors"] == []
     assert seen["blocked"] == [], f"the page tried the network: {seen['blocked']}"
     assert all(url.startswith(LOCAL_SCHEMES) for url in seen["requests"]), seen["requests"]
     assert seen["dialogs"] == [], "a DB string ran as script"
-    assert EVIL_DEVICE in seen["device_cells"], "the device name shows as text"
     assert seen["script_count"] == 4, "only the report's own scripts: specs, options, Vega bundle, loader"
-    assert screenshot.stat().st_size > 10_000
+    if kind == "realistic":
+        assert len(seen["charts"]) >= 12, "one chart or more per analysis, plus the power trace"
+        assert EVIL_DEVICE in seen["device_cells"], "the device name shows as text"
+
+
+def test_console_has_no_warning_or_error(opened):
+    _, seen, _ = opened
+    assert seen["console"] == [], "\n".join(seen["console"])
+
+
+def test_page_is_short_at_1400_px_and_nothing_overflows(opened):
+    kind, seen, _ = opened
+    assert seen["height"] <= MAX_HEIGHT, f"{kind}: the page is {seen['height']:,} px tall at {WIDTH} px wide"
+    assert seen["page_width"] <= WIDTH
+    assert seen["overflow"] == [], f"{kind}: tables wider than their box: {seen['overflow']}"
+
+
+def test_every_table_and_link_is_reachable(opened):
+    kind, seen, _ = opened
+    assert seen["dangling"] == [], f"links to nothing: {seen['dangling']}"
+    assert seen["tables"] and all(t["rows"] > 0 and t["visible"] for t in seen["tables"]), seen["tables"]
+    assert seen["tables"][0]["id"] == "table-headline", "the headline table comes first"
+
+
+def test_each_table_downloads_as_csv_offline(opened):
+    _, seen, _ = opened
+    assert len(seen["csv_links"]) == len(seen["tables"]), "one CSV link per table"
+    for name, href in seen["csv_links"]:
+        assert name.endswith(".csv") and href.startswith("data:text/csv")
+        rows = list(csv.reader(io.StringIO(urllib.parse.unquote(href.split(",", 1)[1]))))
+        assert len(rows) >= 2, f"{name}: a header and rows"
+    header = seen["downloaded"].splitlines()[0]
+    assert "latency_median_ms" in header and "latency_median_ms_ci_low" in header, "the headline's numbers, with bounds"
+
+
+def test_headline_sorts_by_a_clicked_header(opened):
+    _, seen, _ = opened
+    ascending, descending = seen["sorted"]
+    assert len(ascending) > 2 and ascending == sorted(ascending) and descending == sorted(ascending, reverse=True)

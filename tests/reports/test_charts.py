@@ -159,3 +159,153 @@ def test_time_energy_draws_the_band_it_is_given(frozen_inputs):
     drawn = [(r["device"], r["x"], r["fit"], r["band_low"], r["band_high"]) for r in rows if r.get("fit") is not None]
     assert drawn == band.select("device", "x", "fit", "band_low", "band_high").rows()
     assert sum(1 for r in rows if r.get("n_runs") is not None) == points.height
+
+
+# -- what a reader sees: honest axes, intervals, tooltips, colours (issue 14's chart defects) -------
+
+INTERVAL_COLUMNS = re.compile(r"(ci_low|ci_high|band_low|band_high|_ci_low|_ci_high)$")
+
+
+def without_intervals(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame as imported one-figure-per-run results give it: every interval bound null."""
+    return frame.with_columns(*(pl.lit(None, pl.Float64).alias(c) for c in frame.columns if INTERVAL_COLUMNS.search(c)))
+
+
+def units(spec: dict, data: str | None = None, panels: tuple = ()):
+    """(unit spec, its dataset name, the facet fields above it) of every mark in a spec."""
+    data = (spec.get("data") or {}).get("name", data)
+    facet = spec.get("facet") or {}
+    fields = [f["field"] for f in ([facet] if "field" in facet else facet.values()) if isinstance(f, dict) and "field" in f]
+    panels = (*panels, *fields)
+    if "mark" in spec:
+        yield spec, data, panels
+    for child in [*spec.get("layer", []), *([spec["spec"]] if "spec" in spec else [])]:
+        yield from units(child, data, panels)
+
+
+def passes(row: dict, unit: dict) -> bool:
+    """The row survives the unit's filters (the isValid(datum.X) and datum.X forms the builders use)."""
+    for step in unit.get("transform", []):
+        expression = step.get("filter", "")
+        for name in re.findall(r"isValid\(datum\.(\w+)\)", expression):
+            if row.get(name) is None:
+                return False
+        if re.fullmatch(r"datum\.(\w+)", expression) and not row.get(expression.removeprefix("datum.")):
+            return False
+    return True
+
+
+def empty_extents(spec: dict) -> list[str]:
+    """Positional fields a layer draws that have no value in a facet panel: Vega warns "Infinite
+    extent" for each (and for NaN), the browser console fills with warnings."""
+    problems = []
+    for unit, data, panels in units(spec):
+        rows = [r for r in spec.get("datasets", {}).get(data, []) if passes(r, unit)]
+        groups: dict = {}
+        for row in rows:
+            groups.setdefault(tuple(row.get(p) for p in panels), []).append(row)
+        for channel in ("x", "x2", "y", "y2"):
+            encoding = unit.get("encoding", {}).get(channel) or {}
+            field = encoding.get("field") if encoding.get("type", "quantitative") == "quantitative" else None
+            for key, members in (groups or {(): []}).items():
+                if field and not any(isinstance(r.get(field), (int, float)) for r in members):
+                    problems.append(f"{channel}={field} in panel {key}")
+    return problems
+
+
+def built(frozen, strip: bool = False) -> dict[str, dict]:
+    return {name: build({k: without_intervals(v) if strip else v for k, v in inputs_for(analysis, keys, frozen).items()}).to_dict()
+            for name, (analysis, keys, build) in BUILDERS.items()}
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["with-intervals", "imported-no-intervals"])
+def test_no_layer_draws_a_field_without_values(frozen_inputs, strip):
+    for name, spec in built(frozen_inputs, strip).items():
+        assert empty_extents(spec) == [], name
+
+
+def test_every_mark_has_a_tooltip_with_the_interval(frozen_inputs):
+    for name, spec in built(frozen_inputs).items():
+        for unit, _, _ in units(spec):
+            encoding = unit.get("encoding", {})
+            if not any("field" in e for e in encoding.values() if isinstance(e, dict)):
+                continue  # a reference line at a constant (1 = break-even, 0)
+            assert "tooltip" in encoding, f"{name}: a {unit['mark']} without a tooltip"
+            tips = [t["field"] for t in encoding["tooltip"]]
+            if name not in ("latency_ecdf", "power_over_time", "time_energy") and unit["mark"] != "line" and \
+                    (unit["mark"] if isinstance(unit["mark"], str) else unit["mark"]["type"]) != "line":
+                assert any("interval" in t for t in tips), f"{name}: {unit['mark']} tooltip lacks the interval: {tips}"
+
+
+def axis_titles(spec: dict, channel: str) -> list[tuple[str, str | None]]:
+    """(title, scale type) of each layer's `channel`."""
+    return [(e.get("title"), (e.get("scale") or {}).get("type")) for unit, _, _ in units(spec)
+            if isinstance(e := unit.get("encoding", {}).get(channel), dict) and "field" in e]
+
+
+def test_an_axis_says_log_exactly_when_it_is_log(frozen_inputs):
+    for strip in (False, True):
+        for name, spec in built(frozen_inputs, strip).items():
+            for channel in ("x", "y"):
+                pairs = axis_titles(spec, channel)
+                is_log = any(kind == "log" for _, kind in pairs)
+                says_log = any(title and "log" in title for title, _ in pairs)
+                assert is_log == says_log, f"{name} {channel}: log={is_log}, titles {pairs}"
+
+
+def test_ratio_axis_of_the_section_says_what_is_drawn(frozen_inputs):
+    """The ratio chart said "(log scale)" on a linear axis (a bound at or below 0)."""
+    from types import SimpleNamespace
+
+    from edgestats.reports.sections import breakdown
+
+    ratios = frozen_inputs["breakdown.ratios"]
+    linear = ratios.with_columns(pl.when(pl.col("ci_low").is_not_null()).then(-0.5).otherwise(None).alias("ci_low"))
+    for frame, log in ((ratios, True), (linear, False)):
+        (_, _, build), = [f for f in breakdown.figures(SimpleNamespace(frames={"ratios": frame})) if f[0] == "ratio"]
+        (title, kind), *_ = [p for p in axis_titles(build().to_dict(), "x") if p[0]]
+        assert (kind == "log") is log and ("log scale" in title) is log, (title, kind)
+
+
+def ecdf_frame(n_configs: int, values: int = 5) -> pl.DataFrame:
+    return pl.DataFrame([{"device": "pi", "model": f"m{i:02d}", "p": j / (values - 1), "latency_ms": 10.0 + i + j,
+                          "n": values, "n_unit": "latencies"} for i in range(n_configs) for j in range(values)])
+
+
+def test_colours_stay_distinct_up_to_20_configurations_then_dashes_join():
+    palettes = {"tableau10": 10, "tableau20": 20, "category20": 20}
+    for n in (14, 20):
+        (unit, _, _), = units(charts_latency.latency_ecdf_chart(ecdf_frame(n)).to_dict())
+        colour = unit["encoding"]["color"]
+        assert palettes.get(colour["scale"].get("scheme"), 0) >= n, colour
+    (unit, _, _), = units(charts_latency.latency_ecdf_chart(ecdf_frame(25)).to_dict())
+    enc = unit["encoding"]
+    assert enc["strokeDash"]["field"] == "config" and len(enc["strokeDash"]["scale"]["range"]) % 2 == 1
+
+
+def test_a_one_value_ecdf_is_replaced_by_a_line_of_text():
+    single = ecdf_frame(3).filter(pl.col("p") == 0).with_columns(pl.lit(1, pl.Int64).alias("n"))
+    spec = charts_latency.latency_ecdf_chart(single).to_dict()
+    assert spec["mark"]["type"] == "text" and "single latency figure" in json.dumps(spec)
+    mixed = charts_latency.latency_ecdf_chart(pl.concat([single.with_columns(("s" + pl.col("model")).alias("model")), ecdf_frame(2)]))
+    assert {r["config"] for r in next(iter(mixed.to_dict()["datasets"].values()))} == {"m00", "m01"}
+
+
+def test_the_pareto_front_stands_out_of_the_palette(frozen_inputs):
+    spec = charts_tradeoff.pareto_chart(frozen_inputs["tradeoff.pareto"]).to_dict()
+    front = [u for u, _, _ in units(spec) if u.get("transform") == [{"filter": "datum.pareto"}]]
+    line = next(u for u in front if u["mark"]["type"] == "line")
+    ring = next(u for u in front if u["mark"]["type"] == "point")
+    dots = max(u["mark"].get("size", 0) for u, _, _ in units(spec) if u not in front and u["mark"]["type"] == "point")
+    assert line["mark"]["strokeWidth"] >= 2.5 and "strokeDash" not in line["mark"]
+    assert line["encoding"]["stroke"]["scale"]["range"] == [charts_tradeoff.FRONT] == [ring["mark"]["color"]]
+    assert charts_tradeoff.FRONT.lower() not in ("#1f77b4", "#d62728", "#4c78a8", "#e45756") and ring["mark"]["size"] >= 2 * dots
+
+
+def test_memory_is_drawn_in_mib_never_bytes(frozen_inputs):
+    for name, spec in built(frozen_inputs).items():
+        fields = {e.get("field") for u, _, _ in units(spec) for e in u.get("encoding", {}).values() if isinstance(e, dict)}
+        assert not any(f and "bytes" in f for f in fields), name
+    rows = next(iter(built(frozen_inputs)["winners"]["datasets"].values()))
+    memory = [r for r in rows if "MiB" in r["metric"]]
+    assert memory and all(r["estimate"] < 1e5 for r in memory) and not any("bytes" in r["metric"] for r in rows)

@@ -114,3 +114,67 @@ def test_write_report_needs_no_db_file(tmp_path, monkeypatch):
     assert files.chart_errors == [] and "made-by-hand.duckdb" in html
     assert 'id="chart-summary-latency"' in html and "No run in this DB has power samples" in html
     assert files.tables and not list(tmp_path.rglob("*.duckdb"))
+
+
+# -- captions and labels say what is drawn (issue 14) ---------------------------------------------
+
+def test_a_missing_runtime_is_left_out_of_a_candidate_name_not_shown_as_none():
+    from edgestats.analysis.tradeoff import tradeoff
+
+    runs = runs_frame([{"device": d, "framework": f, "runtime": rt, "latency_median_ms": m, "latency_mean_ms": m,
+                        "n_latencies": 3} for d, f, rt, m in [("FogNode", "TensorFlow", None, 27.0), ("FogNode", "MXNet", None, 35.0),
+                                                              ("vm", "tflite", "tflite", 22.0), ("vm", "pytorch", "torch-eager", 20.0)]])
+    winners = tradeoff(runs, None, config=["framework", "runtime"], strata=["device"]).frames["winners"]
+    names = set(winners["best"]) | set(winners["runner_up"])
+    assert names and not any("None" in n for n in names), names
+    assert "tflite" in names and "pytorch / torch-eager" in names, "repeats are left out, distinct values kept"
+
+
+def summary_result(strip: str) -> types.SimpleNamespace:
+    """summary's frames where every median has an interval ("none"), or some ("half"), or none ("all")."""
+    results = analyse_data(small_data(), AnalysisOptions(only="summary", n_resamples=200))
+    metrics = results["summary"].frames["metrics"]
+    medians = pl.col("metric") == "latency_median_ms"
+    lose = {"none": pl.lit(False), "half": medians & (pl.col("framework") == "tflite"), "all": medians}[strip]
+    metrics = metrics.with_columns(*(pl.when(lose).then(None).otherwise(pl.col(c)).alias(c) for c in ("ci_low", "ci_high")),
+                                   pl.when(lose).then(pl.lit("not enough data: 1 runs")).otherwise(pl.col("note")).alias("note"))
+    return types.SimpleNamespace(frames={**results["summary"].frames, "metrics": metrics})
+
+
+def test_captions_say_when_intervals_are_missing_and_why():
+    from edgestats.reports.sections import summary
+
+    titles = {strip: dict((k, t) for k, t, _ in summary.figures(summary_result(strip)))["latency"]
+              for strip in ("none", "half", "all")}
+    assert titles["none"].endswith("with its interval (dark bar)")
+    assert "1 of 2 have none: not enough data: 1 runs" in titles["half"]
+    assert "no intervals drawn: not enough data: 1 runs" in titles["all"] and "with its interval" not in titles["all"]
+
+
+@pytest.mark.browser
+def test_a_report_of_published_tables_logs_no_vega_warning(tmp_path):
+    """Imported one-figure-per-run tables (no intervals, no p90, one-value ECDFs) once gave 17
+    "Infinite extent" warnings in the browser console; every chart must draw without one."""
+    from analysis_builders import import_sample
+    from report_builders import write_db_report
+    from edgestats.analysis import run_analyses
+
+    db = import_sample(import_sample(tmp_path / "p.duckdb", "pcamp_inference.csv", "inference"), "dlaas_tf_mnist_cpu.csv", "training")
+    files = write_db_report(db, tmp_path / "report", run_analyses(db))
+    from playwright.sync_api import sync_playwright
+
+    messages = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
+        context = browser.new_context(offline=True)
+        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:", "about:"))
+                      else r.abort())
+        page = context.new_page()
+        page.on("console", lambda msg: msg.type in ("warning", "error") and messages.append(msg.text))
+        page.goto(files.index.as_uri())
+        page.wait_for_function("Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')",
+                               timeout=60_000)
+        states = page.eval_on_selector_all(".chart", "els => els.map(e => e.dataset.rendered)")
+        browser.close()
+    assert files.chart_errors == [] and states and set(states) == {"true"}
+    assert messages == [], messages

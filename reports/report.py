@@ -31,7 +31,7 @@ from edgestats.reports.charts_common import (
 from edgestats.reports.charts_energy import power_over_time_chart
 from edgestats.reports.images import IMAGE_FORMATS, write_images
 from edgestats.reports.page import Figure, Section, element_id, render_page
-from edgestats.reports.sections import unavailable_sentence
+from edgestats.reports.sections import unavailable_sentence, with_intervals
 from edgestats.reports.tables import TABLE_FORMATS, write_tables
 
 # Columns of result frames that mean nothing to a reader of a table.
@@ -78,7 +78,7 @@ def generic_figures(name: str, result: Any) -> list[tuple[str, str, Callable[[],
     for frame_key, frame in result.frames.items():
         if (frame is not None and frame.height and frame_key not in drawn
                 and {"estimate", "ci_low", "ci_high"} <= set(frame.columns)):
-            out.append((frame_key, f"{frame_key.replace('_', ' ')} with intervals",
+            out.append((frame_key, with_intervals(frame_key.replace("_", " "), frame),
                         lambda f=frame: generic_interval_chart(f)))
     return out
 

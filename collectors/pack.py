@@ -97,7 +97,7 @@ def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], No
 def write_manifest(pack: Path, entries: list[PackEntry], configs: dict[str, RunConfig]) -> None:
     """pack.json: what the pack holds, each file's SHA-256 (from its artifact.json), and the
     edgestats that built it. Written through a temporary file, so a reader never sees half."""
-    files = []
+    files = [m for m in _earlier_models(pack) if m.get("key") not in configs]   # a pack grows by prepares
     for entry in entries:
         record = asdict(entry)
         if entry.artifact:
@@ -108,3 +108,12 @@ def write_manifest(pack: Path, entries: list[PackEntry], configs: dict[str, RunC
     tmp = pack / f".{MANIFEST}.{os.getpid()}"
     tmp.write_text(json.dumps(document, indent=2) + "\n")
     os.replace(tmp, pack / MANIFEST)
+
+
+def _earlier_models(pack: Path) -> list[dict]:
+    """The models an earlier `prepare` into this pack listed whose files are still there."""
+    try:
+        models = json.loads((pack / MANIFEST).read_text()).get("models", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [m for m in models if isinstance(m, dict) and m.get("artifact") and (pack / m["artifact"]).is_file()]

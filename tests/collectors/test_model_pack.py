@@ -1,9 +1,10 @@
 """Model packs: `edgestats prepare` builds a sweep's model files on a machine with the frameworks;
 `edgestats collect --cache-dir PACK` runs them on a device that has only its runtime.
 
-The device is simulated for real: `collect` runs in a process whose imports of torch, TensorFlow
-and Keras fail (a sitecustomize on PYTHONPATH puts a blocking finder first on sys.meta_path; the
-worker inherits it), as on a board with only ONNX Runtime installed.
+The device is simulated for real: `collect` runs in a process whose imports of torch, TensorFlow,
+Keras and the other runtime fail (a sitecustomize on PYTHONPATH puts a blocking finder first on
+sys.meta_path; the worker inherits it), as in a venv with only `edgestats[onnx]` or only
+`edgestats[tflite]`: any import of a missing package anywhere on the path fails the run.
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ from typer.testing import CliRunner
 
 from builders import write_inference_run
 from edgestats.cli import app
+from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.store import Store
 
-pytestmark = pytest.mark.frameworks
+# One xdist worker builds the module's pack (about 1.2 GB, minutes) once.
+pytestmark = [pytest.mark.frameworks, pytest.mark.xdist_group("model_pack")]
 
 BLOCKER = '''
-import importlib.abc, sys
+import importlib.abc, os, sys
+
+_MISSING = set(os.environ["EDGESTATS_TEST_NOT_INSTALLED"].split(","))
 
 class _NotInstalled(importlib.abc.MetaPathFinder):
-    """This device has only its runtime: torch, TensorFlow and Keras are not installed."""
+    """This device has only its runtime: the packages named in the variable are not installed."""
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {"torch", "tensorflow", "keras"}:
+        if name.split(".")[0] in _MISSING:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
@@ -38,31 +43,46 @@ sys.meta_path.insert(0, _NotInstalled())
 '''
 
 
+# What a venv with only one runtime's extra lacks: the frameworks and the other runtimes.
+NOT_INSTALLED = {"onnxruntime": "torch,tensorflow,keras,ai_edge_litert,tflite_runtime,openvino",
+                 "tflite": "torch,tensorflow,keras,onnxruntime,openvino"}
+
+
 @pytest.fixture(scope="module")
 def pack(tmp_path_factory) -> Path:
-    """cnn9 for ONNX Runtime, fp32 and int8 (the int8 file needs torch and onnx to build)."""
+    """Every zoo model for ONNX Runtime and TFLite (fp32), and cnn9 int8 for ONNX Runtime (its
+    quantization needs torch and onnx): about 1.2 GB, built once for the module."""
     folder = tmp_path_factory.mktemp("built") / "pack"
-    result = CliRunner().invoke(app, ["prepare", "-f", "onnxruntime", "-m", "cnn9", "--precision", "fp32",
-                                      "--precision", "int8", "--cache-dir", str(folder)])
-    assert result.exit_code == 0, result.output
+    every = [arg for name in sorted(ZOO) for arg in ("-m", name)]
+    for args in (["-f", "onnxruntime", "-f", "tflite", *every], ["-f", "onnxruntime", "-m", "cnn9", "--precision", "int8"]):
+        result = CliRunner().invoke(app, ["prepare", *args, "--cache-dir", str(folder)])
+        assert result.exit_code == 0, result.output
     return folder
 
 
-def runtime_only_collect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def runtime_only_collect(tmp_path: Path, runtime: str, *args: str) -> subprocess.CompletedProcess:
     site = tmp_path / "runtime_only_site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(BLOCKER)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "edgestats", "collect", "-f", "onnxruntime", "-m", "cnn9",
-                           "-n", "5", "--warmup", "1", "--sample-hz", "0", "--power", "none", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+           "EDGESTATS_TEST_NOT_INSTALLED": NOT_INSTALLED[runtime], "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "edgestats", "collect", "-f", runtime, "--warmup", "0",
+                           "--sample-hz", "0", "--power", "none", *args], capture_output=True, text=True, env=env,
+                          timeout=600)
 
 
-def test_prepare_writes_a_manifest_of_intact_hashed_files(pack):
-    manifest = json.loads((pack / "pack.json").read_text())
-    models = manifest["models"]
-    assert sorted(m["precision"] for m in models) == ["fp32", "int8"]
+@pytest.fixture(scope="module")
+def moved_pack(pack, tmp_path_factory) -> Path:
+    """The pack moved elsewhere, as a copy to the device would put it (its paths are relative)."""
+    return Path(shutil.move(pack, tmp_path_factory.mktemp("device") / "pack"))
+
+
+def test_prepare_writes_a_manifest_of_intact_hashed_files(moved_pack):
+    pack = moved_pack   # read where it was moved: nothing in it points at where it was built
+    models = json.loads((pack / "pack.json").read_text())["models"]
+    assert len(models) == 2 * len(ZOO) + 1, "the second prepare (int8) kept the first one's entries"
+    assert sorted((m["framework"], m["model"]) for m in models if m["precision"] == "fp32") == sorted(
+        (f, name) for f in ("onnxruntime", "tflite") for name in ZOO)
     for m in models:
         assert m["status"] == "built" and m["intact"] is True and len(m["sha256"]) == 64
         assert (pack / m["artifact"]).is_file() and m["artifact"].startswith(m["key"] + "/")
@@ -70,28 +90,36 @@ def test_prepare_writes_a_manifest_of_intact_hashed_files(pack):
     assert again.exit_code == 0 and "hit onnxruntime" in again.output
 
 
-def test_runtime_only_device_is_told_what_to_do_before_any_run(tmp_path):
+@pytest.mark.parametrize("runtime,extra", [("onnxruntime", "torch"), ("tflite", "tensorflow")])
+def test_runtime_only_device_is_told_what_to_do_before_any_run(tmp_path, runtime, extra):
     db = tmp_path / "pi.duckdb"
-    proc = runtime_only_collect(tmp_path, "--db", str(db), "--cache-dir", str(tmp_path / "empty"))
+    proc = runtime_only_collect(tmp_path, runtime, "-m", "cnn9", "-n", "2", "--db", str(db),
+                                "--cache-dir", str(tmp_path / "empty"))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert "cannot run here" in out and "pip install 'edgestats[torch]'" in out and "edgestats prepare" in out
+    assert "cannot run here" in out and f"pip install 'edgestats[{extra}]'" in out and "edgestats prepare" in out
     assert "Traceback" not in out
     with Store.open(db, read_only=True) as store:
         assert store.con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
 
 
-def test_pack_copied_to_a_runtime_only_device_runs_from_the_pack(tmp_path, pack):
-    copied = shutil.copytree(pack, tmp_path / "elsewhere" / "pack")   # another place, as on the device
+@pytest.mark.parametrize("runtime", ["onnxruntime", "tflite"])
+def test_every_zoo_model_runs_from_the_pack_on_a_runtime_only_device(tmp_path, moved_pack, runtime):
     db = tmp_path / "pi.duckdb"
-    proc = runtime_only_collect(tmp_path, "--precision", "fp32", "--precision", "int8", "--db", str(db),
-                                "--cache-dir", str(copied))
+    int8 = ["--precision", "fp32", "--precision", "int8"] if runtime == "onnxruntime" else []
+    models = [arg for name in sorted(ZOO) for arg in ("-m", name)]
+    proc = runtime_only_collect(tmp_path, runtime, *models, *int8, "-n", "2", "--db", str(db),
+                                "--cache-dir", str(moved_pack))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with Store.open(db, read_only=True) as store:
         rows = store.con.execute(
-            "SELECT s.precision, s.status, r.environment->>'$.model_cache', s.n_latencies FROM run_summary s "
-            "JOIN runs r USING (run_id) ORDER BY s.precision").fetchall()
-    assert rows == [("fp32", "ok", "hit", 5), ("int8", "ok", "hit", 5)]
+            "SELECT s.model, s.precision, s.status, r.environment->>'$.model_cache', s.n_latencies FROM run_summary s "
+            "JOIN runs r USING (run_id) ORDER BY s.model, s.precision").fetchall()
+    expected = [(name, "fp32", "ok", "hit", 2) for name in sorted(ZOO)]
+    if runtime == "onnxruntime":   # int8 of cnn9 only is in the pack: the others cannot run here, said before
+        expected.insert(sorted(ZOO).index("cnn9") + 1, ("cnn9", "int8", "ok", "hit", 2))
+        assert proc.stderr.count("cannot run here: onnxruntime") == len(ZOO) - 1
+    assert rows == expected
 
 
 def test_errors_for_a_missing_package_are_retried_and_others_only_when_asked(tmp_path):

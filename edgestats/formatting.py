@@ -47,3 +47,14 @@ def format_interval(estimate: object, low: object, high: object) -> str:
     if "e" in text:   # an estimate in e-notation: its bounds too, not "9.39e-04 [8.37e-04, 0.001054]"
         return f"{text} [{float(low):.2e}, {float(high):.2e}]"
     return f"{text} [{format_number(float(low), decimals)}, {format_number(float(high), decimals)}]"
+
+
+# Nouns whose singular is not the plural less its "s" (n_unit values, row and run counts).
+SINGULAR = {"latencies": "latency", "entries": "entry", "batches": "batch"}
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 run', '2 runs', '1 latency': a count with its noun (given in the plural) agreeing."""
+    if n != 1:
+        return f"{n} {noun}"
+    return f"{n} {SINGULAR.get(noun, noun[:-1] if noun.endswith('s') else noun)}"

@@ -171,8 +171,11 @@ def fit_ols(rows: pl.DataFrame, response: str, factors: list[str], scales: dict[
                       "sum_sq": float(r["sum_sq"]), "f": finite_or_none(r.get("F")), "p_value": finite_or_none(r.get("PR(>F)"))}
                      for t, r in table.iterrows()]
     shown = " + ".join(_term_name(t.strip(), names) for t in formula.split("~", 1)[1].split("+"))
-    return {"model": f"{response} ~ {shown}", "r_squared": finite_or_none(model.rsquared),
-            "adj_r_squared": finite_or_none(model.rsquared_adj), "terms": terms, "anova": anova, "notes": notes}
+    with np.errstate(all="ignore"), warnings.catch_warnings():   # R² of a perfect fit is 0/0: None, not a warning
+        warnings.simplefilter("ignore")
+        r2, adj_r2 = finite_or_none(model.rsquared), finite_or_none(model.rsquared_adj)
+    return {"model": f"{response} ~ {shown}", "r_squared": r2, "adj_r_squared": adj_r2, "terms": terms, "anova": anova,
+            "notes": notes}
 
 
 def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
@@ -204,11 +207,13 @@ def proportionality(rows: pl.DataFrame, response: str, factors: list[str], level
                 out.append({**base, "reason": f"not enough data: {len(x)} runs at {np.unique(x).size} {factor} values "
                                               "(a line with intervals needs 3 runs and 2 values)"})
                 continue
-            fit = sm.OLS(y, sm.add_constant(x)).fit()
-            ci = fit.conf_int(alpha=1 - level)
+            with np.errstate(all="ignore"), warnings.catch_warnings():   # equal times: R² is 0/0, None
+                warnings.simplefilter("ignore")
+                fit = sm.OLS(y, sm.add_constant(x)).fit()
+                ci = fit.conf_int(alpha=1 - level)
+                r2 = finite_or_none(fit.rsquared)
             intercept = {"estimate": float(fit.params[0]), "ci_low": float(ci[0][0]), "ci_high": float(ci[0][1])}
             slope = {"estimate": float(fit.params[1]), "ci_low": float(ci[1][0]), "ci_high": float(ci[1][1])}
-            r2 = finite_or_none(fit.rsquared)
             out.append({**base, "slope": slope, "intercept": intercept, "r_squared": r2,
                         "proportional": bool(r2 is not None and r2 >= PROPORTIONAL_R2 and intercept["ci_low"] <= 0 <= intercept["ci_high"])})
     return out

@@ -28,6 +28,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
+from edgestats.formatting import counted
+
 DEFAULT_LEVEL = 0.95
 DEFAULT_RESAMPLES = 2000
 # Above this many values a quantile's interval comes from order statistics and a ratio's from the
@@ -95,7 +97,7 @@ def _spread_problem(values: np.ndarray, n_unit: str, minimum: int = 2) -> str | 
     if len(values) == 0:
         return f"not enough data: no {n_unit}"
     if len(values) < minimum:
-        return f"not enough data: {len(values)} {n_unit} (an interval needs at least {minimum})"
+        return f"not enough data: {counted(len(values), n_unit)} (an interval needs at least {minimum})"
     if np.all(values == values[0]):
         return f"not enough data: all {len(values)} {n_unit} are equal, so there is no spread to build an interval from"
     return None
@@ -120,7 +122,7 @@ def t_interval(n: int, mean: float, sd: float, level: float, n_unit: str) -> Est
     if n == 0:
         return _no_interval(None, 0, n_unit, level, "t", f"not enough data: no {n_unit}")
     if n < 2:
-        return _no_interval(mean, n, n_unit, level, "t", f"not enough data: {n} {n_unit} (an interval needs at least 2)")
+        return _no_interval(mean, n, n_unit, level, "t", f"not enough data: {counted(n, n_unit)} (an interval needs at least 2)")
     if not sd > 1e-12 * max(abs(mean), 1e-300):
         return _no_interval(mean, n, n_unit, level, "t",
                             f"not enough data: all {n} {n_unit} are equal, so there is no spread to build an interval from")

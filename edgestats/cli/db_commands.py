@@ -8,6 +8,7 @@ import typer
 
 from edgestats.cli.common import handle_errors
 from edgestats.database import connect
+from edgestats.formatting import counted
 from edgestats.importer import import_results
 from edgestats.merge import merge
 from edgestats.migrations import current_version, latest_version, migrate
@@ -35,8 +36,8 @@ def import_command(
     the output of benchmark_model, benchmark_app, onnxruntime_perf_test or MLPerf LoadGen.
     """
     report = import_results(db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt)
-    replaced = f", {report.runs_replaced} runs of its earlier import replaced" if replace else ""
-    typer.echo(f"{report.file.name}: {report.rows} rows -> {report.runs_added} runs added, "
+    replaced = f", {counted(report.runs_replaced, 'runs')} of its earlier import replaced" if replace else ""
+    typer.echo(f"{report.file.name}: {counted(report.rows, 'rows')} -> {counted(report.runs_added, 'runs')} added, "
                f"{report.runs_already_present} already in {db}{replaced}")
     typer.echo("  columns: " + ", ".join(f"{src} -> {dst}" for src, dst in report.columns.items()))
     if report.extra_columns:

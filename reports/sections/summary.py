@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from edgestats.formatting import format_interval, format_number
+from edgestats.formatting import counted, format_interval, format_number
 from edgestats.reports import charts_latency
 from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct, with_intervals
 
@@ -39,7 +39,7 @@ def runs_basis(row: dict[str, Any]) -> str:
     within-run variance only, and the sentence says so)."""
     runs = row.get("n_runs")
     if row.get("n_unit") == "runs" and row.get("n"):
-        return f" across {row['n']} runs"
+        return f" across {counted(int(row['n']), 'runs')}"
     if runs == 1:
         return ", one run: within-run variance only"
     return ""

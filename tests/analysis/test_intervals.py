@@ -48,7 +48,7 @@ def test_small_samples_use_scipy_bca_with_the_seeded_generator():
     assert (again.ci_low, again.ci_high) == (estimate.ci_low, estimate.ci_high)  # reproducible, whatever the row order
 
 
-@pytest.mark.parametrize("values, why", [([], "no latencies"), ([3.0], "1 latencies"), ([2.0] * 9, "are equal")])
+@pytest.mark.parametrize("values, why", [([], "no latencies"), ([3.0], "1 latency (an interval"), ([2.0] * 9, "are equal")])
 def test_degenerate_samples_give_a_reason_not_a_nan(values, why):
     estimate = quantile_ci(values, 0.5, settings=SETTINGS)
     assert estimate.ci_low is None and estimate.ci_high is None
@@ -76,7 +76,7 @@ def test_paired_ratio_of_means_matches_scipy_paired_bootstrap():
                                 paired=True, vectorized=True, n_resamples=999, method="BCa", rng=SETTINGS.rng("ratio:x"))
     assert (estimate.ci_low, estimate.ci_high) == pytest.approx(tuple(reference.confidence_interval))
     one = paired_ratio_of_means([9.5], [1.35])
-    assert one.estimate == pytest.approx(9.5 / 1.35) and one.ci_low is None and "1 runs" in one.note
+    assert one.estimate == pytest.approx(9.5 / 1.35) and one.ci_low is None and "1 run (an interval" in one.note
 
 
 def test_ratio_of_medians_refuses_a_zero_denominator():

@@ -142,7 +142,7 @@ def test_breakdown_reproduces_pcamp_insight_1(tmp_path):
     alexnet = entries["alexnet"]
     assert alexnet["load_over_steady"]["estimate"] == pytest.approx(9.50 / 1.35, rel=1e-6)
     assert alexnet["load_exceeds_steady"] is True
-    assert alexnet["load_over_steady"]["ci_low"] is None and "1 runs" in alexnet["load_over_steady"]["note"]
+    assert alexnet["load_over_steady"]["ci_low"] is None and "1 run (an interval" in alexnet["load_over_steady"]["note"]
     shares = {p["phase"]: p["share_of_total"] for p in alexnet["phases"]}
     assert shares["load_model"] == pytest.approx(9.50 / 14.17, rel=1e-6)
     # other = total - the four named phases: input loads, the second inference and 9 ms unaccounted

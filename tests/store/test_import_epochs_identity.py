@@ -139,6 +139,6 @@ def test_replace_on_the_cli_says_what_it_did(tmp_path):
     refused = one_line_error(runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "b"]))
     assert "--replace" in refused
     ok = runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "b", "--replace"])
-    assert ok.exit_code == 0 and "1 runs added, 0 already in" in ok.output and "1 runs of its earlier import replaced" in ok.output
+    assert ok.exit_code == 0 and "1 run added, 0 already in" in ok.output and "1 run of its earlier import replaced" in ok.output
 
 

@@ -183,7 +183,7 @@ def test_cli_needs_no_kind_and_a_second_import_adds_nothing(tmp_path):
     db, name = tmp_path / "r.duckdb", NATIVE / "mlperf_orin_resnet50_singlestream_summary.txt"
     first = runner.invoke(app, ["import", str(db), str(name), "--format", "mlperf", "--device", "orin"])
     assert first.exit_code == 0, first.output
-    assert "1 rows -> 1 runs added" in first.output and "latency_p90_ms" in first.output
+    assert "1 row -> 1 run added" in first.output and "latency_p90_ms" in first.output
     again = runner.invoke(app, ["import", str(db), str(name), "--format", "mlperf", "--device", "orin"])
     assert again.exit_code == 0 and "0 runs added, 1 already in" in again.output
 

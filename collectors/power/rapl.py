@@ -14,6 +14,7 @@ Subzones are parts of their package: summing a package and its core double-count
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 from collections import Counter
@@ -42,6 +43,8 @@ class _Zone:
         self.name = ""
         self.rail = ""
         self.counter: EnergyCounter | None = None
+        self.energy_path = folder / "energy_uj"
+        self.fd = -1   # energy_uj kept open (default reader only): one pread per read
 
 
 class RaplSource(PowerSource):
@@ -52,6 +55,7 @@ class RaplSource(PowerSource):
         # Looked up at construction, so tests can monkeypatch the module's read_sysfs_text.
         self._reader = reader or read_sysfs_text
         self._zones: list[_Zone] = []
+        self._opened = False
 
     def is_available(self) -> tuple[bool, str | None]:
         base = self.root / POWERCAP
@@ -76,8 +80,31 @@ class RaplSource(PowerSource):
         if denied:
             return False, f"permission denied reading {', '.join(map(str, denied))}. {PERMISSION_HELP}"
         _name_rails(zones)
+        self.close()
         self._zones = zones
         return True, None
+
+    def _open_counters(self) -> None:
+        """Keep each energy_uj open: the sampler may read them 1000 times a second, and a pread
+        of an open sysfs file (the kernel formats it afresh at offset 0) costs a fraction of
+        open+read+close. A reader given by the caller (tests: a PermissionError mid-run) is
+        used as is. Opened on the first read, not by is_available(): doctor and auto-selection
+        probe sources they never read or close."""
+        self._opened = True
+        if self._reader is not read_sysfs_text:
+            return
+        for zone in self._zones:
+            try:
+                zone.fd = os.open(zone.energy_path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                zone.fd = -1   # read through the reader, which raises the helpful error
+
+    def close(self) -> None:
+        self._opened = False
+        for zone in self._zones:
+            if zone.fd >= 0:
+                os.close(zone.fd)
+                zone.fd = -1
 
     def rails(self) -> list[str]:
         return [zone.rail for zone in self._zones]
@@ -95,13 +122,15 @@ class RaplSource(PowerSource):
     def _sample(self) -> tuple[dict[str, float], dict[str, float]]:
         if not self._zones:
             raise PowerSourceError("RAPL source read before is_available() found its zones")
+        if not self._opened:
+            self._open_counters()
         energy_j = {}
         for zone in self._zones:
-            path = zone.folder / "energy_uj"
             try:
-                raw_uj = int(self._reader(path))
+                # int() takes the bytes as they are, trailing newline included
+                raw_uj = int(os.pread(zone.fd, 32, 0) if zone.fd >= 0 else self._reader(zone.energy_path))
             except PermissionError as e:
-                raise PowerSourceError(f"permission denied reading {path}. {PERMISSION_HELP}") from e
+                raise PowerSourceError(f"permission denied reading {zone.energy_path}. {PERMISSION_HELP}") from e
             energy_j[zone.rail] = zone.counter.update(raw_uj)
         return energy_j, {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgestats.collectors.telemetry.procfs import (CLK_TCK, MAX_FAILS, PAGE_SIZE, Emit, Note, ProcFile, cpu_pcts, descendants,
+from edgestats.collectors.telemetry.procfs import (CLK_TCK, MAX_FAILS, PAGE_SIZE, Emit, Note, ProcFile, cpu_pcts, Descendants,
                                          parse_block_stat, parse_diskstats, parse_pid_io, parse_pid_stat,
                                          parse_proc_stat, parse_smaps_rollup_uss, physical_disks)
 
@@ -63,11 +63,12 @@ class ProcessTree(Group):
         super().__init__()
         self.pid, self.note, self.refresh_ns, self.iowait = pid, note, refresh_ns, iowait
         self.procs: dict[int, _Proc] = {}
+        self.descendants = Descendants()
         self.credit: dict[int, list[int]] = {}
         self.io_total: list[int] = [0, 0, 0]
         self.t_prev = self.refresh_at = 0
         self.max_procs = 0
-        self.ended = False
+        self.ended = self.has_io = False
 
     def _open(self, pid: int) -> None:
         try:
@@ -94,7 +95,7 @@ class ProcessTree(Group):
     def refresh(self) -> None:
         if self.ended:
             return
-        listed = {self.pid, *descendants(self.pid)}
+        listed = {self.pid, *self.descendants(self.pid)}
         for pid in listed - self.procs.keys():
             self._open(pid)
         for pid in self.procs.keys() - listed:
@@ -106,22 +107,26 @@ class ProcessTree(Group):
         self.max_procs = max(self.max_procs, len(self.procs))
 
     def sample(self) -> tuple[int, list[int]]:
-        """(rss bytes, counter increments since the last sample) over the tree."""
-        rss, delta, gone = 0, [0, 0, 0, 0, 0, 0], []
-        deltas = []
+        """(rss bytes, counter increments since the last sample) over the tree; sets `has_io`.
+
+        Runs every tick, so the common case (no process gone, no credit owed) sums the
+        increments in the one loop; `_settle` redoes the sum in the rare other case."""
+        rss, delta, gone, deltas, has_io = 0, [0, 0, 0, 0, 0, 0], [], [], False
+        iowait, worker = self.iowait, self.pid
         for pid, proc in self.procs.items():
             try:
-                ppid, user, system, rss_pages, blkio, exited = parse_pid_stat(proc.stat.read(), self.iowait)
+                ppid, user, system, rss_pages, blkio, exited = parse_pid_stat(proc.stat.read(), iowait)
             except (OSError, ValueError, IndexError):
                 gone.append(pid)  # reaped: ESRCH from the kept-open file
                 continue
-            if exited and pid == self.pid:
+            if exited and pid == worker:
                 gone.append(pid)  # the worker has ended (a zombie until the orchestrator reaps it)
                 continue
-            io = (0, 0, 0)
+            rb = ro = wb = 0
             if proc.io is not None:
                 try:
-                    io = parse_pid_io(proc.io.read())
+                    rb, ro, wb = parse_pid_io(proc.io.read())
+                    has_io = True
                 except ProcessLookupError:
                     gone.append(pid)
                     continue
@@ -129,11 +134,23 @@ class ProcessTree(Group):
                     self.note("io_read_bytes", f"/proc/{pid}/io: {exc}")
                     proc.io.close()
                     proc.io = None
-            cur = (user, system, blkio, *io)
             last = proc.last
-            deltas.append((pid, [c - p for c, p in zip(cur, last)] if last else list(cur)))
-            proc.ppid, proc.last = ppid, cur
+            d = ([user - last[0], system - last[1], blkio - last[2], rb - last[3], ro - last[4], wb - last[5]]
+                 if last is not None else [user, system, blkio, rb, ro, wb])
+            deltas.append((pid, d))
+            for i in range(6):  # a counter that went down (a closed io file) adds nothing
+                if d[i] > 0:
+                    delta[i] += d[i]
+            proc.ppid, proc.last = ppid, (user, system, blkio, rb, ro, wb)
             rss += rss_pages
+        self.has_io = has_io
+        if gone or self.credit:
+            return self._settle(gone, deltas, rss)
+        return rss * PAGE_SIZE, delta
+
+    def _settle(self, gone: list[int], deltas: list, rss: int) -> tuple[int, list[int]]:
+        """sample()'s sum when processes went or a reaped child's counters are owed."""
+        delta = [0, 0, 0, 0, 0, 0]
         for pid in gone:
             self._vanish(pid)
         if self.pid in gone:  # the worker has ended, and with it the tree: nothing more to sample
@@ -176,7 +193,7 @@ class ProcessTree(Group):
         values = [rss, user, system, user + system]
         if self.iowait:
             values.append(d[2] * scale)
-        has_io = any(p.io is not None for p in self.procs.values())
+        has_io = self.has_io
         if has_io:
             totals = self.io_total
             totals[0] += d[3]
@@ -188,6 +205,7 @@ class ProcessTree(Group):
     def close(self) -> None:
         for pid in list(self.procs):
             self._vanish(pid)
+        self.descendants.close()
 
 
 class Uss(Group):
@@ -228,6 +246,7 @@ class SysCpu(Group):
     """System-wide and per-core CPU from /proc/stat."""
 
     name = "sys_cpu"
+    TOTAL = ("sys_cpu_user_pct", "sys_cpu_system_pct", "sys_cpu_iowait_pct", "sys_cpu_total_pct")
 
     def __init__(self, root: Path):
         super().__init__()
@@ -237,21 +256,22 @@ class SysCpu(Group):
 
     def read(self, t_ns: int, emit: Emit) -> None:
         cur = parse_proc_stat(self.file.read())
-        if cur.keys() != self.prev.keys():  # a CPU went on- or offline
-            self.prev = {k: self.prev.get(k, v) for k, v in cur.items()}
+        prev = self.prev
+        if cur.keys() != prev.keys():  # a CPU went on- or offline
+            prev = self.prev = {k: prev.get(k, v) for k, v in cur.items()}
             self.names = None
         if self.names is None:
             self.names = tuple(n for k in cur for n in (
-                ("sys_cpu_user_pct", "sys_cpu_system_pct", "sys_cpu_iowait_pct", "sys_cpu_total_pct")
-                if k == "cpu" else (f"cpu_core{k[3:]}_pct",)))
+                self.TOTAL if k == "cpu" else (f"cpu_core{k[3:]}_pct",)))
         values: list[float] = []
-        prev = self.prev
         for label, now in cur.items():
-            pcts = cpu_pcts(prev[label], now)
             if label == "cpu":
-                values += pcts
-            else:
-                values.append(pcts[3])
+                values += cpu_pcts(prev[label], now)
+                continue
+            # cpu_pcts(...)[3] without its other three figures: the same arithmetic, fewer objects
+            was = prev[label]
+            total = sum(now) - sum(was)
+            values.append((total - (now[3] - was[3]) - (now[4] - was[4])) * (100.0 / total) if total > 0 else 0.0)
         self.prev = cur
         emit(self.names, values)
 

@@ -194,50 +194,81 @@ def jetson_gpu_load(root: Path) -> Path | None:
     return next((root / p for p in JETSON_GPU_LOAD if (root / p).is_file()), None)
 
 
-def children(pid: int, proc: str = "/proc") -> list[int] | None:
-    """Direct children of `pid` from /proc/PID/task/*/children (a child is listed under the
-    thread that forked it, so every thread is read). [] if the process is gone; None when the
-    kernel has no children files (CONFIG_PROC_CHILDREN off). Plain strings and os.open: this
-    runs a few times a second and Path objects tripled its cost."""
-    base = f"{proc}/{pid}/task/"
-    try:
-        tids = os.listdir(base)
-    except OSError:
-        return []
-    kids: list[int] = []
-    for tid in tids:
-        try:
-            fd = os.open(f"{base}{tid}/children", os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            if os.path.exists(f"{base}{tid}"):
-                return None
-            continue  # the thread ended between listdir and open
-        except OSError:
-            continue
-        try:
-            kids.extend(map(int, os.read(fd, 65536).split()))
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-    return kids
+class Descendants:
+    """A process's descendants from /proc/PID/task/*/children (a child is listed under the
+    thread that forked it, so every thread is read), via psutil where the kernel lacks children
+    files (CONFIG_PROC_CHILDREN off).
 
+    The tree is re-listed a few times a second and a worker has a thread per core or more, so
+    each thread's children file is kept open between listings (one pread, not open+read+close);
+    only the task folders are listed afresh, and the files of threads no longer listed are
+    closed. A kept file of a thread that ended reads empty; its tid could name a new thread
+    only after the pid space wrapped within one listing interval. Plain strings and os calls:
+    Path objects tripled the cost."""
 
-def descendants(pid: int) -> list[int]:
-    """Every descendant of `pid` (not pid itself); via psutil where the kernel lacks children files."""
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        kids = children(todo.pop())
-        if kids is None:
-            import psutil  # scans every /proc/*/stat: ~1 ms, so only as the fallback
+    def __init__(self, proc: str = "/proc"):
+        self.proc = proc
+        self.fds: dict[str, int] = {}   # children file -> fd, for the threads seen last time
+        self.seen: set[str] = set()
+
+    def __call__(self, pid: int) -> list[int]:
+        """Every descendant of `pid` (not pid itself)."""
+        out: list[int] = []
+        todo = [pid]
+        self.seen = set()
+        while todo:
+            kids = self.children(todo.pop())
+            if kids is None:
+                import psutil  # scans every /proc/*/stat: ~1 ms, so only as the fallback
+                try:
+                    return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+                except psutil.Error:
+                    return []
+            out.extend(kids)
+            todo.extend(kids)
+        for path in self.fds.keys() - self.seen:  # threads that ended, processes that left
+            os.close(self.fds.pop(path))
+        return out
+
+    def children(self, pid: int) -> list[int] | None:
+        """Direct children of `pid`; [] if the process is gone; None without children files."""
+        base = f"{self.proc}/{pid}/task/"
+        try:
+            tids = os.listdir(base)
+        except OSError:
+            return []
+        kids: list[int] = []
+        for tid in tids:
+            path = f"{base}{tid}/children"
             try:
-                return [c.pid for c in psutil.Process(pid).children(recursive=True)]
-            except psutil.Error:
-                return []
-        out.extend(kids)
-        todo.extend(kids)
-    return out
+                raw = self._read(path)
+            except FileNotFoundError:
+                if os.path.exists(f"{base}{tid}"):
+                    return None
+                continue  # the thread ended between listdir and open
+            except OSError:
+                continue
+            kids.extend(map(int, raw.split()))
+        return kids
+
+    def _read(self, path: str) -> bytes:
+        fd = self.fds.get(path)
+        if fd is not None:
+            try:
+                raw = os.pread(fd, 65536, 0)
+                self.seen.add(path)
+                return raw
+            except OSError:  # whatever the kept file says now, the path is tried afresh
+                os.close(self.fds.pop(path))
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        self.fds[path] = fd
+        self.seen.add(path)
+        return os.pread(fd, 65536, 0)
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
 
 
 def delayacct_enabled(root: Path = Path("/")) -> bool:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from edgestats.collectors.power.base import PowerReading
 from edgestats.collectors.telemetry import procfs
 from edgestats.collectors.telemetry.procfs import MAX_FAILS, Emit
 from edgestats.collectors.telemetry.groups import Group, ProcessTree, SysCpu, SysDisk, SysfsGauges, Unavailable, Uss
@@ -141,10 +142,21 @@ class Extra(Group):
         super().__init__()
         self.source, self.budget = source, getattr(source, "budget", budget)
         self.name = getattr(source, "name", "") or type(source).__name__
+        self._names: dict[tuple, tuple[str, ...]] = {}  # (energy rails, power rails) -> metric names
 
     def read(self, t_ns: int, emit: Emit) -> None:
         reading = self.source.read(t_ns)
-        if hasattr(reading, "metrics"):   # a PowerReading
+        if type(reading) is PowerReading:
+            # metrics() builds a pair and a name string per rail on every read; power-only
+            # sampling runs at 1 kHz, so the names are made once per set of rails instead.
+            energy, power = reading.energy_j, reading.power_w
+            rails = (tuple(energy), tuple(power))
+            names = self._names.get(rails)
+            if names is None:
+                names = self._names[rails] = tuple(m for m, _ in reading.metrics())
+            emit(names, [*map(float, energy.values()), *map(float, power.values())])
+            return
+        if hasattr(reading, "metrics"):   # a PowerReading's subclass
             pairs = reading.metrics()
         else:
             pairs = list(reading.items() if isinstance(reading, dict) else reading)
@@ -247,9 +259,9 @@ class Sampler:
         cpu0 = time.thread_time_ns()
         period, deadline = self.period_ns, self.t0 + self.period_ns
         wake = (self._wake_r,)
+        now = time.monotonic_ns()
         try:
             while True:
-                now = time.monotonic_ns()
                 while now < deadline:
                     # select() on the stop pipe: one syscall per wait (Event.wait costs ~60 % more
                     # CPU per wake-up here) and stop() still ends the wait at once
@@ -260,9 +272,9 @@ class Sampler:
                     return
                 self._tick(now)
                 deadline += period
-                end = time.monotonic_ns()
-                if end >= deadline:  # overran (or woke late): skip the deadlines already past
-                    skipped = (end - deadline) // period + 1
+                now = time.monotonic_ns()  # the tick's end is the next wait's start
+                if now >= deadline:  # overran (or woke late): skip the deadlines already past
+                    skipped = (now - deadline) // period + 1
                     self.missed += skipped
                     deadline += skipped * period
         finally:
@@ -291,16 +303,22 @@ class Sampler:
 
     def _tick(self, t: int) -> None:
         n0, c0 = len(self._values), time.perf_counter_ns()
-        for group in tuple(self.groups):
-            if group.budget is not None and t < group.next_ns:
-                continue
-            g0 = time.thread_time_ns() if group.budget else 0
-            self._read_group(group, t)
-            group.reads += 1
-            if group.budget:  # CPU time, not wall: a read that waits on I2C costs the worker nothing
-                cost = time.thread_time_ns() - g0
-                group.cost_ns = cost if group.reads == 1 else 0.7 * group.cost_ns + 0.3 * cost
-                group.next_ns = t + int(group.cost_ns / group.budget)
+        emit, note = self._emit, self.note
+        for group in tuple(self.groups):  # a copy: a failing group is removed from the list
+            budget = group.budget
+            if budget is None:
+                # _read_group inlined: it runs for every every-tick group on every tick
+                try:
+                    group.read(t, emit)
+                    group.fails = 0
+                except Exception as exc:  # a sensor never stops the run
+                    group.fails += 1
+                    note(group.name, f"{type(exc).__name__}: {exc}")
+                    if group.fails >= MAX_FAILS:
+                        self.groups.remove(group)
+                group.reads += 1
+            elif t >= group.next_ns:
+                self._read_budgeted(group, t)
         n = len(self._values) - n0
         if n:
             self._t.extend([t] * n)
@@ -308,7 +326,17 @@ class Sampler:
         self.t_last = t
         spent = time.perf_counter_ns() - c0
         self.tick_ns_sum += spent
-        self.tick_ns_max = max(self.tick_ns_max, spent)
+        if spent > self.tick_ns_max:
+            self.tick_ns_max = spent
+
+    def _read_budgeted(self, group: Group, t: int) -> None:
+        g0 = time.thread_time_ns() if group.budget else 0
+        self._read_group(group, t)
+        group.reads += 1
+        if group.budget:  # CPU time, not wall: a read that waits on I2C costs the worker nothing
+            cost = time.thread_time_ns() - g0
+            group.cost_ns = cost if group.reads == 1 else 0.7 * group.cost_ns + 0.3 * cost
+            group.next_ns = t + int(group.cost_ns / group.budget)
 
     def stop(self) -> SampleBatch:
         """Stop the thread and return everything sampled (idempotent)."""

@@ -189,6 +189,53 @@ def test_proc_stat_deltas_on_a_fake_tree(tmp_path):
     assert out["cpu_core1_pct"] == pytest.approx(50 / 110 * 100)   # cpu1: 20 + 20 + 5 + 5 busy, 40 idle, 20 iowait
 
 
+def test_proc_stat_cpu_coming_online_and_going_offline(tmp_path):
+    """A CPU brought online gets a name and no delta on its first read; one taken offline
+    drops out of the names."""
+    root = write_tree(tmp_path, {"proc/stat": STAT_1})
+    group = sample_groups.SysCpu(root)
+    out: list[dict[str, float]] = []
+    emit = lambda names, vals: out.append(dict(zip(names, vals)))  # noqa: E731
+    online = STAT_2.replace("intr", "cpu2 10 0 10 80 0 0 0 0 0 0\nintr")
+    for text in (online, online.replace("cpu2 10 0 10 80", "cpu2 30 0 10 100"), STAT_2):
+        (root / "proc/stat").write_text(text)
+        group.read(0, emit)
+    group.close()
+    assert "cpu_core2_pct" in out[0] and out[0]["cpu_core2_pct"] == 0.0      # no earlier line: no delta yet
+    assert out[1]["cpu_core2_pct"] == pytest.approx(20 / 40 * 100)
+    assert out[1]["sys_cpu_total_pct"] == 0.0                                  # the other lines did not move
+    assert "cpu_core2_pct" not in out[2] and set(out[2]) == set(out[0]) - {"cpu_core2_pct"}
+    assert procfs.parse_proc_stat(b"cpu  1 2 3 4\ncpu0 1 2 3 4\n")["cpu0"] == (1, 2, 3, 4, 0, 0, 0, 0)  # old kernels
+
+
+def test_descendants_keep_children_files_open_and_close_those_of_ended_threads():
+    child = spawn("""
+    import subprocess, sys, threading, time
+    kids = []
+    def fork():
+        kids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]))
+    worker = threading.Thread(target=fork)
+    worker.start()
+    worker.join()  # the thread that forked has ended: the kernel lists its child under another
+    kids.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]))
+    print("ready", flush=True)
+    time.sleep(30)
+    """)
+    kids: set[int] = set()
+    try:
+        wait_line(child, "ready")
+        listing = procfs.Descendants()
+        kids = set(listing(child.pid))
+        assert kids == {p.pid for p in psutil.Process(child.pid).children(recursive=True)} and len(kids) == 2
+        assert len(listing.fds) == 1 + 2  # the live threads' children files: the child's, each grandchild's
+        assert set(listing(child.pid)) == kids and len(listing.fds) == 3  # read again through the same files
+    finally:
+        for pid in kids:
+            psutil.Process(pid).kill()
+        finish(child)
+    assert listing(child.pid) == [] and listing.fds == {}  # gone: every kept file closed
+
+
 def test_thermal_zones_hwmon_and_disks_on_fake_trees(tmp_path):
     thermal = write_tree(tmp_path / "a", {
         "sys/class/thermal/thermal_zone0/type": "cpu-thermal\n", "sys/class/thermal/thermal_zone0/temp": "45678\n",

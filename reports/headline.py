@@ -14,7 +14,7 @@ import polars as pl
 
 from edgestats.formatting import MISSING
 from edgestats.reports.page_tables import (
-    VALUE_COLUMNS, Cell, Footnotes, PageTable, key_columns, split_constant, text_cell, value_cell,
+    VALUE_COLUMNS, Cell, Footnotes, PageTable, filter_values, key_columns, split_constant, text_cell, value_cell,
 )
 from edgestats.reports.tables import confidence_level, to_csv
 from edgestats.reports.units import label_of
@@ -65,8 +65,9 @@ def headline_table(summary: Any, notes: Footnotes) -> PageTable | None:
     wide = _order(headline_frame(metrics), dist, keys)
     shown, common = split_constant(wide, keys, wide.height)
     present = [n for n in HEADLINE_METRICS if wide[n].null_count() < wide.height]
-    rows = []
+    rows, filters = [], []
     for r in wide.iter_rows(named=True):
+        filters.append(filter_values(r))
         row = [text_cell(r[c], c) for c in shown]
         for name in present:
             low, high = (r[f"{name}_ci_low"], r[f"{name}_ci_high"]) if name in WITH_INTERVAL else (None, None)
@@ -81,4 +82,5 @@ def headline_table(summary: Any, notes: Footnotes) -> PageTable | None:
                       confidence_level(metrics), f"{len(rows):,} configurations")
     table.absent = [label_of(n) + "".join(dict.fromkeys(notes.ref(x) for x in wide[f"{n}_note"].to_list()))
                     for n in HEADLINE_METRICS if n not in present]
+    table.filters = filters
     return table

@@ -25,7 +25,7 @@ from edgestats import __version__
 from edgestats.analysis.overview import Overview
 from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.headline import headline_table
-from edgestats.reports.page_assets import LOADER_JS, SORT_JS, STYLE
+from edgestats.reports.page_assets import FILTER_JS, LOADER_JS, SORT_JS, STYLE
 from edgestats.reports.page_tables import Footnotes, collapsed_html, csv_link, page_table, table_markup
 
 # HTML tables stop here; the full tables are in analysis.json and `--tables`.
@@ -240,6 +240,7 @@ def render_page(overview: Overview, sections: list[Section], *, summary: Any = N
 <body>
 {header_html(overview)}
 {contents_html(sections, bool(glance))}
+<div id=filters hidden><b>Filter</b><span id=filter-state>showing everything</span></div>
 <main>
 {every}
 {glance}
@@ -249,11 +250,12 @@ def render_page(overview: Overview, sections: list[Section], *, summary: Any = N
 <footer>Written by edgestats {esc(__version__)} on {generated_at.strftime("%Y-%m-%d %H:%M UTC")}.
 Intervals are confidence intervals at the level given under each table; n is the number of
 observations behind each figure. Click a table's header to sort it; CSV links download the
-table's numbers. This page makes no network requests.</footer>
+table's numbers; the filter bar shows one device, framework or model in every table and chart.
+This page makes no network requests.</footer>
 <script type="application/json" id="edgestats-specs">{script_json(chart_specs(sections))}</script>
 <script type="application/json" id="edgestats-embed-options">{script_json(EMBED_OPTIONS)}</script>
 <script>{vega_bundle()}</script>
-<script>{LOADER_JS}{SORT_JS}</script>
+<script>{LOADER_JS}{SORT_JS}{FILTER_JS}</script>
 </body>
 </html>
 """

@@ -1,19 +1,23 @@
 """The page's stylesheet and scripts (inline: the page loads nothing from elsewhere).
 
 LOADER_JS draws every chart; a chart that fails says so in its box and on the console (the
-browser test fails on any console message). SORT_JS sorts a table by the column whose header is
+browser test fails on any console message). It keeps each chart's Vega view for FILTER_JS, which
+fills the filter bar from the tables' data-f-* values and, on a choice, hides the table rows and
+removes the chart data rows of other devices, frameworks or models (a row without the field stays). SORT_JS sorts a table by the column whose header is
 clicked (numbers by value, via each cell's data-sort), and toggles the direction on a second click.
 """
 
 from __future__ import annotations
 
 LOADER_JS = """
+window.edgestatsViews = {};
 (function () {
   var specs = JSON.parse(document.getElementById("edgestats-specs").textContent);
   var options = JSON.parse(document.getElementById("edgestats-embed-options").textContent);
   Object.keys(specs).forEach(function (id) {
     var box = document.getElementById(id);
-    vegaEmbed(box, specs[id], options).then(function () {
+    vegaEmbed(box, specs[id], options).then(function (result) {
+      window.edgestatsViews[id] = {view: result.view, datasets: Object.keys(specs[id].datasets || {})};
       box.setAttribute("data-rendered", "true");
     }).catch(function (err) {
       box.setAttribute("data-rendered", "error");
@@ -21,6 +25,47 @@ LOADER_JS = """
       console.error("edgestats: chart " + id + " failed:", err);
     });
   });
+})();
+"""
+
+FILTER_JS = """
+(function () {
+  var keys = ["device", "framework", "model"], chosen = {}, originals = {};
+  var bar = document.getElementById("filters");
+  var rows = document.querySelectorAll("tr[data-f-device], tr[data-f-framework], tr[data-f-model]");
+  function keep(get) {
+    return keys.every(function (k) { var v = get(k); return !chosen[k] || v === null || v === undefined || String(v) === chosen[k]; });
+  }
+  function apply() {
+    rows.forEach(function (tr) { tr.hidden = !keep(function (k) { return tr.getAttribute("data-f-" + k); }); });
+    Object.keys(window.edgestatsViews).forEach(function (id) {
+      var entry = window.edgestatsViews[id];
+      entry.view.logLevel(1);   // errors only: a facet the filter empties warns of an infinite extent
+      entry.datasets.forEach(function (name) {
+        var key = id + "/" + name;
+        if (!(key in originals)) originals[key] = entry.view.data(name).slice();
+        var shown = originals[key].filter(function (row) { return keep(function (k) { return row[k]; }); });
+        entry.view.change(name, entry.view.changeset().remove(function () { return true; }).insert(shown));
+      });
+      entry.view.runAsync();
+    });
+    var active = keys.filter(function (k) { return chosen[k]; }).map(function (k) { return k + " " + chosen[k]; });
+    document.getElementById("filter-state").textContent = active.length ? "showing " + active.join(", ") : "showing everything";
+  }
+  keys.forEach(function (k) {
+    var values = {};
+    rows.forEach(function (tr) { var v = tr.getAttribute("data-f-" + k); if (v !== null) values[v] = true; });
+    var names = Object.keys(values).sort();
+    if (names.length < 2) return;
+    var label = document.createElement("label"), select = document.createElement("select");
+    select.id = "filter-" + k;
+    select.add(new Option("all", ""));
+    names.forEach(function (v) { select.add(new Option(v, v)); });
+    select.addEventListener("change", function () { chosen[k] = select.value; apply(); });
+    label.append(k + " ", select);
+    bar.insertBefore(label, document.getElementById("filter-state"));
+  });
+  if (bar.querySelector("select")) bar.hidden = false;
 })();
 """
 
@@ -82,5 +127,8 @@ figure { margin: .8em 0; } .charts > figure { width: min-content; min-width: 300
 .charts { display: flex; flex-wrap: wrap; gap: 0 2em; align-items: flex-start; }
 p.sentence { font-size: 1.02em; margin: .3em 0; } p.note, footer, p.moved { color: #666; font-size: .9em; }
 ol.notes { font-size: .9em; color: #444; } nav ol { columns: 3; margin: .3em 0; font-size: .92em; }
+#filters { position: sticky; top: 0; z-index: 2; background: #fff; border-bottom: 1px solid #ddd; padding: .35em 0;
+           display: flex; flex-wrap: wrap; gap: .3em 1.2em; align-items: center; font-size: .92em; }
+#filters[hidden] { display: none; } #filters select { margin-left: .3em; } #filter-state { color: #666; }
 .tablehead { margin: .6em 0 .1em; } .tablehead .cap { font-weight: 600; }
 """

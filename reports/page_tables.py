@@ -76,6 +76,16 @@ class PageTable:
     level: float | None = None
     shape: str = ""
     absent: list[str] = field(default_factory=list)   # html: columns left out because no row has a figure
+    filters: list[dict[str, str]] = field(default_factory=list)   # per row: its FILTER_KEYS values (page filter)
+
+
+# What the page's filter bar selects on: a row carries its values as data-f-* attributes, a chart
+# its data rows' fields of these names.
+FILTER_KEYS = ("device", "framework", "model")
+
+
+def filter_values(record: dict) -> dict[str, str]:
+    return {k: str(record[k]) for k in FILTER_KEYS if record.get(k) is not None}
 
 
 def value_cell(estimate: object, low: object, high: object, name: str, marker: str = "") -> Cell:
@@ -153,9 +163,10 @@ def wide_table(key: str, caption: str, frame: pl.DataFrame, by: str, notes: Foot
     names = [n for n in unit_name if n not in absent]
     shown, common = split_constant(frame, index, len(groups))
     with_n = "n" in frame.columns and "n_runs" not in index
-    rows = []
+    rows, filters = [], []
     for keys, cells in groups.items():
         named = dict(zip(index, keys))
+        filters.append(filter_values(named))
         row = [text_cell(named[c], c) for c in shown]
         for name in names:
             r = cells.get(name)
@@ -167,6 +178,7 @@ def wide_table(key: str, caption: str, frame: pl.DataFrame, by: str, notes: Foot
     table = PageTable(key, caption, columns, numeric, rows, to_csv(frame), common, confidence_level(frame),
                       f"{len(rows):,} rows × {len(names)} {by}s, from {frame.height:,} figures")
     table.absent = [f"{esc(label_of(unit_name[n]))}{marks}" for n, marks in absent.items()]
+    table.filters = filters
     return table
 
 
@@ -189,7 +201,7 @@ def long_table(key: str, caption: str, frame: pl.DataFrame, notes: Footnotes) ->
     columns = [f"n ({unit[0]})" if c == "n" and len(unit) == 1 else label_of(c) for c in shown]
     numeric = [c in pairs or frame.schema[c].is_numeric() for c in shown]
     return PageTable(key, caption, columns, numeric, rows, to_csv(frame), common, confidence_level(frame),
-                     f"{len(rows):,} rows")
+                     f"{len(rows):,} rows", filters=[filter_values(r) for r in frame.to_dicts()])
 
 
 def long_cell(r: dict, column: str, pairs: dict[str, tuple[str, str]]) -> Cell:
@@ -215,10 +227,11 @@ def csv_link(table: PageTable) -> str:
 
 def table_markup(table: PageTable, max_rows: int) -> str:
     head = "".join(f'<th{" class=num" if num else ""} scope=col>{esc(c)}</th>' for c, num in zip(table.columns, table.numeric))
+    keys = table.filters or [{}] * len(table.rows)
     body = "".join(
-        "<tr>" + "".join(f'<td{" class=num" if num else ""}{sort_attr(cell)}>{cell.html}</td>'
-                         for cell, num in zip(row, table.numeric)) + "</tr>"
-        for row in table.rows[:max_rows])
+        f"<tr{filter_attrs(k)}>" + "".join(f'<td{" class=num" if num else ""}{sort_attr(cell)}>{cell.html}</td>'
+                                           for cell, num in zip(row, table.numeric)) + "</tr>"
+        for row, k in zip(table.rows[:max_rows], keys))
     foot = []
     if table.common:
         foot.append("for all rows: " + " · ".join(esc(c) for c in table.common))
@@ -231,6 +244,10 @@ def table_markup(table: PageTable, max_rows: int) -> str:
     foot_html = f"<p class=tablefoot>{'; '.join(foot)}.</p>" if foot else ""
     return (f'<div class=table-wrap><table class=sortable id="table-{esc(table.key)}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>{foot_html}")
+
+
+def filter_attrs(values: dict[str, str]) -> str:
+    return "".join(f' data-f-{k}="{esc(v)}"' for k, v in values.items())
 
 
 def sort_attr(cell: Cell) -> str:

@@ -45,6 +45,19 @@ SORT_JS = """() => { const th = Array.from(document.querySelectorAll('#table-hea
     .find(h => h.textContent.startsWith('median latency')); const col = th.cellIndex; const values = () =>
     Array.from(document.querySelectorAll('#table-headline tbody tr')).map(r => Number(r.cells[col].dataset.sort));
   th.click(); const up = values(); th.click(); return [up, values()]; }"""
+# The filter bar: pick the first device, then everything again. Returns the visible table rows
+# and the rows of data in every chart's views, each time.
+FILTER_JS = """async () => { const rows = () => document.querySelectorAll('tr[data-f-device]:not([hidden])').length;
+  const data = () => Object.values(window.edgestatsViews).reduce((n, e) =>
+    n + e.datasets.reduce((m, d) => m + e.view.data(d).length, 0), 0);
+  const select = document.getElementById('filter-device'); if (!select) return null;
+  const pick = async (value) => { select.value = value; select.dispatchEvent(new Event('change'));
+    await new Promise(r => setTimeout(r, 300)); return [rows(), data()]; };
+  const all = [rows(), data()]; const device = select.options[1].value; const one = await pick(device);
+  const headline = Array.from(document.querySelectorAll('#table-headline tbody tr:not([hidden])'))
+    .map(r => r.dataset.fDevice);
+  return {all, one, device, headline, again: await pick(''),
+          state: document.getElementById('filter-state').textContent}; }"""
 TABLES_JS = """() => Array.from(document.querySelectorAll('table.sortable')).map(t => ({id: t.id,
   rows: t.tBodies[0].rows.length, visible: t.getBoundingClientRect().height > 0}))"""
 
@@ -75,6 +88,7 @@ def _measure(page, seen: dict, screenshot: Path) -> None:
         page.click("#glance a.csv" if page.query_selector("#glance a.csv") else "a.csv")
     seen["downloaded"] = Path(download.value.path()).read_text(encoding="utf-8")
     seen["sorted"] = page.evaluate(SORT_JS)
+    seen["filter"] = page.evaluate(FILTER_JS)
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     page.wait_for_timeout(200)
     seen["overflow"] = page.evaluate(OVERFLOW_JS)
@@ -123,8 +137,11 @@ def imported_db(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["realistic", "imported"])
+@pytest.fixture(scope="module", params=["realistic", "imported", "example"])
 def opened(request, tmp_path_factory) -> tuple[str, dict, object]:
+    if request.param == "example":   # the checked-in example the README shows must meet the same bar
+        index = REPO / "docs" / "example-report" / "index.html"
+        return "example", open_in_browser(index, ARTIFACTS / "report-example.png"), None
     folder = tmp_path_factory.mktemp(request.param)
     db = (realistic_db if request.param == "realistic" else imported_db)(folder / "results.duckdb")
     files = write_db_report(db, folder / "report", run_analyses(db))
@@ -135,7 +152,7 @@ def opened(request, tmp_path_factory) -> tuple[str, dict, object]:
 
 def test_report_renders_offline_in_chromium(opened):
     kind, seen, files = opened
-    assert files.chart_errors == []
+    assert files is None or files.chart_errors == []
     not_drawn = [c["id"] for c in seen["charts"] if c["state"] != "true" or not c["drawn"]]
     assert not not_drawn, f"charts without an SVG/canvas: {not_drawn}"
     assert seen["page_errors"] == []
@@ -182,3 +199,15 @@ def test_headline_sorts_by_a_clicked_header(opened):
     _, seen, _ = opened
     ascending, descending = seen["sorted"]
     assert len(ascending) > 2 and ascending == sorted(ascending) and descending == sorted(ascending, reverse=True)
+
+
+def test_the_filter_bar_narrows_every_table_and_chart_and_restores_them(opened):
+    """A user filters by device, framework or model offline: table rows of other devices are
+    hidden and chart data rows are removed (charts redraw), and "all" brings everything back."""
+    kind, seen, _ = opened
+    result = seen["filter"]
+    assert result is not None, f"{kind}: no device filter although several devices are in the page"
+    (rows_all, data_all), (rows_one, data_one) = result["all"], result["one"]
+    assert 0 < rows_one < rows_all and data_one < data_all, result
+    assert set(result["headline"]) == {result["device"]}, "the headline shows the chosen device only"
+    assert result["again"] == result["all"] and result["state"] == "showing everything"

@@ -103,8 +103,10 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
     from edgestats.cli.collect import SWEEP_FLAGS, collect_command, sweep_flags
 
     params = [p for p in inspect.signature(collect_command).parameters if p != "ctx"]
-    # --until-precise and --max-repeat steer how many runs a configuration gets: not a sweep key (yet)
-    assert sorted(set(params) - set(SWEEP_FLAGS)) == ["cache_dir", "db", "max_repeat", "sweep_file", "until_precise"]
+    # --until-precise and --max-repeat steer how many runs a configuration gets: not a sweep key (yet);
+    # -v only says more on the terminal
+    assert sorted(set(params) - set(SWEEP_FLAGS)) == ["cache_dir", "db", "max_repeat", "sweep_file", "until_precise",
+                                                      "verbose"]
     given = {name: None for name in params}
     given.update(framework=["pytorch"], model=["cnn9"], batch_size=[1, 2], input_path=None,
                  option=["interop_threads=1"], evict_cache=None, threads=[])

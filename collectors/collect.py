@@ -87,7 +87,7 @@ def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
 
 # The pip extra of edgestats that installs each module a model's preparation imports.
 PREPARE_EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "openvino": "openvino", "nncf": "openvino",
-                  "onnx": "onnx"}
+                  "onnx": "onnx", "pnnx": "pnnx", "MNN": "mnn", "executorch": "executorch"}
 
 
 def module_installed(name: str) -> bool:

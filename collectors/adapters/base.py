@@ -44,6 +44,9 @@ class Adapter:
 
     framework: str = ""
     runtimes: tuple[str, ...] = ()   # the first is the default
+    # RunConfig fields, beyond prepare.ARTIFACT_FIELDS, that the prepared model file depends on:
+    # ("batch_size",) for a runtime whose file fixes the batch (ExecuTorch's static shapes)
+    artifact_fields: tuple[str, ...] = ()
 
     def __init__(self, config: RunConfig, artifact: Path | None = None):
         self.config = config

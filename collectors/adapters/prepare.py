@@ -41,8 +41,15 @@ NO_ENTRY = "not cached yet"
 
 
 def cache_key(config: RunConfig) -> str:
-    """What the model file depends on (not batch size, threads or iterations)."""
+    """What the model file depends on (not threads or iterations; batch size only where the
+    adapter's file fixes it: its `artifact_fields`, left out of the key when empty, so every
+    other adapter's key is what it always was)."""
     data = {name: getattr(config, name) for name in ARTIFACT_FIELDS}
+    try:
+        fields = getattr(runtime(config.framework).adapter_class(), "artifact_fields", ())
+    except KeyError:   # not a registered framework: the sweep checks report it
+        fields = ()
+    data.update({name: getattr(config, name) for name in fields})
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
 
 

@@ -56,6 +56,15 @@ RUNTIMES: tuple[RuntimeEntry, ...] = (
     RuntimeEntry("openvino", "OpenVINO", "edgestats.collectors.adapters.openvino:OpenVINOAdapter",
                  ("openvino",), "openvino", "OpenVINO's CPU plugin (LATENCY hint), IR converted from ONNX",
                  "docs/runtimes.md#openvino"),
+    RuntimeEntry("ncnn", "ncnn", "edgestats.collectors.adapters.ncnn:NcnnAdapter", ("ncnn",), "ncnn",
+                 "Tencent's ncnn on the CPU, .param/.bin converted by pnnx", "docs/runtimes.md#ncnn"),
+    RuntimeEntry("mnn", "MNN", "edgestats.collectors.adapters.mnn:MNNAdapter", ("MNN",), "mnn",
+                 "Alibaba's MNN on its CPU backend, .mnn converted from ONNX", "docs/runtimes.md#mnn"),
+    # `executorch` is a namespace package (importing it proves nothing); its runtime bindings are
+    # what the worker imports, so doctor times and checks those
+    RuntimeEntry("executorch", "ExecuTorch", "edgestats.collectors.adapters.executorch:ExecuTorchAdapter",
+                 ("executorch.runtime",), "executorch", "PyTorch's ExecuTorch runtime, an XNNPACK-delegated .pte",
+                 "docs/runtimes.md#executorch"),
 )
 _BY_NAME = {entry.name: entry for entry in RUNTIMES}
 

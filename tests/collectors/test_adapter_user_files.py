@@ -113,7 +113,8 @@ def test_user_torch_files(tmp_path, cache):
 
 
 @pytest.mark.frameworks
-@pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite"), ("openvino", ".xml")])
+@pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite"), ("openvino", ".xml"),
+                                              ("ncnn", ".param"), ("mnn", ".mnn"), ("executorch", ".pte")])
 def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tmp_path):
     """prepare() must not die on a bad user file: the worker's load_model reports it, so the run
     is stored as an error with its import phase."""

@@ -30,7 +30,8 @@ from adapter_builders import CNN9_PARAMS, adapter_class, config, run_phases
 pytestmark = pytest.mark.xdist_group("adapters")
 
 VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
-            ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"), ("openvino", "openvino")]
+            ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"), ("openvino", "openvino"),
+            ("ncnn", "ncnn"), ("mnn", "mnn"), ("executorch", "executorch")]
 INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"),
         ("openvino", "openvino")]
 
@@ -64,7 +65,7 @@ def test_cnn9_runs_through_every_phase(framework, runtime, cache):
     assert isinstance(info, ModelInfo)
     assert info.params == CNN9_PARAMS
     assert info.flops and info.flops > 0
-    nchw = framework in ("pytorch", "onnxruntime", "openvino")
+    nchw = framework in ("pytorch", "onnxruntime", "openvino", "ncnn", "mnn", "executorch")
     assert info.input_shape == ((3, 32, 32) if nchw else (32, 32, 3))
     assert info.file and Path(info.file).exists() and info.file_bytes > 0
     assert out1.shape == out2.shape == (2, 10)
@@ -119,6 +120,61 @@ def test_openvino_compiles_what_was_asked_and_agrees_with_onnxruntime(cache):
     assert "FakeQuantize" in ops, "NNCF inserted quantize/dequantize pairs: the CPU plugin runs them in int8"
     runtime_precisions = {op.get_rt_info()["runtimePrecision"].astype(str) for op in int8.compiled.get_runtime_model().get_ops()}
     assert {"u8", "i8"} & runtime_precisions, runtime_precisions
+
+
+@pytest.mark.frameworks
+def test_ncnn_runs_fp32_on_the_threads_asked_and_reads_a_users_param_file(cache, tmp_path):
+    """fp16/bf16 paths off, --threads honoured; a user's .param with its .bin beside it runs the
+    same (its Input layer records no shape, so input_shape is asked for); without a .bin it fails."""
+    adapter, _, info, out, _ = run_phases(config("ncnn", threads=1), cache)
+    options = adapter.environment()["options"]
+    assert options["num_threads"] == 1 and not any(v for k, v in options.items() if "fp16" in k or "bf16" in k)
+    assert "fp16=0" in adapter.environment()["converter"]
+    assert info.file_bytes > 4 * CNN9_PARAMS, "the .bin holds fp32 weights"
+    for suffix in (".param", ".bin"):
+        shutil.copy(Path(info.file).with_suffix(suffix), tmp_path / f"mine{suffix}")
+    user = config("ncnn", threads=1, model=str(tmp_path / "mine.param"), extra={"input_shape": [3, 32, 32]})
+    np.testing.assert_allclose(run_phases(user, tmp_path / "cache")[3], out, rtol=1e-6, atol=1e-7)
+    (tmp_path / "mine.bin").unlink()
+    with pytest.raises(EdgestatsError, match="mine.bin"):
+        run_phases(user, tmp_path / "cache")
+
+
+@pytest.mark.frameworks
+def test_mnn_runs_fp32_on_the_threads_asked_and_reads_a_users_mnn_file(cache, tmp_path):
+    """Precision mode high (fp32), numThread = --threads; a user's .mnn (no sidecar: the input
+    shape is read from the file) gives the same outputs."""
+    adapter, _, info, out, _ = run_phases(config("mnn", threads=1), cache)
+    env = adapter.environment()
+    assert env["requested"] == {"backend": "CPU", "precision": "high", "numThread": 1} and env["precision_mode"] == "high"
+    assert "ONNX" in env["converter"] and info.file_bytes > 4 * CNN9_PARAMS, "fp32 weights"
+    shutil.copy(info.file, tmp_path / "mine.mnn")
+    user_adapter, _, user_info, user_out, _ = run_phases(config("mnn", threads=1, model=str(tmp_path / "mine.mnn")),
+                                                        tmp_path / "cache")
+    assert user_info.input_shape == (3, 32, 32)
+    np.testing.assert_allclose(user_out, out, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.frameworks
+def test_executorch_exports_one_static_program_per_batch_and_honours_threads(cache, tmp_path):
+    """The batch is part of the program (and of the cache key): batches 2 and 16 are two files, the
+    same weights (the first samples of 16 give what a batch of 2 gives); the thread pool is
+    --threads; a user's .pte runs its `forward` up to its planned batch."""
+    from edgestats.collectors.adapters.prepare import cache_key
+    small, _, info, out2, _ = run_phases(config("executorch", threads=1), cache)
+    env = small.environment()
+    assert (env["planned_batch"], env["threadpool_threads"], env["xnnpack_available"]) == (2, 1, True)
+    large, _, info16, out16, _ = run_phases(config("executorch", threads=1, batch_size=16), cache)
+    assert large.environment()["planned_batch"] == 16 and info16.file != info.file and out16.shape == (16, 10)
+    np.testing.assert_allclose(out16[:2], out2, rtol=1e-5, atol=1e-6)
+    assert cache_key(config("executorch", batch_size=16)) != cache_key(config("executorch"))
+    assert cache_key(config("onnxruntime", batch_size=16)) == cache_key(config("onnxruntime"))
+    shutil.copy(info.file, tmp_path / "mine.pte")
+    user = run_phases(config("executorch", threads=1, model=str(tmp_path / "mine.pte")), tmp_path / "cache")
+    assert user[2].input_shape == (3, 32, 32)
+    np.testing.assert_allclose(user[3], out2, rtol=1e-6, atol=1e-7)
+    with pytest.raises(EdgestatsError, match="at most 2"):
+        run_phases(config("executorch", threads=1, batch_size=3, model=str(tmp_path / "mine.pte")), tmp_path / "cache")
 
 
 @pytest.mark.frameworks
@@ -205,11 +261,14 @@ def test_squeezenet_converts_and_runs(framework, tmp_path):
 
 def test_adapter_modules_import_no_framework():
     code = ("import sys, json\nimport edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
-            "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, edgestats.collectors.adapters.inputs\n"
+            "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, edgestats.collectors.adapters.inputs, "
+            "edgestats.collectors.adapters.openvino, edgestats.collectors.adapters.ncnn, edgestats.collectors.adapters.mnn, "
+            "edgestats.collectors.adapters.executorch\n"
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out.splitlines()[-1]))
-    assert not loaded & {"torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert", "numpy", "PIL", "onnx"}
+    assert not loaded & {"torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert", "numpy", "PIL", "onnx",
+                          "openvino", "ncnn", "pnnx", "MNN", "_tools", "executorch"}
 
 
 @pytest.mark.frameworks

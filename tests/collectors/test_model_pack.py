@@ -45,7 +45,9 @@ sys.meta_path.insert(0, _NotInstalled())
 
 # What a venv with only one runtime's extra lacks: the frameworks and the other runtimes.
 NOT_INSTALLED = {"onnxruntime": "torch,tensorflow,keras,ai_edge_litert,tflite_runtime,openvino",
-                 "tflite": "torch,tensorflow,keras,onnxruntime,openvino"}
+                 "tflite": "torch,tensorflow,keras,onnxruntime,openvino",
+                 "ncnn": "torch,pnnx,tensorflow,keras,onnxruntime,onnx,openvino,MNN,executorch",
+                 "mnn": "torch,pnnx,tensorflow,keras,onnxruntime,onnx,openvino,ncnn,executorch"}
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +122,23 @@ def test_every_zoo_model_runs_from_the_pack_on_a_runtime_only_device(tmp_path, m
         expected.insert(sorted(ZOO).index("cnn9") + 1, ("cnn9", "int8", "ok", "hit", 2))
         assert proc.stderr.count("cannot run here: onnxruntime") == len(ZOO) - 1
     assert rows == expected
+
+
+@pytest.mark.parametrize("runtime", ["ncnn", "mnn"])
+def test_ncnn_and_mnn_run_from_a_pack_without_torch_or_their_converters(tmp_path, runtime):
+    """Their converters (pnnx, MNN's from the torch ONNX export) run where the pack is built; the
+    device needs only the runtime. Without the pack, the plan says what to install first."""
+    pack = tmp_path / "pack"
+    built = CliRunner().invoke(app, ["prepare", "-f", runtime, "-m", "cnn9", "--cache-dir", str(pack)])
+    assert built.exit_code == 0, built.output
+    db = tmp_path / "board.duckdb"
+    proc = runtime_only_collect(tmp_path, runtime, "-m", "cnn9", "-m", "squeezenet", "-n", "2", "--db", str(db),
+                                "--cache-dir", str(pack))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"cannot run here: {runtime} squeezenet" in proc.stderr and "pip install 'edgestats[torch" in proc.stderr
+    with Store.open(db, read_only=True) as store:
+        rows = store.con.execute("SELECT s.model, s.status, s.n_latencies FROM run_summary s").fetchall()
+    assert rows == [("cnn9", "ok", 2)]
 
 
 def test_errors_for_a_missing_package_are_retried_and_others_only_when_asked(tmp_path):

@@ -13,7 +13,7 @@ import duckdb
 
 from edgestats.database import first_row
 from edgestats.errors import ImportFileError
-from edgestats.import_columns import CANONICAL, INT_MAX, Canonical, resolve, suggest
+from edgestats.import_columns import BIGINT_COLUMNS, BIGINT_MAX, CANONICAL, INT_MAX, Canonical, resolve, suggest
 from edgestats.store import quote_ident
 
 
@@ -62,10 +62,13 @@ def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceCo
             fail_at(con, path, column, f"{present} AND {number} IS NULL", f"is not a number ({spec.name} is numeric)")
             finite = f"{present} AND isfinite({number})"
             if spec.type == "int":
-                fail_at(con, path, column, f"{finite} AND ({number} <> round({number}) OR {number} < 0)",
-                         f"is not a whole number ≥ 0 ({spec.name} counts)")
-                fail_at(con, path, column, f"{finite} AND {number} > {INT_MAX}",
-                         f"is too large ({spec.name} is stored as a 32-bit integer, at most {INT_MAX})")
+                # a count in another unit (dataset_gb -> dataset_bytes) is whole once converted
+                scaled = f"{number} * {column.factor}"
+                fail_at(con, path, column, f"{finite} AND ({scaled} <> round({scaled}) OR {number} < 0)"
+                         if column.factor == 1 else f"{finite} AND {number} < 0", f"is not a whole number ≥ 0 ({spec.name} counts)")
+                bits, limit = (64, BIGINT_MAX) if spec.name in BIGINT_COLUMNS else (32, INT_MAX)
+                fail_at(con, path, column, f"{finite} AND {scaled} > {limit}",
+                         f"is too large ({spec.name} is stored as a {bits}-bit integer, at most {limit})")
             fail_at(con, path, column, f"{finite} AND NOT isfinite({number} * {column.factor})",
                      f"is too large to store once converted to {spec.name}")
             if spec.family in NONNEGATIVE_FAMILIES:

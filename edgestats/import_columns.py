@@ -24,6 +24,9 @@ UNIT_FAMILY = {unit: family for family, units in UNIT_FACTORS.items() for unit i
 # The count columns (batch_size, threads, ...) are INTEGER in the runs table (schema/0001_initial.sql):
 # a value above this does not fit.
 INT_MAX = 2**31 - 1
+# Counts stored as BIGINT (schema/0006_dataset_size.sql): a dataset's bytes pass 2 GiB.
+BIGINT_COLUMNS = ("dataset_bytes",)
+BIGINT_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,11 @@ def _columns() -> dict[str, Canonical]:
     # epochs_run: the epochs actually run, as a table gives them (fractional when derived from
     # iterations x batch / dataset size); epochs stays the whole number a run was set to do.
     cols += [Canonical("learning_rate", "runs", "float"), Canonical("epochs_run", "runs", "float")]
+    # the dataset's size (0006): samples per split, image size; its bytes may come in any memory
+    # unit (dataset_gb, dataset_mb), converted to bytes as the other memory columns are
+    cols += [Canonical(n, "runs", "int") for n in ("dataset_samples", "dataset_test_samples", "dataset_image_h",
+                                                   "dataset_image_w", "dataset_image_c")]
+    cols += [Canonical("dataset_bytes", "runs", "int", "memory")]
     cols += [Canonical(n, "run_results", "float", fam) for n, fam in measured.items()]
     return {c.name: c for c in cols}
 
@@ -73,7 +81,22 @@ ALIASES: dict[str, str] = {
     "epochs_derived": "epochs_run", "epochs_actual": "epochs_run", "actual_epochs": "epochs_run",
     "epochs_completed": "epochs_run", "epochs_trained": "epochs_run", "epochs_run": "epochs_run",
     "epochs_set": "epochs", "max_epochs": "epochs",
+    "train_samples": "dataset_samples", "training_samples": "dataset_samples", "n_train": "dataset_samples",
+    "dataset_train_samples": "dataset_samples", "test_samples": "dataset_test_samples", "n_test": "dataset_test_samples",
+    "image_height": "dataset_image_h", "image_width": "dataset_image_w", "image_channels": "dataset_image_c",
 }
+
+
+def dataset_name(text: str | None) -> str | None:
+    """The one spelling of a dataset name, for runs.dataset on both sides (the importer's column
+    and the collector's format or image folder name), so that runs of one dataset group together:
+    lowercase, every character but a-z and 0-9 dropped ('MNIST' -> 'mnist', 'CIFAR-10' ->
+    'cifar10', 'Tiny ImageNet' -> 'tinyimagenet'). A name with none of those is kept lowercase
+    and trimmed rather than emptied. schema/0006_dataset_size.sql applies the same rule in SQL
+    to the runs stored before."""
+    if text is None or not text.strip():
+        return None
+    return re.sub(r"[^a-z0-9]", "", text.lower()) or text.strip().lower()
 
 
 class UnitMismatch(ValueError):
@@ -127,6 +150,8 @@ SUGGESTIONS: dict[str, str] = {
     "time_per_epoch": "epoch_time_s", "epoch_duration": "epoch_time_s", "stall_time": "fetch_stall_s",
     "end_to_end_time": "e2e_s", "e2e_time": "e2e_s", "num_threads": "threads", "n_threads": "threads",
     "batchsize": "batch_size", "bs": "batch_size", "lr": "learning_rate", "workers": "num_workers",
+    "dataset_size": "dataset_bytes", "size_on_disk": "dataset_bytes", "num_samples": "dataset_samples",
+    "samples": "dataset_samples", "images": "dataset_samples", "num_images": "dataset_samples",
 }
 
 

@@ -24,7 +24,7 @@ from edgestats import __version__
 from edgestats.errors import ImportFileError
 from edgestats.import_checks import (SourceColumn, check_measured, check_values, fractional_epochs, measure_hints,
                                      numeric_expr, sql_str, unset_threads)
-from edgestats.import_columns import CANONICAL, UnitMismatch, normalise, resolve
+from edgestats.import_columns import CANONICAL, UnitMismatch, dataset_name, normalise, resolve
 from edgestats.import_identity import describe_identity, identity_key, import_identity, write_import
 from edgestats.import_native import FORMATS, read_native
 from edgestats.import_read import check_text_file, pivot_long, read_as_text
@@ -238,8 +238,12 @@ def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path
         runs["status"].append(status)
         runs["error_text"].append(error)
         runs["extra"].append(row.get("_extra"))
+        # one spelling per dataset on both sides (import_columns.dataset_name); the table's own stays in config
+        written = row.get("dataset")
+        row["dataset"] = dataset_name(written)
         runs["config"].append(json.dumps({"imported_from": path.name, "row": row["_row"], "sha256": file_hash,
-                                          "import": identity}))
+                                          "import": identity,
+                                          **({"dataset_as_written": written} if written != row["dataset"] else {})}))
         runs["source"].append(f"import:{path.name}")
         runs["edgestats_version"].append(__version__)
         for name in run_columns:

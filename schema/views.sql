@@ -190,7 +190,10 @@ SELECT
     CASE WHEN en.energy_per_inference_j IS NULL AND res.energy_j IS NULL
          THEN coalesce(pw.energy_unavailable_reason, r.energy_unavailable_reason,
                        'no power source was recorded for this run') END AS energy_unavailable_reason,
-    r.epochs_run
+    r.epochs_run,
+    -- the dataset's path and size (0006), usable as factors (--factor dataset_samples)
+    r.dataset_path, r.dataset_samples, r.dataset_test_samples, r.dataset_bytes,
+    r.dataset_image_h, r.dataset_image_w, r.dataset_image_c
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN run_latency_stats l USING (run_id)
@@ -240,7 +243,9 @@ SELECT
     -- the collected epochs, else an imported total over the epochs run (or set)
     r.epochs_run,
     coalesce(res.epoch_time_s, e.training_time_s / nullif(e.n_epochs, 0),
-             res.training_time_s / nullif(coalesce(r.epochs_run, r.epochs), 0))  AS epoch_time_s
+             res.training_time_s / nullif(coalesce(r.epochs_run, r.epochs), 0))  AS epoch_time_s,
+    r.dataset_path, r.dataset_samples, r.dataset_test_samples, r.dataset_bytes,
+    r.dataset_image_h, r.dataset_image_w, r.dataset_image_c
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN epoch_times e USING (run_id)

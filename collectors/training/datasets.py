@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.errors import EdgestatsError
+from edgestats.import_columns import dataset_name
 
 FORMATS = ("mnist", "cifar10", "imagefolder")
 IDX_UBYTE = 0x08
@@ -91,7 +92,7 @@ class Split:
 class Dataset:
     format: str
     root: Path
-    name: str                   # what runs.dataset records: "<format>:<directory name>"
+    name: str                   # runs.dataset: the format, or an image folder's name (import_columns.dataset_name)
     num_classes: int
     image_hw: tuple[int, int] | None    # stored resolution (None: per file, an image folder)
     channels: int | None
@@ -106,7 +107,7 @@ class Dataset:
 
     def describe(self) -> dict[str, Any]:
         files = self.files
-        return {"format": self.format, "root": str(self.root), "name": self.name, "num_classes": self.num_classes,
+        return {"format": self.format, "root": str(self.root.resolve()), "name": self.name, "num_classes": self.num_classes,
                 "n_train": self.train.n, "n_test": self.test.n, "image_hw": self.image_hw, "channels": self.channels,
                 "n_files": len(files), "bytes": sum(f.stat().st_size for f in files), "synthetic": self.synthetic}
 
@@ -187,7 +188,7 @@ def _open_mnist(root: Path) -> Dataset:
             raise DatasetFormatError(f"{labels}: {n_labels} labels for {count} images in {images.name}")
         splits[split] = IdxSplit(images, image_header, labels, label_header, count, rows, cols)
         hw = (rows, cols)
-    return Dataset("mnist", root, f"mnist:{root.name}", 10, hw, 1, splits["train"], splits["test"])
+    return Dataset("mnist", root, "mnist", 10, hw, 1, splits["train"], splits["test"])
 
 
 class IdxSplit(Split):
@@ -236,7 +237,7 @@ def _open_cifar10(root: Path) -> Dataset:
         raise DatasetNotFoundError(f"{folder}: no training batches ({', '.join(CIFAR_TRAIN_FILES)})")
     train = CifarSplit(train_files)
     test = CifarSplit([folder / CIFAR_TEST_FILE])
-    return Dataset("cifar10", root, f"cifar10:{root.name}", 10, (CIFAR_SIDE, CIFAR_SIDE), 3, train, test)
+    return Dataset("cifar10", root, "cifar10", 10, (CIFAR_SIDE, CIFAR_SIDE), 3, train, test)
 
 
 class CifarSplit(Split):
@@ -287,7 +288,7 @@ def _open_imagefolder(root: Path) -> Dataset:
         train = [s for k, s in enumerate(everything) if k % HOLDOUT_EVERY != HOLDOUT_EVERY - 1]
     if len(classes) < 2:
         raise DatasetNotFoundError(f"{root}: an image folder needs at least two class folders, found {classes}")
-    return Dataset("imagefolder", root, f"imagefolder:{root.name}", len(classes), None, None,
+    return Dataset("imagefolder", root, dataset_name(root.name) or "imagefolder", len(classes), None, None,
                    FileSplit(train), FileSplit(test))
 
 

@@ -32,10 +32,20 @@ def diverged_text(diverged: dict[str, Any]) -> str:
             f"batch {diverged.get('batch')}; training stopped there (try a smaller learning rate)")
 
 
+def dataset_columns(described: dict[str, Any]) -> dict[str, Any]:
+    """The dataset's name, path and size columns (0006) from the worker's Dataset.describe():
+    the path has its own column so that runs of one dataset read from two places group together."""
+    image_hw = described.get("image_hw") or (None, None)
+    return {"dataset": described.get("name"), "dataset_path": described.get("root"),
+            "dataset_samples": described.get("n_train"), "dataset_test_samples": described.get("n_test"),
+            "dataset_bytes": described.get("bytes"), "dataset_image_h": image_hw[0], "dataset_image_w": image_hw[1],
+            "dataset_image_c": described.get("channels")}
+
+
 def training_columns(config: RunConfig, spool: SpoolContents) -> dict[str, Any]:
     """The runs columns of a training run (on top of run_row's)."""
     storage = spool.dataset.get("storage") or {}
-    return {"kind": "training", "dataset": spool.dataset.get("name"), "storage": storage.get("storage"),
+    return {"kind": "training", **dataset_columns(spool.dataset), "storage": storage.get("storage"),
             "epochs": config.epochs, "iterations": config.iterations or None, "warmup": None,
             "learning_rate": config.learning_rate, "optimizer": config.optimizer, "num_workers": config.num_workers,
             "hyperparameters": spool.hyper or None}

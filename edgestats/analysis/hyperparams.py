@@ -45,9 +45,13 @@ LOG_CANDIDATES = ("learning_rate", "batch_size")
 PROPORTIONAL_R2 = 0.99
 MAX_MAIN_EFFECT_LEVELS = 20   # more distinct values than this is a continuum, not levels
 ITERATION_FACTORS = ("iterations", "epochs")
+# time ~ factor through the origin is the claim for these: per iteration, and per training sample
+# (the Jetson study: end-to-end time grows with the dataset's size)
+PROPORTIONAL_FACTORS = (*ITERATION_FACTORS, "dataset_samples")
 # Responses and factors used when none are named, and the groups fitted apart when no --by.
 DEFAULT_RESPONSES = ("training_time_s", "accuracy_pct")
-HYPERPARAMETERS = ("batch_size", "iterations", "epochs", "learning_rate", "optimizer", "threads", "num_workers")
+HYPERPARAMETERS = ("batch_size", "iterations", "epochs", "learning_rate", "optimizer", "threads", "num_workers",
+                   "dataset_samples")
 HYPERPARAM_GROUPS = ("device", "framework", "dataset", "model")
 # The response-vs-iterations means: one line per the first of these present (besides the
 # iteration factor), kept apart per device and framework (the chart's facets).
@@ -191,13 +195,14 @@ def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: f
 
 
 def proportionality(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
-    """time ~ iterations (raw scale) at each batch size: is the time per iteration constant?"""
+    """time ~ iterations (raw scale) at each batch size: is the time per iteration (or per
+    training sample, for dataset_samples) constant?"""
     import statsmodels.api as sm
 
     if not response.endswith("_s"):
         return []
     out = []
-    for factor in [f for f in ITERATION_FACTORS if f in rows.columns and (f in factors)]:
+    for factor in [f for f in PROPORTIONAL_FACTORS if f in rows.columns and (f in factors)]:
         fixed = ["batch_size"] if "batch_size" in rows.columns and rows["batch_size"].is_not_null().any() else []
         points = rows.filter(pl.col(factor).is_not_null())
         for group, sub in iter_groups(points, fixed):

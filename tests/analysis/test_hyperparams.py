@@ -30,7 +30,7 @@ def test_table_xiv_training_time_is_proportional_to_iterations(dlaas_db):
     options = AnalysisOptions(only="hyperparams", response="training_time_s", factors=["iterations"], by=["dataset"],
                               best="min", where="framework = 'Caffe'")
     entries = by_group(run_analyses(dlaas_db, options)["hyperparams"].to_json(), "dataset")
-    mnist = entries["MNIST"]
+    mnist = entries["mnist"]
     assert mnist["n"] == 4 and mnist["n_excluded"] == 0 and mnist["response"] == "training_time_s"
     assert mnist["r_squared"] > 0.9999
     slope = next(t for t in mnist["terms"] if t["term"] == "iterations")
@@ -39,7 +39,7 @@ def test_table_xiv_training_time_is_proportional_to_iterations(dlaas_db):
     (check,) = mnist["proportionality"]
     assert check["proportional"] is True and check["intercept"]["ci_low"] <= 0 <= check["intercept"]["ci_high"]
     assert check["slope"]["estimate"] == pytest.approx(0.009726, rel=1e-3)  # ≈ 9.7 ms per iteration
-    assert entries["CIFAR-10"]["proportionality"][0]["proportional"] is True
+    assert entries["cifar10"]["proportionality"][0]["proportional"] is True
     assert mnist["scale"] == {"iterations": "linear"}
 
 
@@ -49,13 +49,13 @@ def test_table_xiv_best_accuracy_within_a_training_budget(dlaas_db):
     options = AnalysisOptions(only="hyperparams", response="accuracy_pct", factors=["iterations"], by=["dataset"],
                               best="max", constraint="training_time_s <= 200", where="framework = 'Caffe'")
     entries = by_group(run_analyses(dlaas_db, options)["hyperparams"].to_json(), "dataset")
-    assert entries["MNIST"]["best"]["config"] == {"iterations": 20000}
-    assert entries["MNIST"]["best"]["value"] == pytest.approx(99.22)
-    assert entries["MNIST"]["best"]["n_satisfying"] == 3  # 240,000 iterations take 2,334 s
-    assert entries["CIFAR-10"]["best"]["config"] == {"iterations": 5000}  # the only CIFAR-10 run under 200 s
+    assert entries["mnist"]["best"]["config"] == {"iterations": 20000}
+    assert entries["mnist"]["best"]["value"] == pytest.approx(99.22)
+    assert entries["mnist"]["best"]["n_satisfying"] == 3  # 240,000 iterations take 2,334 s
+    assert entries["cifar10"]["best"]["config"] == {"iterations": 5000}  # the only CIFAR-10 run under 200 s
     options.constraint = "training_time_s <= 50"
     entries = by_group(run_analyses(dlaas_db, options)["hyperparams"].to_json(), "dataset")
-    assert entries["MNIST"]["best"]["reason"] == "no configuration satisfies training_time_s <= 50"
+    assert entries["mnist"]["best"]["reason"] == "no configuration satisfies training_time_s <= 50"
 
 
 def test_table_xii_fastest_thread_count_per_framework(dlaas_db):

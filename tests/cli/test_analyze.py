@@ -24,7 +24,7 @@ def test_hyperparams_json_has_the_documented_shape(tmp_path):
     assert result.exit_code == 0, result.output
     document = no_nan(result.stdout)
     assert list(document) == ["hyperparams"]
-    mnist = next(e for e in document["hyperparams"] if e["group"] == {"dataset": "MNIST"})
+    mnist = next(e for e in document["hyperparams"] if e["group"] == {"dataset": "mnist"})
     assert mnist["response"] == "training_time_s" and mnist["n"] == 4 and mnist["r_squared"] > 0.9999
     assert mnist["best"]["config"] == {"iterations": 10000} and mnist["best"]["value"] == 97.02
     assert {"term", "estimate", "ci_low", "ci_high", "p_value"} <= set(mnist["terms"][0])

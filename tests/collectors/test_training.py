@@ -180,7 +180,7 @@ def test_hyperparameter_sweep_two_frameworks_accuracy_above_chance(tmp_path, mni
     for run in runs:
         assert run["status"] == "ok" and run["n_epochs"] == 2 and run["model_params"] == 3_274_634
         assert run["optimizer"] == "sgd" and run["num_workers"] == 0 and run["epochs"] == 2
-        assert run["dataset"] == "mnist:mnist" and run["storage"]
+        assert run["dataset"] == "mnist" and run["dataset_samples"] == 800 and run["storage"]
         assert run["training_time_s"] > 0 and run["testing_time_s"] > 0
         assert run["accuracy_pct"] > 20, f"{run['framework']} b{run['batch_size']} lr{run['learning_rate']}: chance is 10 %"
     for framework in ("pytorch", "tensorflow"):
@@ -244,7 +244,7 @@ def test_pipeline_sweep_num_workers_stall_and_page_cache(tmp_path, jpeg_dir):
             assert not e["cache_evicted"] and e["cache_resident_pct"] > 95
     run = query(db, "SELECT storage, dataset, environment FROM runs LIMIT 1")[0]
     env = json.loads(run["environment"])
-    assert run["dataset"] == "imagefolder:jpeg" and run["storage"] == env["dataset"]["storage"]["storage"]
+    assert run["dataset"] == "jpeg" and run["storage"] == env["dataset"]["storage"]["storage"]
     assert env["dataset"]["n_files"] == 112 and env["runtime_detail"]["pipeline"]["loader"]
 
 

@@ -39,7 +39,7 @@ def test_fractional_epochs_are_stored_as_given_and_give_the_epoch_time(tmp_path)
     report = import_results(db, CAFFE_GPU, kind="training")
     assert report.columns["#Epochs (derived)"] == "epochs_run"
     got = rows(db, "SELECT iterations, epochs, epochs_run, training_time_s, epoch_time_s FROM training_summary "
-                   "WHERE dataset = 'MNIST' ORDER BY iterations")
+                   "WHERE dataset = 'mnist' ORDER BY iterations")
     assert got[0]["epochs_run"] == 10.67 and got[0]["epochs"] is None
     assert got[0]["epoch_time_s"] == pytest.approx(97.02 / 10.67)
     assert rows(db, "SELECT epochs_run FROM run_summary ORDER BY epochs_run LIMIT 1")[0]["epochs_run"] == 10.0

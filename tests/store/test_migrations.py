@@ -235,3 +235,33 @@ def test_imported_epochs_migration_keeps_earlier_runs(tmp_path):
     with Store.open(path) as store:
         assert current_version(store.con)[0] >= 5
         assert store.con.execute("SELECT epochs, epochs_run, epoch_time_s FROM training_summary").fetchall() == [(4, None, 25.0)]
+
+
+def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
+    """0006_dataset_size on a DB of schema 5: a collected run's 'mnist:<dir>' becomes 'mnist' with
+    the directory in dataset_path and the size from environment.dataset; an imported 'MNIST'
+    becomes 'mnist' too (one rule, import_columns.dataset_name), its size stays NULL."""
+    path = tmp_path / "v5.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
+    for migration in migrations.available_migrations()[:5]:
+        con.execute(migration.sql)
+        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
+                    [migration.version, migration.name])
+    con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
+    environment = ('{"dataset": {"format": "mnist", "root": "/data/mnist-small", "name": "mnist:mnist-small", '
+                   '"n_train": 800, "n_test": 200, "image_hw": [28, 28], "channels": 1, "bytes": 785000}}')
+    rows = [("collect", "mnist:mnist-small", environment), ("import:t.csv", "MNIST", None),
+            ("collect", "imagefolder:My-JPEGs", '{"dataset": {"root": "/d/My-JPEGs", "n_train": 96, "n_test": 16, '
+                                                 '"image_hw": null, "channels": null, "bytes": 9000000000}}')]
+    for i, (source, dataset, env) in enumerate(rows):
+        con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, dataset, environment, edgestats_version) "
+                    "SELECT ?, device_id, 'training', 'ok', ?, ?, ?, 'old' FROM devices",
+                    [f"00000000-0000-0000-0000-00000000000{i}", source, dataset, env])
+    con.close()
+    with Store.open(path) as store:
+        got = store.con.execute("SELECT dataset, dataset_path, dataset_samples, dataset_test_samples, dataset_bytes, "
+                                "dataset_image_h, dataset_image_w, dataset_image_c FROM training_summary ORDER BY run_id").fetchall()
+    assert got == [("mnist", "/data/mnist-small", 800, 200, 785000, 28, 28, 1),
+                   ("mnist", None, None, None, None, None, None, None),
+                   ("myjpegs", "/d/My-JPEGs", 96, 16, 9000000000, None, None, None)]

@@ -17,6 +17,7 @@ EVERY_TICK = ("rss_bytes", "cpu_user_pct", "cpu_system_pct", "cpu_total_pct", "i
               "sys_cpu_user_pct", "sys_cpu_system_pct", "sys_cpu_iowait_pct", "sys_cpu_total_pct")
 
 
+@pytest.mark.quiet   # a starved sampler misses ticks: beside another test it did, at load 5
 @pytest.mark.parametrize("hz", [10, 100])
 def test_collect_samples_at_the_requested_rate(model_cache, tmp_path: Path, hz: int):
     db = tmp_path / "r.duckdb"

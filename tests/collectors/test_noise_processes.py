@@ -72,6 +72,9 @@ def hogs(request) -> Iterator[list[subprocess.Popen]]:
             proc.stdout.close()
 
 
+# The machine must be quiet for this one: beside the other xdist worker's tests, other processes
+# do use the CPUs. make test runs the quiet tests alone, after the parallel lane.
+@pytest.mark.quiet
 def test_a_quiet_run_is_not_noisy(tmp_path, model_cache):
     db = tmp_path / "q.duckdb"
     result = collect(db, model_cache, *PAIR)

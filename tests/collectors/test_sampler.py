@@ -137,6 +137,7 @@ def test_process_tree_includes_grandchild_and_counts_reaped_cpu_once():
     assert tree_cpu_s > 0.8
 
 
+@pytest.mark.quiet   # needs a free core: beside another test the child got 42-61 % of one
 def test_busy_child_shows_about_100_percent_of_one_core():
     child = spawn("""
     import time

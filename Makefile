@@ -22,11 +22,11 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 
 install: $(STAMP)
 
-# The demo needs the frameworks and the analysis stack ([all]), not the test tools: no pyspark
+# The demo needs its sweep's frameworks and the analysis stack ([demo]), not the test tools: no pyspark
 # (a 456 MB source build), playwright, hypothesis or build. A dev install covers it too.
 $(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -c constraints.txt -e '.[all]'
+	$(BIN)/python -m pip install -c constraints.txt -e '.[demo]'
 	touch $@
 
 install-demo: $(DEMO_STAMP)

@@ -105,3 +105,19 @@ def test_analysis_has_its_function_and_chart_builders(entry):
     assert callable(getattr(section, "figures", None)), f"{entry.section} has no figures(result) chart builder"
     assert callable(getattr(section, "sentence", None)), f"{entry.section} has no sentence(result)"
     assert set(entry.needs) <= set(FRAMES), f"{entry.name} needs unknown frames {set(entry.needs) - set(FRAMES)}"
+
+
+def test_the_demo_extra_installs_every_runtime_the_demo_sweep_collects():
+    """`make demo` installs [demo], not [all] (timed from a fresh clone): a framework added to
+    sample_data/demo_sweep.toml without its extra would be 'cannot run here' in the demo."""
+    import tomllib
+
+    from edgestats.registry.runtimes import runtime
+
+    root = Path(__file__).resolve().parents[1]
+    sweep = tomllib.loads((root / "sample_data" / "demo_sweep.toml").read_text())["sweep"]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    demo = set(re.fullmatch(r"edgestats\[(.*)\]", extras["demo"][0]).group(1).split(","))
+    assert "analyze" in demo, "the demo ends with the report"
+    assert {runtime(f).extra for f in sweep["framework"]} <= demo
+    assert "install -c constraints.txt -e '.[demo]'" in (root / "Makefile").read_text()

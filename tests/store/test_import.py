@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -14,21 +13,10 @@ from edgestats.cli import app
 from edgestats.errors import ImportFileError
 from edgestats.import_columns import normalise, resolve
 from edgestats.importer import import_results
-from edgestats.store import Store
 from cli_asserts import one_line_error
+from import_builders import SAMPLE, rows, write
 
 runner = CliRunner()
-SAMPLE = Path(__file__).parents[2] / "sample_data" / "dlaas_tf_mnist_cpu.csv"
-
-
-def write(path: Path, text: str) -> Path:
-    path.write_text(text.strip() + "\n")
-    return path
-
-
-def rows(db: Path, sql: str) -> list[dict]:
-    with Store.open(db, read_only=True) as store:
-        return store.frame(sql).to_dicts()
 
 
 def test_published_table_imports_with_its_own_headers(tmp_path):

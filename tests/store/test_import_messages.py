@@ -5,7 +5,6 @@ view of the extra columns."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,19 +14,9 @@ from edgestats.errors import ImportFileError
 from edgestats.importer import import_results
 from edgestats.store import Store
 from cli_asserts import one_line_error
+from import_builders import SAMPLE, rows, write
 
 runner = CliRunner()
-SAMPLE = Path(__file__).parents[2] / "sample_data" / "dlaas_tf_mnist_cpu.csv"
-
-
-def write(path: Path, text: str) -> Path:
-    path.write_text(text.strip() + "\n")
-    return path
-
-
-def rows(db: Path, sql: str) -> list[dict]:
-    with Store.open(db, read_only=True) as store:
-        return store.frame(sql).to_dicts()
 
 # -- issue 15: messages ---------------------------------------------------------------------------
 

@@ -203,7 +203,7 @@ class Orchestrator:
         if cached:
             self._model_cache = "hit"
             return artifact, None, None
-        cmd = [self.python, "-m", "edgestats.collectors.adapters.prepare", str(paths["config"]), str(self.cache_dir)]
+        cmd = [self.python, "-P", "-m", "edgestats.collectors.adapters.prepare", str(paths["config"]), str(self.cache_dir)]
         with open(paths["log"], "ab") as log, open(paths["prepared"], "wb") as out:
             proc = spawn_group(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL, env=worker_env(config))
         ended = wait_group(proc, self.timeout_s)
@@ -274,7 +274,9 @@ class Orchestrator:
 
     def _spawn_and_wait(self, record: RunRecord, paths: dict[str, Path],
                         artifact: str | None) -> tuple[WorkerExit, SampleBatch | None, Interrupted | None]:
-        cmd = [self.python, "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
+        # -P: the current directory is not put on sys.path, so a checkout's edgestats/ folder in
+        # it never shadows the installed package (whose collectors/ is mapped in, not beside it)
+        cmd = [self.python, "-P", "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
         if artifact:
             cmd += ["--artifact", artifact]
         before = read_state()  # the noise sentinel's: just before, and just after (below)

@@ -59,7 +59,7 @@ def build_one(config: RunConfig, pack: Path, python: str = sys.executable) -> tu
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(config.to_json())
     try:
-        proc = subprocess.run([python, "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
+        proc = subprocess.run([python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
                               capture_output=True, text=True, stdin=subprocess.DEVNULL)
     finally:
         os.unlink(f.name)

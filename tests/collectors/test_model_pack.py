@@ -4,7 +4,8 @@
 The device is simulated for real: `collect` runs in a process whose imports of torch, TensorFlow,
 Keras and the other runtime fail (a sitecustomize on PYTHONPATH puts a blocking finder first on
 sys.meta_path; the worker inherits it), as in a venv with only `edgestats[onnx]` or only
-`edgestats[tflite]`: any import of a missing package anywhere on the path fails the run.
+`edgestats[tflite]`: any import of a missing package anywhere on the path fails the run. The
+last test does it for real too: a clean venv with only one runtime's extra installed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from builders import write_inference_run
 from edgestats.cli import app
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
 
 # One xdist worker builds the module's pack (about 1.2 GB, minutes) once.
 pytestmark = [pytest.mark.frameworks, pytest.mark.xdist_group("model_pack")]
@@ -167,3 +170,29 @@ def test_retry_failed_runs_a_failed_configuration_again(tmp_path):
     with Store.open(db, read_only=True) as store:
         statuses = [r[0] for r in store.con.execute("SELECT status FROM runs ORDER BY started_at").fetchall()]
     assert statuses == ["error", "error"]   # the second collect ran nothing; --retry-failed ran it again
+
+
+@pytest.mark.packaging   # two pip installs into clean venvs: about 15 s each
+@pytest.mark.parametrize("runtime,extra", [("onnxruntime", "onnx"), ("tflite", "tflite")])
+def test_a_venv_with_only_one_runtime_runs_every_zoo_model_from_the_pack(tmp_path, moved_pack, runtime, extra):
+    """The same as above in a real venv holding only `edgestats[EXTRA]` (no torch, no TensorFlow,
+    no other runtime), installed from this checkout: what a board's user installs."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "-c",
+                              str(REPO / "constraints.txt"), f"{REPO}[{extra}]"], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-3000:]
+    for absent in ("torch", "tensorflow", "onnxruntime" if runtime == "tflite" else "ai_edge_litert"):
+        probe = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True, text=True)
+        assert probe.returncode != 0, f"{absent} is installed in the {extra}-only venv"
+    db = tmp_path / "board.duckdb"
+    models = [arg for name in sorted(ZOO) for arg in ("-m", name)]
+    proc = subprocess.run([str(venv / "bin" / "edgestats"), "collect", "-f", runtime, *models, "-n", "2", "--warmup",
+                           "0", "--sample-hz", "0", "--power", "none", "--db", str(db), "--cache-dir", str(moved_pack)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, read_only=True) as store:
+        rows = store.con.execute("SELECT s.model, s.status, r.environment->>'$.model_cache' FROM run_summary s "
+                                 "JOIN runs r USING (run_id) ORDER BY s.model").fetchall()
+    assert rows == [(name, "ok", "hit") for name in sorted(ZOO)]

@@ -120,10 +120,9 @@ class MNNAdapter(Adapter):
 
 def _convert_zoo(config: RunConfig, cache_dir: Path, target: Path) -> None:
     """The zoo model's ONNX export (shared with onnxruntime) converted to an fp32 .mnn."""
-    from edgestats.collectors.adapters.onnxruntime import OnnxRuntimeAdapter
+    from edgestats.collectors.adapters.onnxruntime import zoo_onnx_export
 
-    onnx_file = OnnxRuntimeAdapter.prepare(RunConfig(framework="onnxruntime", model=config.model, seed=config.seed),
-                                           cache_dir)
+    onnx_file = zoo_onnx_export(config, cache_dir)
     try:
         import MNN
     except ImportError as exc:

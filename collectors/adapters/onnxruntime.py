@@ -158,6 +158,14 @@ class OnnxRuntimeAdapter(Adapter):
         return env
 
 
+def zoo_onnx_export(config: RunConfig, cache_dir: Path) -> Path:
+    """The zoo model's fp32 ONNX export, as onnxruntime runs it (prepared into `cache_dir` if
+    missing): the one graph the OpenVINO and MNN converters start from, so all three run the
+    same weights."""
+    return OnnxRuntimeAdapter.prepare(RunConfig(framework="onnxruntime", model=config.model, seed=config.seed),
+                                      cache_dir)
+
+
 def _export_zoo(config: RunConfig, target: Path) -> None:
     """Export the seeded PyTorch zoo model to `target` with a dynamic batch axis; write its sidecar."""
     try:

@@ -140,10 +140,9 @@ class OpenVINOAdapter(Adapter):
 
 def _convert_zoo(config: RunConfig, cache_dir: Path, xml: Path) -> None:
     """The zoo model's ONNX export (shared with onnxruntime) converted to an fp32 IR."""
-    from edgestats.collectors.adapters.onnxruntime import OnnxRuntimeAdapter
+    from edgestats.collectors.adapters.onnxruntime import zoo_onnx_export
 
-    onnx_file = OnnxRuntimeAdapter.prepare(RunConfig(framework="onnxruntime", model=config.model, seed=config.seed),
-                                           cache_dir)
+    onnx_file = zoo_onnx_export(config, cache_dir)
     try:
         import openvino as ov
     except ImportError as exc:

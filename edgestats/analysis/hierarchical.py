@@ -47,8 +47,25 @@ MAX_RECOMMENDED_RUNS = 10_000
 def _usable_runs(latencies_by_run: Sequence[Any]) -> list[np.ndarray]:
     """Each run's finite, positive latencies (a latency cannot be 0; logs need > 0); runs left
     with none are dropped."""
-    runs = [clean_values(run) for run in latencies_by_run]
+    runs = [np.asarray(run, dtype=float).ravel() for run in latencies_by_run]
+    if runs and all(len(run) for run in runs):
+        pooled = np.concatenate(runs)
+        if np.all(np.isfinite(pooled) & (pooled > 0)):  # the usual case, checked in one pass
+            return runs
+    runs = [clean_values(run) for run in runs]
     return [run[run > 0] for run in runs if np.any(run > 0)]
+
+
+def per_run_quantiles(runs: list[np.ndarray], q: float) -> np.ndarray:
+    """np.quantile(run, q) of each run, in order, with one vectorised call per distinct run length
+    (the runs of a configuration usually share their iteration count): a fleet's analysis asks
+    for hundreds of thousands of them."""
+    out = np.empty(len(runs))
+    lengths = np.array([len(run) for run in runs])
+    for length in np.unique(lengths):
+        at = np.flatnonzero(lengths == length)
+        out[at] = np.quantile(np.stack([runs[i] for i in at]), q, axis=1)
+    return out
 
 
 def _with_note(estimate: Estimate, note: str) -> Estimate:
@@ -66,7 +83,7 @@ def quantile_over_runs(latencies_by_run: Sequence[Any], q: float, *, level: floa
     if len(runs) == 1:
         within = quantile_ci(runs[0], q, level=level, settings=settings, n_unit="latencies", label=label)
         return _with_note(within, ONE_RUN_NOTE)
-    per_run = np.array([np.quantile(run, q) for run in runs])
+    per_run = per_run_quantiles(runs, q)
     estimate = geometric_mean_t(per_run, level, n_unit="runs")
     estimate.method = RUN_LEVEL_METHOD.format(what="medians" if q == 0.5 else f"{q:.0%} quantiles")
     return estimate

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from edgestats.analysis.hierarchical import (ONE_RUN_NOTE, VarianceComponents, mean_over_runs, median_over_runs,
-                                             optimal_iterations, predicted_rel_half_width, quantile_over_runs,
+from edgestats.analysis.hierarchical import (ONE_RUN_NOTE, VarianceComponents, _usable_runs, mean_over_runs,
+                                             median_over_runs, optimal_iterations, per_run_quantiles,
+                                             predicted_rel_half_width, quantile_over_runs,
                                              recommended_runs, relative_half_width, variance_components)
 from edgestats.analysis.intervals import BootstrapSettings, quantile_ci
 
@@ -177,3 +178,17 @@ def test_cost_optimal_iterations_follow_kalibera_jones():
     assert advice.iterations_per_run == 283 and advice.runs >= 2
     none = recommended_runs(VarianceComponents(1, 50, None, 0.01, None))
     assert none.runs is None and "at least 2 runs" in none.note
+
+
+def test_per_run_quantiles_match_numpy_run_by_run_whatever_the_run_lengths():
+    """The vectorised per-run quantiles (one call per run length) against np.quantile of each run."""
+    rng = np.random.default_rng(7)
+    runs = [rng.lognormal(0, 0.3, n) for n in (100, 100, 37, 1, 100, 2, 37)]
+    for q in (0.0, 0.5, 0.9, 0.99, 1.0):
+        assert np.array_equal(per_run_quantiles(runs, q), [np.quantile(run, q) for run in runs])
+
+
+def test_runs_with_a_bad_latency_lose_only_that_latency():
+    runs = [np.array([1.0, 2.0, np.nan, 0.0, 3.0]), np.array([np.inf, -1.0]), np.array([4.0, 5.0])]
+    assert [r.tolist() for r in _usable_runs(runs)] == [[1.0, 2.0, 3.0], [4.0, 5.0]]
+    assert [r.tolist() for r in _usable_runs([[1, 2], [3]])] == [[1.0, 2.0], [3.0]]

@@ -8,7 +8,8 @@ relative to the folder) with the sweep's models built into it, plus `pack.json`,
 what it holds. Copied to the device, `edgestats collect --cache-dir PACK` finds every model there
 (the lookup checks each file against its hash) and needs nothing but the runtime.
 
-Each model is built in its own process, as collect does, so torch and TensorFlow never share one.
+The models of one framework (and runtime) are built in one process of their own, so torch and
+TensorFlow never share one and each is imported once per prepare, not once per model.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from edgestats import __version__
 from edgestats.collectors.adapters.prepare import cache_key, lookup
@@ -71,27 +72,70 @@ def build_one(config: RunConfig, pack: Path, python: str = sys.executable) -> tu
     return result["cache"], (os.path.relpath(artifact, pack) if artifact else None), None
 
 
+def build_group(configs: list[RunConfig], pack: Path,
+                python: str = sys.executable) -> Iterator[tuple[RunConfig, str, str | None, str | None]]:
+    """Build several model files (one framework's) in one fresh process; yields (config, status,
+    artifact relative to the pack, error) for each, as it finishes. A configuration the process
+    never reported (it crashed on an earlier one) is built again on its own by `build_one`."""
+    pending = {cache_key(c): c for c in configs}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump([json.loads(c.to_json()) for c in configs], f)
+    try:
+        with tempfile.TemporaryFile("w+") as stderr, subprocess.Popen(
+                [python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
+                stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True) as proc:
+            for line in proc.stdout:
+                result = _result_line(line)
+                config = pending.pop(result.get("key"), None) if result else None
+                if config is None:
+                    continue
+                if "error" in result:
+                    yield config, "failed", None, result["error"]
+                else:
+                    artifact = result["artifact"]
+                    yield config, result["cache"], (os.path.relpath(artifact, pack) if artifact else None), None
+    finally:
+        os.unlink(f.name)
+    for config in pending.values():
+        yield (config, *build_one(config, pack, python))
+
+
+def _result_line(line: str) -> dict | None:
+    """A line of prepare_many's output; None for anything else a converter printed to stdout
+    (a library's text may even precede the JSON on the same line)."""
+    start = line.find('{"key"')
+    try:
+        return json.loads(line[start:]) if start >= 0 else None
+    except ValueError:
+        return None
+
+
 def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], None] | None = None) -> list[PackEntry]:
     """Build every model file of the sweep into `pack` and write its manifest (pack.json)."""
     pack = Path(pack)
     pack.mkdir(parents=True, exist_ok=True)
     configs = model_configs(sweep)
-    runnable, skipped = feasibility(configs)
+    skipped = feasibility(configs)[1]
     reasons = {cache_key(c): why for c, why in skipped}
-    entries, by_key = [], {}
+    entries = {cache_key(c): PackEntry(cache_key(c), c.framework, c.runtime, c.model, c.precision, c.seed, "")
+               for c in configs}
+    groups: dict[tuple[str, str | None], list[RunConfig]] = {}
     for config in configs:
         key = cache_key(config)
-        entry = PackEntry(key, config.framework, config.runtime, config.model, config.precision, config.seed, "")
         if key in reasons:
-            entry.status, entry.detail = "cannot run here", reasons[key]
+            entries[key].status, entries[key].detail = "cannot run here", reasons[key]
+            if on_entry:
+                on_entry(entries[key])
         else:
-            entry.status, entry.artifact, entry.detail = build_one(config, pack)
-        entries.append(entry)
-        by_key[key] = config
-        if on_entry:
-            on_entry(entry)
-    write_manifest(pack, entries, by_key)
-    return entries
+            groups.setdefault((config.framework, config.runtime), []).append(config)
+    for group in groups.values():
+        for config, status, artifact, detail in build_group(group, pack):
+            entry = entries[cache_key(config)]
+            entry.status, entry.artifact, entry.detail = status, artifact, detail
+            if on_entry:
+                on_entry(entry)
+    write_manifest(pack, list(entries.values()), {cache_key(c): c for c in configs})
+    return list(entries.values())
 
 
 def write_manifest(pack: Path, entries: list[PackEntry], configs: dict[str, RunConfig]) -> None:

@@ -77,6 +77,8 @@ demo: install-demo
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal
 	$(BIN)/edgestats doctor
 	$(BIN)/edgestats collect sample_data/demo_sweep.toml --db $(DB)
+	$(BIN)/edgestats collect sample_data/demo_sweep_new_runtimes.toml --db $(DB)
+	$(BIN)/edgestats collect sample_data/demo_sweep_torch_compile.toml --db $(DB)
 	$(BIN)/edgestats sql $(DB) "SELECT framework, runtime, model, count(*) AS runs, sum(n_latencies) AS latencies, round(median(latency_median_ms), 3) AS median_ms, round(min(latency_median_ms), 3) AS fastest_run_ms, round(max(latency_median_ms), 3) AS slowest_run_ms FROM run_summary GROUP BY ALL ORDER BY model, median_ms"
 	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE r.repeat_index = 0 AND p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total') USING first(s) ORDER BY run"
 	$(BIN)/edgestats import published.duckdb sample_data/pcamp_inference.csv --kind inference

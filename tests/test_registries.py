@@ -107,17 +107,26 @@ def test_analysis_has_its_function_and_chart_builders(entry):
     assert set(entry.needs) <= set(FRAMES), f"{entry.name} needs unknown frames {set(entry.needs) - set(FRAMES)}"
 
 
-def test_the_demo_extra_installs_every_runtime_the_demo_sweep_collects():
-    """`make demo` installs [demo], not [all] (timed from a fresh clone): a framework added to
-    sample_data/demo_sweep.toml without its extra would be 'cannot run here' in the demo."""
+def test_the_demo_extra_installs_every_runtime_the_demo_sweeps_collect():
+    """`make demo` installs [demo], not [all] (timed from a fresh clone): a framework added to a
+    sample_data/demo_sweep*.toml without its extra would be 'cannot run here' in the demo. The
+    sweeps together cover every registered runtime, and make demo collects each of them."""
     import tomllib
 
-    from edgestats.registry.runtimes import runtime
+    from edgestats.registry.runtimes import RUNTIMES, runtime
 
     root = Path(__file__).resolve().parents[1]
-    sweep = tomllib.loads((root / "sample_data" / "demo_sweep.toml").read_text())["sweep"]
+    makefile = (root / "Makefile").read_text()
+    files = sorted((root / "sample_data").glob("demo_sweep*.toml"))
+    sweeps = [tomllib.loads(f.read_text())["sweep"] for f in files]
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     demo = set(re.fullmatch(r"edgestats\[(.*)\]", extras["demo"][0]).group(1).split(","))
     assert "analyze" in demo, "the demo ends with the report"
-    assert {runtime(f).extra for f in sweep["framework"]} <= demo
-    assert "install -c constraints.txt -e '.[demo]'" in (root / "Makefile").read_text()
+    frameworks = {f for sweep in sweeps for f in sweep["framework"]}
+    assert {runtime(f).extra for f in frameworks} <= demo
+    assert "ncnn" not in frameworks or "pnnx" in demo, "zoo models reach ncnn through pnnx"
+    assert frameworks == {r.name for r in RUNTIMES}
+    assert any("torch-compile" in sweep.get("runtime", []) for sweep in sweeps)
+    for f in files:
+        assert f"collect sample_data/{f.name} --db $(DB)" in makefile
+    assert "install -c constraints.txt -e '.[demo]'" in makefile

@@ -38,6 +38,20 @@ class AnalysisOptions:
     linear_factors: list[str] = field(default_factory=list)
     noisy: str = "include"
 
+    @classmethod
+    def from_flags(cls, *, only: str | None = None, where: str | None = None, by=(), level: float = DEFAULT_LEVEL,
+                   seed: int = 0, resamples: int = DEFAULT_RESAMPLES, bca_max_n: int = DEFAULT_BCA_MAX_N,
+                   filters: dict[str, list[str]] | None = None, noisy: str = "include", response: str | None = None,
+                   factor=(), interaction: bool = False, best: str | None = None, constraint: str | None = None,
+                   log=(), linear=()) -> "AnalysisOptions":
+        """The options from `edgestats analyze`'s flags, by their flag names (--resamples,
+        --factor, --log ...): the one mapping the CLI and the Python API share. `filters` holds
+        --device, --framework, ... (column -> values); empty ones are dropped."""
+        return cls(only=only, where=where, filters={k: list(v) for k, v in (filters or {}).items() if v}, by=list(by),
+                   level=level, seed=seed, n_resamples=resamples, bca_max_n=bca_max_n, response=response,
+                   factors=list(factor), interactions=interaction, best=best, constraint=constraint,
+                   log_factors=list(log), linear_factors=list(linear), noisy=noisy)
+
     def __post_init__(self) -> None:
         # --noisy travels to the loader as the `noisy` filter (load.filters_sql)
         self.filters = {**self.filters, "noisy": [self.noisy]} if self.noisy != "include" else self.filters

@@ -94,12 +94,12 @@ class Results:
         the registry (an Analyses mapping, as without --only). Defaults are the CLI's."""
         from edgestats.analysis import AnalysisOptions, run_analyses
 
-        options = AnalysisOptions(
-            only=only, where=where, by=_listed(by), level=level, seed=seed, n_resamples=resamples, bca_max_n=bca_max_n,
+        options = AnalysisOptions.from_flags(
+            only=only, where=where, by=_listed(by), level=level, seed=seed, resamples=resamples, bca_max_n=bca_max_n,
             filters=_filters(device=device, framework=framework, runtime=runtime, model=model, dataset=dataset,
                              kind=kind),
-            noisy=noisy, response=response, factors=_listed(factor), interactions=interaction, best=best,
-            constraint=constraint, log_factors=_listed(log), linear_factors=_listed(linear))
+            noisy=noisy, response=response, factor=_listed(factor), interaction=interaction, best=best,
+            constraint=constraint, log=_listed(log), linear=_listed(linear))
         results = run_analyses(self.spec, options)   # checks the options as the CLI's are checked
         return Analysis(results[only]) if only is not None else Analyses(results)
 

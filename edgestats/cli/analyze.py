@@ -56,12 +56,12 @@ def analyze_command(
     command_help(), which lists the registry's analyses."""
     from edgestats.analysis import AnalysisOptions, dumps, run_analyses
 
-    filters = {k: v for k, v in {"device": device, "framework": framework, "runtime": runtime, "model": model,
-                                 "dataset": dataset, "kind": kind}.items() if v}
-    options = AnalysisOptions(only=only, where=where, filters=filters, by=list(by), level=level, seed=seed,
-                              n_resamples=resamples, bca_max_n=bca_max_n, response=response, factors=list(factor),
-                              interactions=interaction, best=best, constraint=constraint, log_factors=list(log),
-                              linear_factors=list(linear), noisy=noisy)
+    filters = {"device": device, "framework": framework, "runtime": runtime, "model": model, "dataset": dataset,
+               "kind": kind}
+    options = AnalysisOptions.from_flags(only=only, where=where, by=by, level=level, seed=seed, resamples=resamples,
+                                         bca_max_n=bca_max_n, filters=filters, noisy=noisy, response=response,
+                                         factor=factor, interaction=interaction, best=best, constraint=constraint,
+                                         log=log, linear=linear)
     if (png or svg or tables) and out is None:
         raise typer.BadParameter("--png, --svg and --tables write into the report folder: add --out DIR", param_hint="--out")
     if tables is not None and tables not in ("latex", "markdown", "csv"):

@@ -77,10 +77,12 @@ def uuids(rng: np.random.Generator, n: int) -> list[str]:
     return [str(uuid.UUID(bytes=b.tobytes(), version=4)) for b in rng.integers(0, 256, (n, 16), dtype=np.uint8)]
 
 
-def build_db(path: Path, n_runs: int, n_samples: int, seed: int, n_devices: int = len(DEVICES)) -> dict:
-    """Write the synthetic DB; returns its row counts and how long writing took."""
+def build_db(path: Path, n_runs: int, n_samples: int, seed: int, n_devices: int = len(DEVICES),
+             first_device: int = 0) -> dict:
+    """Write the synthetic DB (devices `first_device` .. + n_devices of `device_names`); returns its
+    row counts and how long writing took."""
     rng = np.random.default_rng(seed)
-    devices = device_names(n_devices)
+    devices = device_names(first_device + n_devices)[first_device:]
     started = time.perf_counter()
     n_inference = int(n_runs * 0.9)
     n_training = n_runs - n_inference

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import duckdb
 import pytest
 
@@ -62,3 +65,38 @@ def test_analysis_imports_no_framework_and_the_cli_no_analysis_stack():
 
     assert not loaded_after("import edgestats.analysis") & FRAMEWORKS
     assert not loaded_after("import edgestats.cli.analyze") & (ANALYSIS | FRAMEWORKS)
+
+
+def same_to_12_digits(a, b, path: str = "") -> list[str]:
+    """Where two parsed JSON documents differ: floats by more than 1e-12 relative, anything else at all."""
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300) else [f"{path}: {a!r} vs {b!r}"]
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        return [d for k in a for d in same_to_12_digits(a[k], b[k], f"{path}/{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in same_to_12_digits(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {a!r:.80} vs {b!r:.80}"]
+
+
+def test_the_order_rows_are_stored_in_changes_no_analysis(tmp_path):
+    """The same runs stored in another physical order (as a merged file, a lake or a glob of
+    files store them) give the same JSON: every string, count and null the same, every float to
+    12 significant digits. Only the last bits of floats may differ: DuckDB and polars sum floats
+    in scan order, and float addition is not associative."""
+    from builders import make_results_db, write_inference_run
+    from edgestats.analysis import dumps
+    from edgestats.store import CHILD_TABLES, ROW_TABLES, Store
+
+    stored = make_results_db(tmp_path / "stored.duckdb", n_runs=5)
+    with Store.open(stored) as store:   # a configuration of one run: its intervals resample its latencies
+        device_id = store.con.execute("SELECT device_id FROM devices").fetchone()[0]
+        write_inference_run(store, device_id, seed=99, model="resnet18", n_latencies=200)
+    shuffled = tmp_path / "shuffled.duckdb"
+    with Store.open(shuffled) as store:
+        store.con.execute(f"ATTACH '{stored}' AS src (READ_ONLY)")
+        store.con.execute("SELECT setseed(0.25)")
+        for table in ROW_TABLES + CHILD_TABLES:
+            store.con.execute(f"INSERT INTO {table} SELECT * FROM src.{table} ORDER BY random()")
+        store.con.execute("DETACH src")
+        assert store.con.execute("SELECT count(*) FROM latencies").fetchone()[0] == 5 * 50 + 200
+    assert same_to_12_digits(json.loads(dumps(run_analyses(shuffled))), json.loads(dumps(run_analyses(stored)))) == []

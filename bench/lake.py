@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import platform
 import sys
@@ -36,9 +35,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))   # json_compare: the equality rule tests/store/test_lake.py holds lakes to
 
 import edgestats  # noqa: E402
 from analyze import build_db, load_average  # noqa: E402
+from json_compare import same_to_12_digits  # noqa: E402
 from edgestats.analysis import AnalysisOptions, dumps, run_analyses  # noqa: E402
 from edgestats.export import export_parquet  # noqa: E402
 from edgestats.export_append import append_parquet  # noqa: E402
@@ -66,18 +67,6 @@ def folder_digest(folder: Path) -> str:
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
-
-
-def differences(a, b, path: str = "") -> list[str]:
-    """Where two parsed JSON documents differ: floats by more than 1e-12 relative (summing floats
-    in another order changes their last bits), anything else at all."""
-    if isinstance(a, float) and isinstance(b, float):
-        return [] if math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300) else [f"{path}: {a!r} vs {b!r}"]
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
-        return [d for k in a for d in differences(a[k], b[k], f"{path}/{k}")]
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r:.80} vs {b!r:.80}"]
 
 
 def read_all(source: str) -> tuple[str, dict, float, float]:
@@ -122,7 +111,7 @@ def main() -> int:
         print(f"| merged file | {reference[2]:.2f} | {reference[3]:.2f} | 1.00 | ({len(reference[0]):,} bytes) | |")
         for name, source in (("lake (Parquet)", str(lake)), ("glob of device DBs", str(folder / "device-*.duckdb"))):
             text, answers, analyze_s, sql_s = read_all(source)
-            found = differences(json.loads(reference[0]), json.loads(text))
+            found = same_to_12_digits(json.loads(reference[0]), json.loads(text))
             json_verdict = "identical bytes" if text == reference[0] else "equal to 12 digits" if not found else "DIFFERENT"
             same_sql = answers == reference[1]
             ok &= not found and same_sql

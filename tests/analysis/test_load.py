@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 
 import duckdb
 import pytest
 
+from json_compare import same_to_12_digits
 from edgestats.analysis import ANALYSES, AnalysisInputError, AnalysisOptions, run_analyses
 from edgestats.analysis.load import check_where, filters_sql, latencies_sql, load_data, Needs, runs_sql
 
@@ -65,17 +65,6 @@ def test_analysis_imports_no_framework_and_the_cli_no_analysis_stack():
 
     assert not loaded_after("import edgestats.analysis") & FRAMEWORKS
     assert not loaded_after("import edgestats.cli.analyze") & (ANALYSIS | FRAMEWORKS)
-
-
-def same_to_12_digits(a, b, path: str = "") -> list[str]:
-    """Where two parsed JSON documents differ: floats by more than 1e-12 relative, anything else at all."""
-    if isinstance(a, float) and isinstance(b, float):
-        return [] if math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-300) else [f"{path}: {a!r} vs {b!r}"]
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
-        return [d for k in a for d in same_to_12_digits(a[k], b[k], f"{path}/{k}")]
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in same_to_12_digits(x, y, f"{path}[{i}]")]
-    return [] if a == b else [f"{path}: {a!r:.80} vs {b!r:.80}"]
 
 
 def test_the_order_rows_are_stored_in_changes_no_analysis(tmp_path):

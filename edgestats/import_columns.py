@@ -52,6 +52,8 @@ def _columns() -> dict[str, Canonical]:
     int_runs = ["batch_size", "iterations", "epochs", "threads", "num_workers"]
     measured = {
         "training_time_s": "time", "testing_time_s": "time", "accuracy_pct": "pct", "latency_ms": "time",
+        # a run's percentiles as a benchmark tool prints them (0007)
+        "latency_p50_ms": "time", "latency_p90_ms": "time", "latency_p99_ms": "time",
         "load_time_s": "time", "total_time_s": "time", "mem_avg_mb": "memory", "mem_max_mb": "memory",
         "cpu_user_pct": "pct", "cpu_system_pct": "pct", "cpu_iowait_pct": "pct", "cpu_total_pct": "pct",
         "energy_j": "energy", "power_w": "power", "fetch_stall_s": "time", "compute_s": "time", "e2e_s": "time",

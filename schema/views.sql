@@ -167,9 +167,10 @@ SELECT
     r.started_at, r.ended_at, r.source, r.power_source, r.sample_hz, r.noisy, r.noise_reason,
     coalesce(l.n_latencies, 0)                                   AS n_latencies,
     coalesce(t.n_samples, 0)                                     AS n_samples,
-    coalesce(l.latency_median_ms, res.latency_ms)                AS latency_median_ms,
-    l.latency_p90_ms,
-    l.latency_p99_ms,
+    -- an imported run: the median its tool printed (0007), else its one latency figure
+    coalesce(l.latency_median_ms, res.latency_p50_ms, res.latency_ms) AS latency_median_ms,
+    coalesce(l.latency_p90_ms, res.latency_p90_ms)               AS latency_p90_ms,
+    coalesce(l.latency_p99_ms, res.latency_p99_ms)               AS latency_p99_ms,
     coalesce(l.latency_mean_ms, res.latency_ms)                  AS latency_mean_ms,
     coalesce(t.rss_peak_bytes, res.mem_max_mb * 1048576.0)       AS rss_peak_bytes,
     coalesce(t.rss_mean_bytes, res.mem_avg_mb * 1048576.0)       AS rss_mean_bytes,

@@ -77,11 +77,27 @@ def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: flo
     per_run = runs["latency_median_ms"].to_numpy()
     out = {"latency_median_ms": quantile_ci(per_run, 0.5, level=level, settings=settings, n_unit="runs",
                                             label=f"{label}|median-of-runs")}
-    tail_note = "one figure per run (imported): a run's tail latency is not known"
-    out["latency_p90_ms"] = _no_value(level, len(per_run), "runs", "none", tail_note)
-    out["latency_p99_ms"] = _no_value(level, len(per_run), "runs", "none", tail_note)
+    for metric in ("latency_p90_ms", "latency_p99_ms"):
+        out[metric] = reported_tail(runs, metric, level=level, settings=settings, label=label)
     out["latency_mean_ms"] = positive_mean(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
     return out
+
+
+def reported_tail(runs: pl.DataFrame, metric: str, *, level: float, settings: BootstrapSettings,
+                  label: str) -> Estimate:
+    """An imported configuration's p90 or p99: the median across runs of each run's own figure,
+    as its benchmark tool printed it (run_results, 0007), with the same interval as the median's;
+    unknown (NULL, said in the note) where no run reported one."""
+    values = runs[metric].to_numpy().astype(float) if metric in runs.columns else np.empty(0)
+    reported = values[np.isfinite(values)]
+    if len(reported) == 0:
+        return _no_value(level, runs.height, "runs", "none", "one figure per run (imported): a run's tail latency is not known")
+    estimate = quantile_ci(reported, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}-of-runs")
+    note = f"imported: the median of the runs' own {metric.split('_')[1]}, as their tool reported it"
+    if len(reported) < runs.height:
+        note += f"; {runs.height - len(reported)} run(s) without one left out"
+    estimate.note = f"{note}; {estimate.note}" if estimate.note else note
+    return estimate
 
 
 def variance_entry(by_run: list[np.ndarray], level: float) -> dict:

@@ -14,7 +14,7 @@ from scipy import stats
 from analysis_builders import import_sample, latencies_frame, runs_frame
 from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.analysis.breakdown import breakdown
-from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks
+from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks, quantile_ci
 from edgestats.analysis.summary import summarise
 from edgestats.store import Store
 
@@ -89,6 +89,24 @@ def test_imported_runs_give_intervals_across_runs():
     assert metrics["latency_p90_ms"]["estimate"] is None and "tail" in metrics["latency_p90_ms"]["note"]
     assert metrics["energy_per_inference_j"]["estimate"] == pytest.approx(0.5875)
     assert metrics["energy_per_inference_j"]["ci_low"] < 0.5875 < metrics["energy_per_inference_j"]["ci_high"]
+
+
+def test_imported_tails_are_the_median_of_what_each_run_reported():
+    """A benchmark tool's own p90 per run (run_results, 0007): the configuration's p90 is their
+    median with the same interval as the median latency's; a run that printed none is left out
+    and counted in the note; with no run reporting one it stays unknown."""
+    p90 = [10.9, 13.1, None, 12.0, 14.2]
+    runs = runs_frame([{"latency_median_ms": 10.0 + i, "latency_mean_ms": 10.0 + i, "latency_p90_ms": v}
+                       for i, v in enumerate(p90)])
+    (entry,) = summarise(runs, None, by=CONFIG, settings=SETTINGS).to_json()
+    metric = metrics_of(entry)["latency_p90_ms"]
+    reported = [v for v in p90 if v is not None]
+    expected = quantile_ci(reported, 0.5, settings=SETTINGS, n_unit="runs", label="x")
+    assert metric["estimate"] == pytest.approx(np.median(reported)) == pytest.approx(expected.estimate)
+    assert metric["n"] == 4 and metric["n_unit"] == "runs" and metric["method"] == expected.method
+    assert metric["ci_low"] <= metric["estimate"] <= metric["ci_high"]
+    assert "the runs' own p90" in metric["note"] and "1 run(s) without one left out" in metric["note"]
+    assert metrics_of(entry)["latency_p99_ms"]["estimate"] is None
 
 
 def test_one_run_with_one_latency_is_reported_without_an_interval():

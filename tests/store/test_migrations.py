@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -265,3 +266,34 @@ def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
     assert got == [("mnist", "/data/mnist-small", 800, 200, 785000, 28, 28, 1),
                    ("mnist", None, None, None, None, None, None, None),
                    ("myjpegs", "/d/My-JPEGs", 96, 16, 9000000000, None, None, None)]
+
+
+def test_latency_percentiles_migration_moves_them_out_of_extra(tmp_path):
+    """0007_latency_percentiles on a DB of schema 6 holding a native import (its percentiles in
+    runs.extra): they become run_results columns, leave extra (and extra is NULL when nothing else
+    was in it), and run_summary shows the run's median and tails as its tool printed them."""
+    path = tmp_path / "v6.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
+    for migration in migrations.available_migrations()[:6]:
+        con.execute(migration.sql)
+        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
+                    [migration.version, migration.name])
+    con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'orin', now())")
+    extras = {1: '{"latency_p50_ms": "0.636227", "latency_p90_ms": "0.640258", "latency_p99_ms": "0.643843", '
+                 '"latency_p99_9_ms": "0.649539", "scenario": "SingleStream"}',
+              2: '{"latency_p50_ms": "1239.807"}', 3: None}
+    for i, extra in extras.items():
+        con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, edgestats_version, extra) "
+                    f"SELECT '00000000-0000-0000-0000-00000000000{i}', device_id, 'inference', 'ok', 'import:x', 'old', ? "
+                    "FROM devices", [extra])
+        con.execute(f"INSERT INTO run_results (run_id, latency_ms) VALUES ('00000000-0000-0000-0000-00000000000{i}', {i}.5)")
+    con.close()
+    with Store.open(path) as store:
+        assert current_version(store.con)[0] >= 7
+        rows = store.con.execute("SELECT r.extra, s.latency_median_ms, s.latency_p90_ms, s.latency_p99_ms, "
+                                 "s.latency_mean_ms FROM runs r JOIN run_summary s USING (run_id) ORDER BY run_id").fetchall()
+    assert [(json.loads(r[0]) if r[0] else None, *r[1:]) for r in rows] == [
+        ({"latency_p99_9_ms": "0.649539", "scenario": "SingleStream"}, 0.636227, 0.640258, 0.643843, 1.5),
+        (None, 1239.807, None, None, 2.5),
+        (None, 3.5, None, None, 3.5)]

@@ -167,7 +167,7 @@ def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerC
 
 # -- breakdown: where a run's time goes (pCAMP Table 3) ------------------------------------------
 
-PHASE_ORDER = ["import", "load_model", "first_inference", "steady", "other"]
+PHASE_ORDER = ["import", "load_model", "compile", "first_inference", "steady", "other"]
 
 
 def stacked_phase_frame(phases: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:

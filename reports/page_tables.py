@@ -30,7 +30,7 @@ PIVOT_UNITS = {"phase": "s"}           # a phase's estimate is seconds, its name
 NOTE_COLUMNS = ("note", "reason")
 METRIC_ORDER = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "latency_mean_ms", "throughput_per_s",
                 "rss_peak_bytes", "rss_mean_bytes", "energy_per_inference_j",
-                "import", "load_model", "load_first_input", "first_inference", "steady", "other")
+                "import", "load_model", "compile", "load_first_input", "first_inference", "steady", "other")
 # Columns whose unit is that of the row's metric (tradeoff winners: "rss_peak_bytes" is in MiB).
 PER_ROW_UNIT = ("estimate", "runner_up_estimate")
 

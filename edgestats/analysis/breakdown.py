@@ -21,14 +21,16 @@ from edgestats.analysis.result import (AnalysisResult, estimate_row, group_label
                                        rows_frame, unavailable)
 
 NAME = "breakdown"
-PHASES = ("import", "load_model", "first_inference", "steady")
+# compile: only runtimes that compile on the first call (torch.compile) have it; for the others it
+# is NULL in every run and left out of their entries, as a phase no run has.
+PHASES = ("import", "load_model", "compile", "first_inference", "steady")
 # Everything else in `total`: loading inputs, the second inference, warm-up, process start.
 OTHER = "other"
 
 
 def phase_seconds(runs: pl.DataFrame, phases: pl.DataFrame | None) -> pl.DataFrame:
-    """One row per run: run_idx, import_s, load_model_s, first_inference_s, steady_s, total_s,
-    per_inference_s, from phase rows where there are any, else from imported figures."""
+    """One row per run: run_idx, import_s, load_model_s, compile_s, first_inference_s, steady_s,
+    total_s, per_inference_s, from phase rows where there are any, else from imported figures."""
     base = runs.select(
         "run_idx",
         pl.col("load_time_s").alias("reported_load_s"),
@@ -38,8 +40,10 @@ def phase_seconds(runs: pl.DataFrame, phases: pl.DataFrame | None) -> pl.DataFra
     )
     wanted = [*PHASES, "total"]
     if phases is not None and phases.height:
+        # one row per run and phase already (phases_sql sums a phase recorded twice); "first", not
+        # "sum", so a phase a run does not have is NULL, not 0 s (a sum of nothing)
         wide = (phases.filter(pl.col("phase").is_in(wanted))
-                .pivot(on="phase", index="run_idx", values="duration_s", aggregate_function="sum"))
+                .pivot(on="phase", index="run_idx", values="duration_s", aggregate_function="first"))
         known = phases.filter(pl.col("phase") != "total").group_by("run_idx").agg(pl.col("duration_s").sum().alias("phases_sum_s"))
         base = base.join(wide, on="run_idx", how="left").join(known, on="run_idx", how="left")
     for phase in wanted:
@@ -52,6 +56,7 @@ def phase_seconds(runs: pl.DataFrame, phases: pl.DataFrame | None) -> pl.DataFra
         "run_idx",
         pl.col("import").alias("import_s"),
         pl.coalesce("load_model", "reported_load_s").alias("load_model_s"),
+        pl.col("compile").alias("compile_s"),
         pl.col("first_inference").alias("first_inference_s"),
         pl.coalesce("steady", imported_steady).alias("steady_s"),
         pl.coalesce("total", "phases_sum_s", "reported_total_s").alias("total_s"),

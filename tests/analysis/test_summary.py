@@ -179,6 +179,26 @@ def test_breakdown_interval_across_repeated_runs(tmp_path):
     assert alexnet["confident"] is True
 
 
+def test_breakdown_gives_compile_its_own_phase_only_where_runs_have_one():
+    """torch.compile's compile phase is a phase of its own (not lumped into `other`); a runtime
+    without one gets no compile phase at all, not a 0 s one."""
+    from edgestats.analysis.breakdown import breakdown
+
+    runs = runs_frame([{"runtime": "torch-compile", "latency_median_ms": 1.0, "iterations": 10},
+                       {"runtime": "torch-eager", "latency_median_ms": 1.0, "iterations": 10}])
+    seconds = {0: {"import": 1.0, "load_model": 2.0, "compile": 1.5, "first_inference": 0.01, "steady": 0.03, "total": 4.7},
+               1: {"import": 1.0, "load_model": 0.02, "first_inference": 0.01, "steady": 0.03, "total": 1.2}}
+    phases = pl.DataFrame([{"run_idx": i, "phase": name, "seq": k, "duration_s": v}
+                           for i, by_phase in seconds.items() for k, (name, v) in enumerate(by_phase.items())],
+                          schema={"run_idx": pl.Int32, "phase": pl.String, "seq": pl.Int64, "duration_s": pl.Float64})
+    entries = {e["group"]["runtime"]: {p["phase"]: p["estimate"] for p in e["phases"]}
+               for e in breakdown(runs, phases, by=["runtime"]).to_json()}
+    assert entries["torch-compile"]["compile"] == pytest.approx(1.5)
+    assert entries["torch-compile"]["other"] == pytest.approx(4.7 - 1.0 - 2.0 - 1.5 - 0.01 - 0.03)
+    assert "compile" not in entries["torch-eager"]
+    assert entries["torch-eager"]["other"] == pytest.approx(1.2 - 1.0 - 0.02 - 0.01 - 0.03)
+
+
 def test_breakdown_on_imported_pcamp_rows(tmp_path):
     db = import_sample(tmp_path / "p.duckdb", "pcamp_inference.csv", "inference")
     entries = run_analyses(db, AnalysisOptions(only="breakdown", by=["device", "model"]))["breakdown"].to_json()

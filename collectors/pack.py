@@ -81,9 +81,10 @@ def build_group(configs: list[RunConfig], pack: Path,
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([json.loads(c.to_json()) for c in configs], f)
     try:
-        with tempfile.TemporaryFile("w+") as stderr, subprocess.Popen(
-                [python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
-                stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, text=True) as proc:
+        # each failure's reason is on its own stdout line; the tracebacks on stderr are not kept
+        with subprocess.Popen([python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                              text=True) as proc:
             for line in proc.stdout:
                 result = _result_line(line)
                 config = pending.pop(result.get("key"), None) if result else None

@@ -34,6 +34,18 @@ def schema_text(path: Path) -> str:
     return "\n".join("\t".join(str(v) for v in row) for row in rows) + "\n"
 
 
+def db_at_version(path: Path, version: int) -> duckdb.DuckDBPyConnection:
+    """A connection to a new DB at schema `version` (the first `version` migrations, recorded as
+    an older edgestats applied them), for a migration test to fill before it upgrades."""
+    con = duckdb.connect(str(path))
+    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
+    for migration in migrations.available_migrations()[:version]:
+        con.execute(migration.sql)
+        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
+                    [migration.version, migration.name])
+    return con
+
+
 def test_fresh_db_is_created_at_latest_version(tmp_path):
     path = tmp_path / "new.duckdb"
     Store.open(path).close()
@@ -201,12 +213,7 @@ def test_noise_migration_leaves_earlier_runs_unjudged(tmp_path):
     """0004_noise on a DB of schema 3 that holds a run: the run keeps its data, and its noisy is
     NULL (nothing judged it), never false; run_summary shows the new columns."""
     path = tmp_path / "v3.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
-    for migration in migrations.available_migrations()[:3]:   # the schema before the sentinel
-        con.execute(migration.sql)
-        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
-                    [migration.version, migration.name])
+    con = db_at_version(path, 3)  # the schema before the sentinel
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
     con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, model, edgestats_version) "
                 "SELECT uuid(), device_id, 'inference', 'ok', 'collect', 'cnn9', 'old' FROM devices")
@@ -222,12 +229,7 @@ def test_imported_epochs_migration_keeps_earlier_runs(tmp_path):
     epochs_run is NULL (never invented), and training_summary derives the epoch time from the
     epochs set."""
     path = tmp_path / "v4.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
-    for migration in migrations.available_migrations()[:4]:
-        con.execute(migration.sql)
-        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
-                    [migration.version, migration.name])
+    con = db_at_version(path, 4)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
     con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, epochs, edgestats_version) "
                 "SELECT '00000000-0000-0000-0000-000000000001', device_id, 'training', 'ok', 'import:t.csv', 4, 'old' FROM devices")
@@ -243,12 +245,7 @@ def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
     the directory in dataset_path and the size from environment.dataset; an imported 'MNIST'
     becomes 'mnist' too (one rule, import_columns.dataset_name), its size stays NULL."""
     path = tmp_path / "v5.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
-    for migration in migrations.available_migrations()[:5]:
-        con.execute(migration.sql)
-        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
-                    [migration.version, migration.name])
+    con = db_at_version(path, 5)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
     environment = ('{"dataset": {"format": "mnist", "root": "/data/mnist-small", "name": "mnist:mnist-small", '
                    '"n_train": 800, "n_test": 200, "image_hw": [28, 28], "channels": 1, "bytes": 785000}}')
@@ -273,12 +270,7 @@ def test_latency_percentiles_migration_moves_them_out_of_extra(tmp_path):
     runs.extra): they become run_results columns, leave extra (and extra is NULL when nothing else
     was in it), and run_summary shows the run's median and tails as its tool printed them."""
     path = tmp_path / "v6.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(migrations.CREATE_MIGRATIONS_TABLE)
-    for migration in migrations.available_migrations()[:6]:
-        con.execute(migration.sql)
-        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
-                    [migration.version, migration.name])
+    con = db_at_version(path, 6)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'orin', now())")
     extras = {1: '{"latency_p50_ms": "0.636227", "latency_p90_ms": "0.640258", "latency_p99_ms": "0.643843", '
                  '"latency_p99_9_ms": "0.649539", "scenario": "SingleStream"}',

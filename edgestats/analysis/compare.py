@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values, finite_or_none
 from edgestats.analysis.load import AnalysisInputError, check_where, load_data, present_columns
+from edgestats.analysis.multiplicity import holm
 from edgestats.analysis.result import iter_groups, json_safe
 
 # The configuration axes a run is matched on (iterations and warm-up are not: they change how
@@ -162,7 +162,7 @@ def holm_adjust(tests: list[RatioTest]) -> None:
     """Holm's step-down adjustment over the tests that have a p-value (one family)."""
     tested = [t for t in tests if t.p_value is not None]
     if tested:
-        adjusted = multipletests([t.p_value for t in tested], method="holm")[1]
+        adjusted = holm([t.p_value for t in tested])
         for t, p in zip(tested, adjusted):
             t.p_holm = float(p)
 

@@ -27,6 +27,7 @@ from edgestats.analysis.bounded import positive_mean
 from edgestats.analysis.hierarchical import median_over_runs
 from edgestats.analysis.intervals import BootstrapSettings, Estimate, finite_or_none, quantile_ci
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, present_columns
+from edgestats.analysis.multiplicity import holm
 from edgestats.analysis.summary import run_latencies
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
@@ -132,15 +133,12 @@ def compare_metric(stratum: pl.DataFrame, metric: str, lower_is_better: bool, ca
 
 def holm_adjust(entries: list[dict], alpha: float) -> None:
     """Holm's step-down correction across every test in the table (in place)."""
-    from statsmodels.stats.multitest import multipletests
-
     tests = [m for e in entries for m in e.get("metrics", []) if m.get("p_value") is not None]
     if not tests:
         return
-    reject, adjusted, _, _ = multipletests([m["p_value"] for m in tests], alpha=alpha, method="holm")
-    for metric, significant, p_holm in zip(tests, reject, adjusted):
+    for metric, p_holm in zip(tests, holm([m["p_value"] for m in tests])):
         metric["p_holm"] = float(p_holm)
-        metric["significant"] = bool(significant)
+        metric["significant"] = bool(p_holm <= alpha)
 
 
 def single_winner(metrics: list[dict]) -> dict | None:

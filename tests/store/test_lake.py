@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,18 +32,28 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> dict[str, Path]:
+@pytest.fixture(scope="module")
+def fleet_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three devices' DBs, their merged file, and a lake made by exporting the first and
-    appending the others (the second twice, and the merged file, which holds them all, last)."""
-    dbs = [make_results_db(tmp_path / f"device{i}.duckdb", device_name=f"device-{i}", seed0=10 * i) for i in range(3)]
-    merged = tmp_path / "merged.duckdb"
+    appending the others (the second twice, and the merged file, which holds them all, last).
+    Built once per module: the build is most of this module's time."""
+    folder = tmp_path_factory.mktemp("fleet")
+    dbs = [make_results_db(folder / f"device{i}.duckdb", device_name=f"device-{i}", seed0=10 * i) for i in range(3)]
+    merged = folder / "merged.duckdb"
     merge(merged, dbs)
-    lake = tmp_path / "lake"
+    lake = folder / "lake"
     export_parquet(dbs[0], lake)
     for db in (dbs[1], dbs[2], dbs[1], merged):
         append_parquet(db, lake)
-    return {"merged": merged, "lake": lake, "glob": tmp_path / "device*.duckdb", "all": tmp_path / "*.duckdb"}
+    return folder
+
+
+@pytest.fixture
+def fleet(fleet_template: Path, tmp_path: Path) -> dict[str, Path]:
+    """The test's own copy of the fleet, in its tmp_path (tests append to the lake and add files)."""
+    shutil.copytree(fleet_template, tmp_path, dirs_exist_ok=True)
+    return {"merged": tmp_path / "merged.duckdb", "lake": tmp_path / "lake",
+            "glob": tmp_path / "device*.duckdb", "all": tmp_path / "*.duckdb"}
 
 
 def answers(source: Path) -> list:

@@ -131,7 +131,19 @@ def results_db(tmp_path: Path, results_db_template: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`collect --cache-dir` for every test of the session (per xdist worker): preparing a model
-    (ONNX export, TFLite conversion) takes a framework import and seconds, and the cache is keyed
-    by everything the file depends on, so tests that collect the same model share it safely."""
-    return tmp_path_factory.mktemp("model-cache")
+    """`collect --cache-dir` for every test of the session: preparing a model (ONNX export,
+    TFLite conversion) takes a framework import and seconds, and the cache is keyed by everything
+    the file depends on, so tests that collect the same model share it safely.
+
+    One folder for the whole test run, shared by its xdist workers: the cache is written the way
+    concurrent collects write it (a file and then its sidecar, each renamed into place), so two
+    workers preparing one model both succeed. `make test` also hands its quiet lane the parallel
+    lane's folder (EDGESTATS_TEST_MODEL_CACHE), so a model is prepared once per `make test`."""
+    shared = os.environ.get("EDGESTATS_TEST_MODEL_CACHE")
+    if shared:
+        folder = Path(shared)
+    else:  # the run's base folder (a worker's is popen-gwN inside it), which pytest's retention cleans up
+        base = tmp_path_factory.getbasetemp()
+        folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "model-cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

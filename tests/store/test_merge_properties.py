@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from edgestats.store import Store
 # pool so that inputs recur across examples: each distinct input is built once (BUILT) and copied.
 inputs = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 3), st.integers(0, 7)), min_size=1, max_size=3)
 BUILT = Path(tempfile.mkdtemp(prefix="edgestats-merge-inputs-"))
+atexit.register(shutil.rmtree, BUILT, ignore_errors=True)  # every run used to leave its inputs in /tmp
 
 
 def built_input(dest: Path, device: int, n_runs: int, seed: int) -> Path:

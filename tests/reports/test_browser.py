@@ -25,7 +25,9 @@ from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 
 from edgestats.analysis import run_analyses
 
-pytestmark = pytest.mark.browser
+# One xdist worker runs the module, so each page's report (the realistic one is a collect of seconds) is
+# built and opened once: split over two workers, each built its own.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"

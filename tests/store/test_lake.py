@@ -22,6 +22,7 @@ from edgestats.merge import merge
 from edgestats.query import run_query
 
 runner = CliRunner()
+pytestmark = pytest.mark.xdist_group("lake")   # one worker builds the module's fleet, once
 QUESTIONS = [
     "SELECT device, framework, model, count(*) AS runs, sum(n_latencies) AS n, round(avg(latency_median_ms), 9) AS median "
     "FROM run_summary GROUP BY ALL ORDER BY ALL",

@@ -29,6 +29,7 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
 
 MANIFEST = "pack.json"
+USED_IN_PLACE = "used in place"
 
 
 @dataclass
@@ -39,7 +40,8 @@ class PackEntry:
     model: str
     precision: str
     seed: int
-    status: str                # "built", "hit" (already in the pack), "rebuilt: WHY", "failed", "cannot run here"
+    status: str                # "built", "hit" (already in the pack), "rebuilt: WHY", "failed", "cannot run here",
+                               # "used in place" (the runtime reads the user's own file: none in the pack)
     artifact: str | None = None   # relative to the pack
     detail: str | None = None     # why it failed or cannot run
 
@@ -133,6 +135,10 @@ def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], No
         for config, status, artifact, detail in build_group(group, pack):
             entry = entries[cache_key(config)]
             entry.status, entry.artifact, entry.detail = status, artifact, detail
+            if artifact is None and status != "failed":
+                entry.status, entry.detail = USED_IN_PLACE, (
+                    f"{config.framework} reads this file itself, so the pack holds no copy: "
+                    f"put it at the same path on the device")
             if on_entry:
                 on_entry(entry)
     write_manifest(pack, list(entries.values()), {cache_key(c): c for c in configs})

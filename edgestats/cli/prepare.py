@@ -10,7 +10,8 @@ import typer
 
 from edgestats.cli.common import handle_errors
 
-STATUS_STYLE = {"built": "green", "hit": "green", "failed": "red", "cannot run here": "yellow"}
+STATUS_STYLE = {"built": "green", "hit": "green", "failed": "red", "cannot run here": "yellow",
+                "used in place": "yellow"}
 
 
 def prepare_command(
@@ -44,7 +45,7 @@ def _prepare(*, sweep_file: Path | None, pack: Path, flags: dict) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from edgestats.collectors.pack import MANIFEST, prepare_pack
+    from edgestats.collectors.pack import MANIFEST, USED_IN_PLACE, prepare_pack
     from edgestats.collectors.sweep import combine, load_sweep_file, parse_option_flags
 
     flags = {**flags, "options": parse_option_flags(flags["options"]) or None}
@@ -60,9 +61,11 @@ def _prepare(*, sweep_file: Path | None, pack: Path, flags: dict) -> int:
     entries = prepare_pack(sweep, pack, on_entry=show)
     failed = sum(e.status == "failed" for e in entries)
     ready = sum(e.artifact is not None for e in entries)
+    in_place = sum(e.status == USED_IN_PLACE for e in entries)
     typer.echo(f"{pack}: {ready} model file(s) ready, {failed} failed, "
-               f"{sum(e.status == 'cannot run here' for e in entries)} cannot run here; manifest {pack / MANIFEST}. "
-               f"On the device: edgestats collect ... --cache-dir {pack}")
+               f"{sum(e.status == 'cannot run here' for e in entries)} cannot run here"
+               f"{f', {in_place} used in place (copy them to the device yourself)' if in_place else ''}; "
+               f"manifest {pack / MANIFEST}. On the device: edgestats collect ... --cache-dir {pack}")
     return failed
 
 

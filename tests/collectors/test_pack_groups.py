@@ -10,6 +10,7 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
 
 from edgestats.collectors.adapters import prepare as prepare_module
 from edgestats.collectors.adapters.prepare import cache_key, lookup
@@ -88,3 +89,21 @@ def test_a_group_whose_process_cannot_start_fails_each_model_with_the_reason(tmp
     results = list(build_group(configs("cnn9", "squeezenet"), tmp_path / "pack", python=str(python)))
     assert [(c.model, status, error) for c, status, _, error in results] == [
         ("cnn9", "failed", "this interpreter is broken"), ("squeezenet", "failed", "this interpreter is broken")]
+
+
+@pytest.mark.frameworks   # `prepare` checks that OpenVINO is installed before it plans the model
+def test_a_file_the_runtime_reads_itself_is_used_in_place_not_called_built(tmp_path):
+    """OpenVINO reads a user's .onnx itself: nothing is built and the pack holds no copy. The line,
+    the manifest and the summary say so, instead of "built" beside "0 model file(s) ready"."""
+    from typer.testing import CliRunner
+
+    from edgestats.cli import app
+
+    mine = tmp_path / "mine.onnx"
+    mine.write_bytes(b"an ONNX file the runtime opens on the device")
+    result = CliRunner().invoke(app, ["prepare", "-f", "openvino", "-m", str(mine), "--cache-dir", str(tmp_path / "pack")])
+    assert result.exit_code == 0, result.output
+    assert "used in place openvino" in result.output and "built" not in result.output
+    assert "0 model file(s) ready" in result.output and "1 used in place" in result.output
+    [entry] = json.loads((tmp_path / "pack" / "pack.json").read_text())["models"]
+    assert (entry["status"], entry["artifact"]) == ("used in place", None)

@@ -21,9 +21,8 @@ import numpy as np
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm-adjusted p-values, in the order given (an empty input gives an empty array)."""
     p = np.asarray(p_values, dtype=float)
-    m = p.size
     order = np.argsort(p, kind="stable")
-    steps = np.minimum((m - np.arange(m)) * p[order], 1.0)
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(steps) if m else steps
+    steps = np.minimum((p.size - np.arange(p.size)) * p[order], 1.0)
+    adjusted = np.empty(p.size)
+    adjusted[order] = np.maximum.accumulate(steps)
     return adjusted

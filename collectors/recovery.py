@@ -22,6 +22,7 @@ from edgestats.collectors.record import RunRecord, RunRecordError, WorkerExit, c
 from edgestats.collectors.spool import cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import read_batch
+from edgestats.formatting import counted
 
 if TYPE_CHECKING:
     from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
@@ -73,7 +74,7 @@ def _read_record(meta_path: Path, warnings: list[str]) -> RunRecord | None:
             return None  # deleted since the folder was listed: its collect stored the run and cleaned up
         why = str(exc) if isinstance(exc, RunRecordError) else f"{meta_path.name} is not named after a run id"
         moved = _move_aside(meta_path.parent, run_name)
-        warnings.append(f"moved {len(moved)} unreadable spool file(s) of run {run_name} to "
+        warnings.append(f"moved {counted(len(moved), 'unreadable spool files')} of run {run_name} to "
                         f"{meta_path.parent / DAMAGED}: {why.splitlines()[0]}")
         return None
 

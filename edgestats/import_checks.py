@@ -15,6 +15,7 @@ from edgestats.database import first_row
 from edgestats.errors import ImportFileError
 from edgestats.import_columns import BIGINT_COLUMNS, BIGINT_MAX, CANONICAL, INT_MAX, Canonical, resolve, suggest
 from edgestats.store import quote_ident
+from edgestats.formatting import counted
 
 
 RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
@@ -135,7 +136,7 @@ def unset_threads(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn], note
         plan.append(SourceColumn(THREADS_AS_WRITTEN))
     shown = ", ".join(str(r) for r, _ in found[:10]) + (", ..." if len(found) > 10 else "")
     words_seen = " or ".join(repr(w) if w else "empty" for w in said)
-    notes.append(f"column {column.original!r} is {words_seen} in {len(found)} row(s) (rows {shown}): threads stored as "
+    notes.append(f"column {column.original!r} is {words_seen} in {counted(len(found), 'rows')} (rows {shown}): threads stored as "
                  f"NULL (the framework's own default)" + (f", the words kept in extra as {THREADS_AS_WRITTEN}" if any(said) else ""))
 
 
@@ -182,7 +183,7 @@ def check_measured(path: Path, plan: list[SourceColumn], rows: list[dict], hints
     notes.extend(hints)
     if without and not failed:
         shown = ", ".join(map(str, without[:10])) + (", ..." if len(without) > 10 else "")
-        notes.append(f"{len(without)} row(s) carry no measurement (rows {shown}): imported as runs with empty figures")
+        notes.append(f"{counted(len(without), 'rows')} {'carries' if len(without) == 1 else 'carry'} no measurement (rows {shown}): imported as runs with empty figures")
 
 
 def sql_str(text: str) -> str:

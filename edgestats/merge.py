@@ -33,6 +33,7 @@ from edgestats.database import (STORED_BEFORE, check_intact, connect, damage_err
 from edgestats.errors import DatabaseError, MergeConflictError, StorageError
 from edgestats.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store import CHILD_TABLES, Store, quote_ident
+from edgestats.formatting import counted
 
 # Tables holding a run's content, compared to detect conflicts; all keyed by run_id.
 RUN_TABLES = ("runs", "run_results", *CHILD_TABLES)
@@ -117,7 +118,7 @@ class _Merger:
             shown = "; ".join(f"run {rid}: differs in {', '.join(where)}" for rid, where in list(conflicts.items())[:5])
             more = f" and {len(conflicts) - 5} more runs" if len(conflicts) > 5 else ""
             raise MergeConflictError(
-                f"{path}: {len(conflicts)} run(s) have the same run_id as runs already merged but different content: "
+                f"{path}: {counted(len(conflicts), 'runs')} {'has' if len(conflicts) == 1 else 'have'} the same run_id as runs already merged but different content: "
                 f"{shown}{more}. Nothing was written. Remove the stale copy of those runs from one input "
                 "(e.g. with `edgestats sql IN --write \"DELETE ...\"` on a copy) and merge again."
             )

@@ -18,7 +18,7 @@ import polars as pl
 
 from edgestats.analysis.compare import METRICS
 from edgestats.analysis.overview import Overview
-from edgestats.formatting import format_interval
+from edgestats.formatting import counted, format_interval
 from edgestats.reports.charts_common import LABEL_LIMIT, WIDTH, band_height, label_column, varying
 from edgestats.reports.page import Figure, Section, render_page
 from edgestats.reports.report import _write_atomic, prepare_out_dir
@@ -90,8 +90,8 @@ def sentence(comparison: Any) -> str:
     latency = [(c, x) for c, tests in comparison.matched for x in tests if x.metric == "latency_median_ms"]
     counts = {v: sum(1 for _, x in latency if x.verdict == v) for v in ("slower", "faster", "same", "inconclusive")}
     worst = max((x for _, x in latency if x.estimate is not None), key=lambda x: x.estimate, default=None)
-    text = (f"B ({comparison.b.label}) against A ({comparison.a.label}) over {len(comparison.matched)} matched "
-            f"configuration(s): median latency is slower in {counts['slower']}, faster in {counts['faster']}, the same "
+    text = (f"B ({comparison.b.label}) against A ({comparison.a.label}) over {counted(len(comparison.matched), 'matched configurations')}"
+            f": median latency is slower in {counts['slower']}, faster in {counts['faster']}, the same "
             f"within ±{t:.0%} in {counts['same']} and inconclusive in {counts['inconclusive']}")
     if worst is not None:
         text += f"; the largest ratio B/A is {format_interval(worst.estimate, worst.ci_low, worst.ci_high)}"

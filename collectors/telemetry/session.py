@@ -21,6 +21,7 @@ from edgestats.collectors.power.base import (POWER_PREFIX, PowerSource, PowerSou
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.telemetry.sampler import SampleBatch, Sampler
 from edgestats.errors import EdgestatsError
+from edgestats.formatting import counted
 
 DEFAULT_SAMPLE_HZ = 10.0
 METER_MARGIN_NS = 2_000_000_000   # meter samples kept either side of the run, for edge interpolation
@@ -170,7 +171,7 @@ def describe_sensors(root: Path = Path("/")) -> list[dict[str, Any]]:
     row("disk reads", bool(disks), f"disks: {', '.join(sorted(disks))}" if disks else
         f"no physical disk under {root / 'sys/block'}")
     temps, kind = procfs.temperature_inputs(root)
-    row("temperatures", bool(temps), f"{len(temps)} {kind} sensor(s): {', '.join(m.split(':', 1)[1] for m, _ in temps[:6])}"
+    row("temperatures", bool(temps), f"{counted(len(temps), kind + ' sensors')}: {', '.join(m.split(':', 1)[1] for m, _ in temps[:6])}"
         if temps else f"no thermal zone or hwmon temperature under {root / 'sys/class'}")
     jetson = procfs.jetson_gpu_load(root)
     if jetson:

@@ -35,6 +35,7 @@ from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values, finite_or_
 from edgestats.analysis.load import AnalysisInputError, check_where, load_data, present_columns
 from edgestats.analysis.multiplicity import holm
 from edgestats.analysis.result import iter_groups, json_safe
+from edgestats.formatting import counted
 
 # The configuration axes a run is matched on (iterations and warm-up are not: they change how
 # long a run measures, not what it measures).
@@ -280,7 +281,7 @@ def compare(a: Selection, b: Selection, *, threshold: float = DEFAULT_THRESHOLD,
     if a.db.resolve() == b.db.resolve():
         shared = set(runs_a["run_id"].to_list()) & set(runs_b["run_id"].to_list())
         if shared:
-            comparison.notes.append(f"{len(shared)} run(s) are in both selections: the two sides are not independent")
+            comparison.notes.append(f"{counted(len(shared), 'runs')} {'is' if len(shared) == 1 else 'are'} in both selections: the two sides are not independent")
     return comparison
 
 

@@ -38,6 +38,7 @@ from edgestats.analysis.intervals import BootstrapSettings, Estimate, quantile_c
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, group_quantiles
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, rows_frame, unavailable
+from edgestats.formatting import counted
 
 NAME = "summary"
 QUANTILES = {"latency_median_ms": 0.5, "latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
@@ -72,7 +73,7 @@ def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: flo
         if without:
             for estimate in out.values():
                 estimate.note = (estimate.note + "; " if estimate.note else "") + \
-                    f"{without} run(s) without per-inference rows left out"
+                    f"{counted(without, 'runs')} without per-inference rows left out"
         return out
     per_run = runs["latency_median_ms"].to_numpy()
     out = {"latency_median_ms": quantile_ci(per_run, 0.5, level=level, settings=settings, n_unit="runs",
@@ -95,7 +96,7 @@ def reported_tail(runs: pl.DataFrame, metric: str, *, level: float, settings: Bo
     estimate = quantile_ci(reported, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}-of-runs")
     note = f"imported: the median of the runs' own {metric.split('_')[1]}, as their tool reported it"
     if len(reported) < runs.height:
-        note += f"; {runs.height - len(reported)} run(s) without one left out"
+        note += f"; {counted(runs.height - len(reported), 'runs')} without one left out"
     estimate.note = f"{note}; {estimate.note}" if estimate.note else note
     return estimate
 
@@ -180,7 +181,7 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
         members.append(sub.select("run_idx", "latency_median_ms").with_columns(
             pl.lit(g, pl.Int32).alias("g"), pl.lit(n_latencies > 0).alias("pooled"),
             pl.lit(IMPORTED_NOTE if n_latencies == 0 else
-                   f"{without} run(s) without per-inference rows left out" if without else None, pl.String).alias("note")))
+                   f"{counted(without, 'runs')} without per-inference rows left out" if without else None, pl.String).alias("note")))
     distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
     frames = {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf}
     if variance_rows:

@@ -21,6 +21,7 @@ from edgestats.collectors.sweep import Sweep, combine, feasibility, load_sweep_f
 from edgestats.collectors.telemetry.noise import DEFAULT_WAIT_S, NoiseThresholds
 from edgestats.errors import EdgestatsError
 from edgestats.registry import power as power_sources, runtimes
+from edgestats.formatting import counted
 
 NOISY_EXIT = 3   # --on-noise fail stopped the sweep (docs/cli/collect.md "Noise sentinel")
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
@@ -226,7 +227,7 @@ def run_until_precise(console: Console, db: Path, the_plan: Plan, orchestrator: 
 
     info = {"shuffle_seed": the_plan.shuffle_seed, "axes": sweep.axes, "settings": sweep.settings,
             "until_precise": goal.rel_half_width, "max_repeat": goal.max_repeat}
-    console.print(f"until precise: each of {len(configs)} configuration(s) until its median is known to "
+    console.print(f"until precise: each of {counted(len(configs), 'configurations')} until its median is known to "
                   f"±{goal.rel_half_width * 100:g} % (95 %), {goal.min_repeat} to {goal.max_repeat} runs", markup=False)
     try:
         loop.run(configs, sweep_id=the_plan.sweep_id, seed=the_plan.shuffle_seed, sweep_info=info,

@@ -16,7 +16,7 @@ from typing import List, Optional
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.formatting import MISSING, format_interval, format_number
+from edgestats.formatting import MISSING, counted, format_interval, format_number
 
 EXIT_REGRESSION = 1
 EXIT_INPUT_ERROR = 2
@@ -168,7 +168,7 @@ def footer_lines(comparison) -> list[str]:
         lines += wrap(text, subsequent_indent="  ")
     lines += [w for note in comparison.notes for w in wrap(f"note: {note}", subsequent_indent="  ")]
     n = len(comparison.regressions)
-    summary = (f"regression: {n} configuration(s) significantly slower by more than {comparison.threshold:.0%} (exit 1)"
+    summary = (f"regression: {counted(n, 'configurations')} significantly slower by more than {comparison.threshold:.0%} (exit 1)"
                if n else f"no significant regression beyond {comparison.threshold:.0%} (exit 0)")
     return lines + wrap(summary)
 

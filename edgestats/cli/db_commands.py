@@ -68,7 +68,7 @@ def merge_command(
         typer.echo(f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already present, "
                    f"{r.devices_added} devices added, {r.baselines_added} baselines added")
         if r.devices_differing:
-            typer.echo(f"  note: {r.devices_differing} device(s) already in {out} with other facts; the existing facts were kept")
+            typer.echo(f"  note: {counted(r.devices_differing, 'devices')} already in {out} with other facts; the existing facts were kept")
 
 
 @handle_errors

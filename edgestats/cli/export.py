@@ -9,6 +9,7 @@ import typer
 from edgestats.cli.common import handle_errors
 from edgestats.errors import ExportError
 from edgestats.export import MANIFEST_NAME, export_parquet
+from edgestats.formatting import counted
 
 HELP = f"""Export every table of a results DB as hive-partitioned Parquet, for other engines.
 
@@ -57,7 +58,7 @@ def export_command(
     width = max(len(name) for name in tables)
     for name, table in tables.items():
         if table["partitioned_by"]:
-            where = f"{len(table['partitions'])} device(s)"
+            where = counted(len(table["partitions"]), "devices")
         elif table["rows"] == 0:
             where = "empty (one zero-row file)"
         else:
@@ -79,7 +80,7 @@ def _append(db: Path, lake: Path) -> None:
         typer.echo(f"{db}: nothing to add, {lake} already holds all its runs")
         return
     rows = ", ".join(f"{t} {n:,}" for t, n in sorted(added.items()))
-    typer.echo(f"appended {result['runs_added']:,} run(s) of {db} to {lake} ({rows} rows)")
+    typer.echo(f"appended {counted(result['runs_added'], 'runs')} of {db} to {lake} ({rows} rows)")
 
 
 def register(app: typer.Typer) -> None:

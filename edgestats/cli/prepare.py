@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from edgestats.cli.common import handle_errors
+from edgestats.formatting import counted
 
 STATUS_STYLE = {"built": "green", "hit": "green", "failed": "red", "cannot run here": "yellow",
                 "used in place": "yellow"}
@@ -62,7 +63,7 @@ def _prepare(*, sweep_file: Path | None, pack: Path, flags: dict) -> int:
     failed = sum(e.status == "failed" for e in entries)
     ready = sum(e.artifact is not None for e in entries)
     in_place = sum(e.status == USED_IN_PLACE for e in entries)
-    typer.echo(f"{pack}: {ready} model file(s) ready, {failed} failed, "
+    typer.echo(f"{pack}: {counted(ready, 'model files')} ready, {failed} failed, "
                f"{sum(e.status == 'cannot run here' for e in entries)} cannot run here"
                f"{f', {in_place} used in place (copy them to the device yourself)' if in_place else ''}; "
                f"manifest {pack / MANIFEST}. On the device: edgestats collect ... --cache-dir {pack}")

@@ -105,7 +105,7 @@ def test_imported_tails_are_the_median_of_what_each_run_reported():
     assert metric["estimate"] == pytest.approx(np.median(reported)) == pytest.approx(expected.estimate)
     assert metric["n"] == 4 and metric["n_unit"] == "runs" and metric["method"] == expected.method
     assert metric["ci_low"] <= metric["estimate"] <= metric["ci_high"]
-    assert "the runs' own p90" in metric["note"] and "1 run(s) without one left out" in metric["note"]
+    assert "the runs' own p90" in metric["note"] and "1 run without one left out" in metric["note"]
     assert metrics_of(entry)["latency_p99_ms"]["estimate"] is None
 
 
@@ -287,4 +287,4 @@ def test_distribution_of_imported_runs_is_across_their_medians():
     assert [imported[c] for c in BOX] == pytest.approx(np.quantile(medians, list(BOX.values())))
     mixed = rows["cnn9"]  # pooled latencies only; the run without rows is left out, as the median does
     assert mixed["n"] == 3 and mixed["n_unit"] == "latencies" and mixed["max_ms"] == 3.0
-    assert "1 run(s) without per-inference rows left out" in mixed["note"]
+    assert "1 run without per-inference rows left out" in mixed["note"]

@@ -94,7 +94,7 @@ def test_a_group_whose_process_cannot_start_fails_each_model_with_the_reason(tmp
 @pytest.mark.frameworks   # `prepare` checks that OpenVINO is installed before it plans the model
 def test_a_file_the_runtime_reads_itself_is_used_in_place_not_called_built(tmp_path):
     """OpenVINO reads a user's .onnx itself: nothing is built and the pack holds no copy. The line,
-    the manifest and the summary say so, instead of "built" beside "0 model file(s) ready"."""
+    the manifest and the summary say so, instead of "built" beside "0 model files ready"."""
     from typer.testing import CliRunner
 
     from edgestats.cli import app
@@ -104,6 +104,6 @@ def test_a_file_the_runtime_reads_itself_is_used_in_place_not_called_built(tmp_p
     result = CliRunner().invoke(app, ["prepare", "-f", "openvino", "-m", str(mine), "--cache-dir", str(tmp_path / "pack")])
     assert result.exit_code == 0, result.output
     assert "used in place openvino" in result.output and "built" not in result.output
-    assert "0 model file(s) ready" in result.output and "1 used in place" in result.output
+    assert "0 model files ready" in result.output and "1 used in place" in result.output
     [entry] = json.loads((tmp_path / "pack" / "pack.json").read_text())["models"]
     assert (entry["status"], entry["artifact"]) == ("used in place", None)

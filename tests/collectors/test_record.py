@@ -229,7 +229,7 @@ def test_an_unreadable_record_is_moved_aside_with_a_warning_and_recovery_goes_on
     [outcome] = orchestrator.recover_orphans()
     assert outcome.run_id == good.run_id, "the readable run is recovered all the same"
     [warning] = orchestrator.warnings
-    assert "moved 2 unreadable spool file(s)" in warning and str(dead.spool_dir / "damaged") in warning
+    assert "moved 2 unreadable spool files" in warning and str(dead.spool_dir / "damaged") in warning
     assert sorted(p.name for p in (dead.spool_dir / "damaged").iterdir()) == sorted([name, name.replace(".meta.json", ".jsonl")])
     assert orchestrator.recover_orphans() == [] and orchestrator.warnings == [warning], "once moved, no longer in the way"
 

@@ -17,7 +17,7 @@ def test_cli_export_prints_what_it_wrote(results_db: Path, tmp_path: Path):
     out = tmp_path / "export"
     result = runner.invoke(app, ["export", str(results_db), "--parquet", str(out)])
     assert result.exit_code == 0, result.output
-    assert "latencies" in result.stdout and "150 rows" in result.stdout and "1 device(s)" in result.stdout
+    assert "latencies" in result.stdout and "150 rows" in result.stdout and "1 device" in result.stdout
     assert "baselines" in result.stdout and "empty" in result.stdout
     assert f"to {out}" in result.stdout
     assert read_manifest(out)["tables"]["latencies"]["rows"] == 150

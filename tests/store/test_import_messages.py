@@ -58,7 +58,7 @@ def test_a_file_without_measurements_is_refused_in_one_line(tmp_path):
 def test_rows_without_a_measurement_among_others_are_noted(tmp_path):
     src = write(tmp_path / "t.csv", "device,framework,latency_ms,status\npi,pytorch,3,\npi,tflite,,\npi,onnx,,error\n")
     report = import_results(tmp_path / "r.duckdb", src, kind="inference")
-    assert report.runs_added == 3 and any("2 row(s) carry no measurement (rows 2, 3)" in n for n in report.notes)
+    assert report.runs_added == 3 and any("2 rows carry no measurement (rows 2, 3)" in n for n in report.notes)
     failed = write(tmp_path / "f.csv", "device,framework,latency_ms,status\npi,pytorch,,killed\n")
     assert import_results(tmp_path / "r.duckdb", failed, kind="inference").runs_added == 1, "failed runs have no figures"
 
@@ -111,7 +111,7 @@ def test_unset_or_default_threads_are_null_with_a_note(tmp_path):
                                     "s2,torch,Default,7577.45\ns2,torch,,7000\n")
     db = tmp_path / "r.duckdb"
     report = import_results(db, src, kind="training")
-    assert report.notes == ["column '#THREADS' is empty or 'Default' or 'unset' in 3 row(s) (rows 2, 3, 4): threads stored "
+    assert report.notes == ["column '#THREADS' is empty or 'Default' or 'unset' in 3 rows (rows 2, 3, 4): threads stored "
                             "as NULL (the framework's own default), the words kept in extra as threads_as_written"]
     got = rows(db, "SELECT r.threads, r.extra FROM runs r JOIN run_results USING (run_id) ORDER BY training_time_s")
     assert [g["threads"] for g in got] == [4, None, None, None]
@@ -200,5 +200,5 @@ def test_the_cli_prints_the_notes_and_where_the_extras_went(tmp_path):
     result = runner.invoke(app, ["import", str(tmp_path / "r.duckdb"), str(src), "--kind", "training"])
     assert result.exit_code == 0, result.output
     assert "queryable in view run_extra as: total_training_time_min DOUBLE, cpu_or_gpu VARCHAR" in result.output
-    assert "note: column 'threads' is 'unset' in 1 row(s)" in result.output
+    assert "note: column 'threads' is 'unset' in 1 row" in result.output
     assert "note: column 'Total Training Time (min)' looks like" not in result.output, "training_time_s is given"

@@ -10,6 +10,7 @@ here opens a DB).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,9 @@ BYTES_PER_MIB = 1048576.0
 
 
 def merged_overview(overviews: list[Overview]) -> Overview:
-    """One header for the DBs of both sides: their devices, runs and dates together."""
+    """One header for the DBs of both sides: their devices, runs and dates together. Each device
+    row says its side, "pi5 (A)", "pi5 (B)": a before/after of one device would otherwise show
+    two identical rows."""
     if len(overviews) == 1:
         return overviews[0]
     counts: dict[tuple[str, str], int] = {}
@@ -45,7 +48,8 @@ def merged_overview(overviews: list[Overview]) -> Overview:
             sources[k] = sources.get(k, 0) + n
     firsts = [o.first_started for o in overviews if o.first_started]
     lasts = [o.last_started for o in overviews if o.last_started]
-    return Overview(" vs ".join(o.db_name for o in overviews), [d for o in overviews for d in o.devices], counts,
+    devices = [replace(d, name=f"{d.name} ({side})") for side, o in zip("AB", overviews) for d in o.devices]
+    return Overview(" vs ".join(o.db_name for o in overviews), devices, counts,
                     min(firsts) if firsts else None, max(lasts) if lasts else None,
                     list(dict.fromkeys(p for o in overviews for p in o.power_sources)), sources)
 

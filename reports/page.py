@@ -116,8 +116,10 @@ def header_html(overview: Overview) -> str:
     power = ", ".join(esc(p) for p in overview.power_sources) or "none recorded (no energy figures)"
     if overview.first_started:
         dates = f"{_date(overview.first_started)} – {_date(overview.last_started)}"
-    else:
+    elif overview.sources and all(source.startswith("import") for source in overview.sources):
         dates = "not recorded (imported results carry no dates)"
+    else:
+        dates = "not recorded"
     return f"""<header>
 <h1>edgestats report: {esc(overview.db_name)}</h1>
 <div class=top>

@@ -4,6 +4,7 @@ CliRunner; the exit status (0 same, 1 regression, 2 bad input), the three format
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
@@ -86,6 +87,17 @@ def test_two_selections_of_one_db_compare_the_frameworks_and_write_the_page(tmp_
     html = (out / "index.html").read_text()
     assert "Compare: B against A" in html and "ratio B/A" in html
     assert json.loads((out / "compare.json").read_text())["differing"] == {"framework": {"a": "pytorch", "b": "onnxruntime"}}
+
+
+def test_the_page_of_two_dbs_says_which_side_each_device_row_is(tmp_path: Path) -> None:
+    """A before/after of one device: its two header rows read "pi5 (A)" and "pi5 (B)", not "pi5" twice."""
+    before = make_db(tmp_path / "before.duckdb", BEFORE)
+    after = make_db(tmp_path / "after.duckdb", BEFORE, seed=20, n_runs=3)
+    out = tmp_path / "page"
+    result = runner.invoke(app, ["compare", str(before), str(after), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = re.findall(r"<tr><td>([^<]*)</td><td>aarch64</td>.*?<td[^>]*>(\d+)</td></tr>", (out / "index.html").read_text())
+    assert rows == [("pi5 (A)", "10"), ("pi5 (B)", "6")], rows
 
 
 @pytest.mark.parametrize(("args", "message"), [

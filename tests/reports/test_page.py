@@ -163,3 +163,15 @@ def test_report_page_headline_first_tables_folded_notes_once(tmp_path):
     notes = re.findall(r'<li id="note-\d+">(.*?)</li>', page)
     assert len(notes) == len(set(notes)) and all(text.count(html.unescape(n)) == 1 for n in notes), \
         "each distinct note is printed once, as a numbered footnote"
+
+
+def test_missing_dates_blame_imports_only_when_every_run_was_imported():
+    from edgestats.analysis.overview import Overview
+    from edgestats.reports.page import header_html
+
+    def dates_of(sources: dict[str, int]) -> str:
+        overview = Overview("r.duckdb", [], {("inference", "ok"): 3}, None, None, [], sources)
+        return re.search(r"<dt>dates</dt><dd>([^<]*)</dd>", header_html(overview)).group(1)
+
+    assert dates_of({"import:bench.csv": 3}) == "not recorded (imported results carry no dates)"
+    assert dates_of({"collect": 2, "import:bench.csv": 1}) == "not recorded"

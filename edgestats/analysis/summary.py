@@ -52,6 +52,12 @@ PROBABILITIES = sorted(set(BOX_QUANTILES.values()) | set(ECDF_GRID))
 IMPORTED_NOTE = "one figure per run (imported): quantiles of the runs' median latencies, not of single inferences"
 
 
+def runs_left_out_note(runs: pl.DataFrame) -> str | None:
+    """What pooling per-inference rows leaves out: the runs that have none (imported beside collected)."""
+    without = int((runs["n_latencies"].fill_null(0) == 0).sum())
+    return f"{counted(without, 'runs')} without per-inference rows left out" if without else None
+
+
 def _no_value(level: float, n: int, n_unit: str, method: str, note: str) -> Estimate:
     return Estimate(None, None, None, level, n, n_unit, method, note)
 
@@ -69,11 +75,10 @@ def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: flo
         out = {metric: quantile_over_runs(by_run, q, level=level, settings=settings, label=f"{label}|{metric}")
                for metric, q in QUANTILES.items()}
         out["latency_mean_ms"] = mean_over_runs(by_run, level=level)
-        without = int((runs["n_latencies"].fill_null(0) == 0).sum())
-        if without:
+        left_out = runs_left_out_note(runs)
+        if left_out:
             for estimate in out.values():
-                estimate.note = (estimate.note + "; " if estimate.note else "") + \
-                    f"{counted(without, 'runs')} without per-inference rows left out"
+                estimate.note = f"{estimate.note}; {left_out}" if estimate.note else left_out
         return out
     per_run = runs["latency_median_ms"].to_numpy()
     out = {"latency_median_ms": quantile_ci(per_run, 0.5, level=level, settings=settings, n_unit="runs",
@@ -177,11 +182,9 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
         if variance:
             variance_rows.append(variance_row(group, variance))
         rows += [estimate_row(group, e, metric=m, n_runs=sub.height) for m, e in estimates.items()]
-        without = int((sub["n_latencies"].fill_null(0) == 0).sum())
         members.append(sub.select("run_idx", "latency_median_ms").with_columns(
             pl.lit(g, pl.Int32).alias("g"), pl.lit(n_latencies > 0).alias("pooled"),
-            pl.lit(IMPORTED_NOTE if n_latencies == 0 else
-                   f"{counted(without, 'runs')} without per-inference rows left out" if without else None, pl.String).alias("note")))
+            pl.lit(IMPORTED_NOTE if n_latencies == 0 else runs_left_out_note(sub), pl.String).alias("note")))
     distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
     frames = {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf}
     if variance_rows:

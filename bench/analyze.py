@@ -54,7 +54,7 @@ sys.path.insert(0, str(REPO))
 
 import edgestats  # noqa: E402
 from edgestats.analysis import AnalysisOptions, dumps, run_analyses  # noqa: E402
-from edgestats.store import Store  # noqa: E402
+from edgestats.store.results import Store  # noqa: E402
 
 DEVICES = ("jetson-nano", "raspberry-pi-4", "xavier-nx", "laptop")
 

@@ -35,7 +35,7 @@ from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.sweep import build_sweep  # noqa: E402
 from edgestats.collectors.zoo.catalog import zoo_model  # noqa: E402
 from edgestats.collectors.zoo.torch_models import build_torch  # noqa: E402
-from edgestats.store import Store  # noqa: E402
+from edgestats.store.results import Store  # noqa: E402
 
 MEASURED_PHASES = ("import", "load_model", "load_first_input", "first_inference", "load_second_input",
                    "second_inference", "warmup", "steady")

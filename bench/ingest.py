@@ -55,7 +55,7 @@ from measure import (
 )
 
 import edgestats
-from edgestats.store import Store
+from edgestats.store.results import Store
 from ingest_encodings import compare_encodings
 
 

@@ -35,16 +35,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests"))   # json_compare: the equality rule tests/store/test_lake.py holds lakes to
+sys.path.insert(0, str(REPO / "tests"))   # json_compare: the equality rule tests/exports/test_lake.py holds lakes to
 
 import edgestats  # noqa: E402
 from analyze import build_db, load_average  # noqa: E402
 from json_compare import same_to_12_digits  # noqa: E402
 from edgestats.analysis import AnalysisOptions, dumps, run_analyses  # noqa: E402
-from edgestats.export import export_parquet  # noqa: E402
-from edgestats.export_append import append_parquet  # noqa: E402
-from edgestats.merge import merge  # noqa: E402
-from edgestats.query import run_query  # noqa: E402
+from edgestats.exports.parquet import export_parquet  # noqa: E402
+from edgestats.exports.append import append_parquet  # noqa: E402
+from edgestats.exports.merge import merge  # noqa: E402
+from edgestats.store.query import run_query  # noqa: E402
 
 QUESTIONS = {
     "runs per device and framework": "SELECT device, framework, count(*) AS runs, sum(n_latencies) AS latencies, "

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from edgestats.store import Store  # noqa: E402
+from edgestats.store.results import Store  # noqa: E402
 
 # -- the data's metric names (ingest.make_samples builds the table) and the run row ---------------
 

@@ -36,7 +36,7 @@ from edgestats.collectors.host.facts import read_device_facts  # noqa: E402
 from edgestats.collectors.orchestrator import Orchestrator  # noqa: E402
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.telemetry.session import Telemetry  # noqa: E402
-from edgestats.store import Store  # noqa: E402
+from edgestats.store.results import Store  # noqa: E402
 
 ARMS = {"off": 0.0, "off (A/A control)": 0.0, "10 Hz": 10.0, "100 Hz": 100.0}
 TARGETS = {"10 Hz": 0.01, "100 Hz": 0.03}

@@ -17,7 +17,8 @@ from typing import Callable
 
 from edgestats.cachedir import user_cache_dir
 from edgestats.collectors.host.facts import read_device_facts
-from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.orchestrator import Orchestrator
+from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.storeaccess import store_waiting

@@ -33,14 +33,16 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from edgestats import __version__
+from edgestats.version import __version__
 from edgestats.collectors.adapters.prepare import cached_artifact
 from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.processes import GroupExit, Interrupted, raise_if_stopped, spawn_group, wait_group
-from edgestats.collectors.record import RunEnd, RunRecord, WorkerExit, classify_exit
+from edgestats.collectors.record import RunEnd, RunOutcome, RunRecord, WorkerExit, classify_exit
+from edgestats.collectors.recovery import recover_orphans
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.runrows import noise_columns, store_run
 from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import write_batch
@@ -52,21 +54,6 @@ from edgestats.collectors.training.rows import training_outcome, with_training
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
-
-
-@dataclass
-class RunOutcome:
-    run_id: uuid.UUID
-    config: RunConfig
-    status: str
-    error_text: str | None
-    n_latencies: int
-    seconds: float
-    n_batches: int = 0                  # training runs: optimizer steps stored
-    accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
-    interrupted: Interrupted | None = None  # a signal stopped collect during this run (stored first)
-    noisy: bool | None = None               # the noise sentinel's verdict (None: not judged)
-    noise_reason: str | None = None
 
 
 def worker_env(config: RunConfig, memory_limit_bytes: int | None = None) -> dict[str, str]:
@@ -93,70 +80,10 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def run_row(record: RunRecord, end: RunEnd, spool: SpoolContents, tele: RunTelemetry | None = None) -> dict[str, Any]:
-    """The runs row of a collected run, from its record, how it ended and its spool."""
-    config, versions = record.config, spool.versions
-    telemetry_columns = tele.run_columns if tele is not None else {}
-    return {**telemetry_columns,
-        "run_id": str(record.run_id), "sweep_id": str(record.sweep_id) if record.sweep_id else None,
-        "device_id": str(record.device_id), "kind": "inference", "status": end.status, "error_text": end.error_text,
-        "framework": config.framework, "framework_version": next(iter(versions.values()), None),
-        "runtime": spool.runtime or config.runtime,
-        "model": config.model, "model_params": spool.model.get("params"), "model_flops": spool.model.get("flops"),
-        "batch_size": config.batch_size, "threads": config.threads, "precision": config.precision,
-        "accelerator": config.accelerator, "iterations": config.iterations, "warmup": config.warmup,
-        "seed": config.seed, "repeat_index": config.repeat_index,
-        "config": {**asdict(config), "sweep": record.sweep}, "config_hash": config.config_hash(),
-        "environment": {"versions": versions, "runtime_detail": spool.environment, "model": spool.model,
-                        "thread_env": record.thread_env, "python": sys.version.split()[0],
-                        "clock": record.clock_fields, "cpu": record.cpu,
-                        "memory_limit_bytes": record.memory_limit_bytes,
-                        "worker_start": spool.start, "torn_spool_lines": spool.torn_lines,
-                        "sampler": tele.stats if tele is not None else {}},
-        "started_at": record.started_at, "ended_at": end.ended_at,
-        "edgestats_version": __version__, "source": "collect",
-    }
-
-
-def phase_list(spool: SpoolContents) -> list[dict[str, Any]]:
-    rows = sorted(spool.phases, key=lambda p: p["seq"])
-    if spool.start and spool.start.get("spawn_ns"):
-        # Process start-up (interpreter + edgestats) is harness time, before pCAMP's phases.
-        rows = [{"phase": "process_start", "seq": -1, "start_ns": spool.start["spawn_ns"], "end_ns": spool.start["start_ns"]}, *rows]
-    return rows
-
-
-def phase_rows(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.table({
-        "seq": pa.array([p["seq"] for p in rows], pa.int32()),
-        "phase": [p["phase"] for p in rows],
-        "start_ns": pa.array([p["start_ns"] for p in rows], pa.int64()),
-        "end_ns": pa.array([p.get("end_ns") for p in rows], pa.int64()),
-    })
-
-
-def latency_rows(spool: SpoolContents, energy_gross_j: list[float | None] | None = None) -> pa.Table:
-    lat = spool.latencies
-    return pa.table({
-        "iteration": pa.array([r["i"] for r in lat], pa.int32()),
-        "warmup": pa.array([bool(r["w"]) for r in lat], pa.bool_()),
-        "start_ns": pa.array([r["s"] for r in lat], pa.int64()),
-        "latency_ns": pa.array([r["ns"] for r in lat], pa.int64()),
-        "energy_gross_j": pa.array(energy_gross_j if energy_gross_j is not None else [None] * len(lat), pa.float64()),
-    })
-
-
 def _sleep_unless_stopped(seconds: float) -> None:
     """A stop signal while --on-noise wait watches the machine ends the wait (within a window)."""
     time.sleep(seconds)
     raise_if_stopped()
-
-
-def noise_columns(noise: dict[str, Any] | None) -> tuple[bool | None, str | None]:
-    """runs.noisy and runs.noise_reason from environment.noise (None, None: not judged)."""
-    if not noise:
-        return None, None
-    return bool(noise["noisy"]), "; ".join(noise["reasons"]) or None
 
 
 class Orchestrator:
@@ -298,29 +225,13 @@ class Orchestrator:
 
     def store(self, record: RunRecord, end: RunEnd, spool: SpoolContents, batch: SampleBatch | None = None,
               environment: dict[str, Any] | None = None) -> None:
-        """Write one run with all its rows, in one transaction."""
-        phases = phase_list(spool)
-        tele = run_telemetry(self.telemetry, batch, phases, spool.latencies, record.clock_fields)
-        rows = {"phases": phase_rows(phases), "latencies": latency_rows(spool, tele.latency_energy_j),
-                "samples": tele.samples, "phase_energies": tele.phase_energies, "sensor_notes": tele.sensor_notes}
-        run = run_row(record, end, spool, tele)
-        run["environment"].update(environment or {})
-        # A run without the sentinel's figures (recovered after its collect died) is not judged: NULL
-        run["noisy"], run["noise_reason"] = noise_columns(run["environment"].get("noise"))
-        if record.config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)
-            run, training = with_training(run, record.config, spool)
-            if training.get("epochs") is not None:
-                training["epochs"] = with_epoch_energy(training["epochs"], tele.series)
-            rows.update(training)
-        with store_waiting(self.db_path) as store:
-            store.write_run(run, **rows)
+        """Write one run with all its rows, in one transaction (runrows.py)."""
+        store_run(self.db_path, self.telemetry, record, end, spool, batch, environment)
 
     def _cleanup(self, paths: dict[str, Path]) -> None:
         cleanup_run_files(paths)
 
     def recover_orphans(self) -> list[RunOutcome]:
         """Store the runs that collects which died left behind (recovery.py); never a live one's."""
-        from edgestats.collectors.recovery import recover_orphans
-
-        return recover_orphans(self)
+        return recover_orphans(self.spool_dir, self.owner.name, self.db_path, self.telemetry, self.warnings)
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from edgestats import __version__
+from edgestats.version import __version__
 from edgestats.collectors.adapters.prepare import cache_key, lookup
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility

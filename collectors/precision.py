@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.orchestrator import Orchestrator
+from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.record import RunEnd
 from edgestats.collectors.runconfig import RunConfig

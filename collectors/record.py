@@ -20,6 +20,7 @@ from typing import Any
 
 from edgestats.collectors.adapters.common import atomic_target
 from edgestats.collectors.power.meter_csv import ClockAnchor
+from edgestats.collectors.processes import Interrupted
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.training.rows import diverged_text
@@ -150,3 +151,18 @@ def _out_of_memory(error_text: str) -> bool:
     """Whether a worker's error is a failed allocation (Python's MemoryError, or a framework's
     allocator refusing: PyTorch "can't allocate memory", TensorFlow "OOM when allocating")."""
     return any(s in error_text for s in ("MemoryError", "can't allocate memory", "OOM when allocating", "std::bad_alloc"))
+
+
+@dataclass
+class RunOutcome:
+    run_id: uuid.UUID
+    config: RunConfig
+    status: str
+    error_text: str | None
+    n_latencies: int
+    seconds: float
+    n_batches: int = 0                  # training runs: optimizer steps stored
+    accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
+    interrupted: Interrupted | None = None  # a signal stopped collect during this run (stored first)
+    noisy: bool | None = None               # the noise sentinel's verdict (None: not judged)
+    noise_reason: str | None = None

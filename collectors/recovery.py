@@ -14,39 +14,36 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from edgestats.collectors.ownership import owner_alive, remove_dead_owner_files
 from edgestats.collectors.processes import alive, kill_orphan_group
-from edgestats.collectors.record import RunRecord, RunRecordError, WorkerExit, classify_exit
+from edgestats.collectors.record import RunOutcome, RunRecord, RunRecordError, WorkerExit, classify_exit
+from edgestats.collectors.runrows import store_run
 from edgestats.collectors.spool import cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import read_batch
+from edgestats.collectors.telemetry.session import Telemetry
 from edgestats.formatting import counted
-
-if TYPE_CHECKING:
-    from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
 
 WORKER_MARKER = b"edgestats.collectors.worker"
 DAMAGED = "damaged"
 
 
-def recover_orphans(orchestrator: Orchestrator) -> list[RunOutcome]:
-    from edgestats.collectors.orchestrator import RunOutcome  # the orchestrator imports this module
-
+def recover_orphans(spool_dir: Path, owner: str, db_path: Path, telemetry: Telemetry,
+                    warnings: list[str]) -> list[RunOutcome]:
+    """Store the runs in `spool_dir` whose owner (another collect than `owner`) is dead."""
     recovered = []
-    spool_dir = orchestrator.spool_dir
     for meta_path in sorted(spool_dir.glob("*.meta.json")):
         if meta_path.name.startswith("."):
             continue  # a record being written (atomic_target's temporary file), not yet a record
-        record = _read_record(meta_path, orchestrator.warnings)
-        if record is None or record.owner == orchestrator.owner.name or owner_alive(spool_dir, record.owner):
+        record = _read_record(meta_path, warnings)
+        if record is None or record.owner == owner or owner_alive(spool_dir, record.owner):
             continue
         paths = run_paths(spool_dir, record.run_id)
         if not paths["meta"].exists():
             continue  # its owner stored it, cleaned up and ended after we read the record
         ended_at, how = _end_orphan(paths, record.started_at)
-        with store_waiting(orchestrator.db_path, read_only=True) as store:
+        with store_waiting(db_path, read_only=True) as store:
             done = store.has_run(record.run_id)
         if not done:
             spool = read_spool(paths["spool"])
@@ -55,7 +52,7 @@ def recover_orphans(orchestrator: Orchestrator) -> list[RunOutcome]:
             end = classify_exit(spool, WorkerExit(), ended_at, memory_limit_bytes=record.memory_limit_bytes)
             note = {"recovered": {"at": dt.datetime.now(dt.timezone.utc).isoformat(), "worker": how,
                                   "telemetry": "kept" if batch is not None else "none (the sampler's batch was not written)"}}
-            orchestrator.store(record, end, spool, batch, environment=note)
+            store_run(db_path, telemetry, record, end, spool, batch, environment=note)
             recovered.append(RunOutcome(record.run_id, record.config, end.status, end.error_text, len(spool.latencies), 0.0))
         cleanup_run_files(paths)
     remove_dead_owner_files(spool_dir)

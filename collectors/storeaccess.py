@@ -16,7 +16,7 @@ from pathlib import Path
 
 from edgestats.collectors.processes import raise_if_stopped
 from edgestats.errors import DatabaseLockedError
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 STORE_WAIT_S = 120.0  # how long a finished run waits for another process to release the DB
 

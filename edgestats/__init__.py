@@ -4,7 +4,9 @@ The library is the product; the `edgestats` command is a thin typer layer over i
 `edgestats.open(...)` the Python API for notebooks (edgestats/api/, docs/python-api.md).
 """
 
-__version__ = "0.1.0"
+from edgestats.version import __version__
+
+__all__ = ["__version__"]
 
 # The API's names, resolved on first use (PEP 562): `import edgestats`, which every command and
 # the measured worker pay for, must not import polars, DuckDB or the API modules.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from edgestats.analysis.hyperparams import ITERATION_FACTORS, SERIES_CANDIDATES
+from edgestats.contracts import ITERATION_FACTORS, SERIES_CANDIDATES
 from edgestats.reports.charts_common import (
     WIDTH, category_encoding, coefficient_chart, drawn_bounds, group_columns, interval_tooltip, label_column, varying,
     wide_range, with_interval_text,

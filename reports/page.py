@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from edgestats import __version__
+from edgestats.version import __version__
 from edgestats.analysis.overview import Overview
 from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.headline import headline_table

@@ -2,7 +2,7 @@
 --
 -- runs.dataset becomes one spelling per dataset, the same for collected and imported runs, so
 -- that they group together: lowercase, every character but a-z and 0-9 dropped ('MNIST' ->
--- 'mnist', 'CIFAR-10' -> 'cifar10'; edgestats/import_columns.py, dataset_name). A collected run
+-- 'mnist', 'CIFAR-10' -> 'cifar10'; edgestats/imports/columns.py, dataset_name). A collected run
 -- used to store '<format>:<directory name>': it now stores the format (mnist, cifar10), or an
 -- image folder's name, and the directory it read goes to dataset_path.
 --

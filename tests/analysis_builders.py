@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from edgestats.analysis.load import _derive
-from edgestats.importer import import_results
+from edgestats.imports.importer import import_results
 
 SAMPLE_DATA = Path(__file__).parents[1] / "sample_data"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 
 def write_inference_run(store: Store, device_id: uuid.UUID, *, seed: int, framework: str = "pytorch",

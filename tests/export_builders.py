@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 
 from builders import write_inference_run, write_training_run
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 ALL_TABLES = {"devices", "runs", "run_results", "phases", "latencies", "samples", "baselines", "epochs",
               "batches", "phase_energies", "sensor_notes", "schema_migrations"}

@@ -1,11 +1,11 @@
-"""Helpers of the import tests (tests/store/test_import*.py): the published sample table, a small
+"""Helpers of the import tests (tests/imports/test_import*.py): the published sample table, a small
 file written from text, and the rows a query returns (importable from tests)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 SAMPLE = Path(__file__).parents[1] / "sample_data" / "dlaas_tf_mnist_cpu.csv"
 

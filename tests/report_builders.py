@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 EVIL_DEVICE = "<script>alert(1)</script>"
 PHASES = ("import", "load_model", "load_first_input", "first_inference", "steady", "total")

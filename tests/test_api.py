@@ -19,7 +19,7 @@ from builders import make_results_db
 from edgestats.analysis.load import AnalysisInputError
 from edgestats.cli import app
 from edgestats.errors import DatabaseError, QueryError
-from edgestats.export import export_parquet
+from edgestats.exports.parquet import export_parquet
 from edgestats.reports.report import figures_for
 
 runner = CliRunner()

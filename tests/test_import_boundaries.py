@@ -21,7 +21,7 @@ def loaded_after(statement: str) -> set[str]:
 
 
 def test_collectors_and_store_do_not_import_the_analysis_stack():
-    loaded = loaded_after("import edgestats.collectors, edgestats.store, edgestats.collectors.host.facts, edgestats.collectors.host.probes")
+    loaded = loaded_after("import edgestats.collectors, edgestats.store.results, edgestats.collectors.host.facts, edgestats.collectors.host.probes")
     assert not loaded & ANALYSIS, f"device-side code imported {loaded & ANALYSIS}"
     assert not loaded & FRAMEWORKS, "frameworks are imported lazily, by the worker only"
 
@@ -33,7 +33,7 @@ def test_cli_startup_imports_no_framework():
 
 
 def test_reports_and_analysis_do_not_import_frameworks():
-    loaded = loaded_after("import edgestats.reports, edgestats.query, edgestats.merge, edgestats.importer")
+    loaded = loaded_after("import edgestats.reports, edgestats.store.query, edgestats.exports.merge, edgestats.imports.importer")
     assert not loaded & FRAMEWORKS
 
 
@@ -141,7 +141,7 @@ def test_nothing_outside_the_cli_imports_the_cli():
 
 
 def test_reports_do_not_open_the_db():
-    db = {"duckdb", "edgestats.store", "edgestats.database", "edgestats.query", "edgestats.migrations"}
+    db = {"duckdb", "edgestats.store.results", "edgestats.store.database", "edgestats.store.query", "edgestats.store.migrations"}
     found = offenders("reports", db)
     assert not found, "reports draw what the analysis layer loaded; they open no DB:\n" + "\n".join(found)
 

@@ -1,4 +1,4 @@
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 
 def test_results_db_fixture_holds_rows(results_db):

@@ -20,7 +20,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from edgestats.store import name_uuid
+from edgestats.contracts import device_uuid
 
 SYSTEM_ROOT = Path("/")
 
@@ -324,7 +324,7 @@ def device_id_for(root: Path, hostname: str | None) -> tuple[str, str]:
     """
     machine_id = read_text(root / "etc/machine-id") or read_text(root / "var/lib/dbus/machine-id")
     if machine_id and machine_id != "uninitialized":  # systemd's placeholder before first boot completes
-        return str(name_uuid("device", machine_id)), "machine-id"
+        return device_uuid(machine_id), "machine-id"
     if hostname:
-        return str(name_uuid("device", hostname)), "hostname"
-    return str(name_uuid("device", "unknown-device")), "none"
+        return device_uuid(hostname), "hostname"
+    return device_uuid("unknown-device"), "none"

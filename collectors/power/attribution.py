@@ -2,7 +2,7 @@
 
 The sampler stores a power source's rails as `energy_j:<rail>` (cumulative counters: RAPL,
 NVML) and/or `power_w:<rail>` (INA3221, NVML power, an external meter); the prefixes are
-`power.base`'s ENERGY_PREFIX and POWER_PREFIX. Here the rails that make up the device total
+`edgestats.contracts`' ENERGY_PREFIX and POWER_PREFIX. Here the rails that make up the device total
 (`PowerSource.total_rails()`) become ONE cumulative series of joules on the monotonic clock; the
 energy of any window is then the difference of that series at the window's edges, linearly
 interpolated between samples. For power rails the series is the trapezoid
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edgestats.collectors.power.base import ENERGY_PREFIX, POWER_PREFIX
+from edgestats.contracts import ENERGY_PREFIX, POWER_PREFIX
 
 
 @dataclass

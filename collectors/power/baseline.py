@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from edgestats.collectors.power.attribution import BaselineStats, baseline_stats, cumulative_from_power, device_energy
-from edgestats.collectors.power.base import PowerSource, PowerSourceError, path_source_hint, select_power_source
+from edgestats.collectors.power.base import PowerSource, PowerSourceError
+from edgestats.collectors.power.selection import path_source_hint, select_power_source
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.errors import EdgestatsError
 
@@ -107,7 +108,7 @@ def record_baseline(db_path, power_spec: str = "auto", seconds: float = 60.0, hz
     """Measure this device's idle power with the chosen source and store it in `db_path`.
     Returns the stored baselines row."""
     from edgestats.collectors.host.facts import read_device_facts
-    from edgestats.store import Store
+    from edgestats.store.results import Store
 
     if not seconds > 0:
         raise BaselineError(f"--seconds {seconds:g}: give a positive duration (60 s or more is typical)")

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from edgestats.collectors.power.base import (PowerReading, PowerSource, PowerSourceError, integrate_trapezoid,
-                                        value_at)
+from edgestats.collectors.power.base import PowerReading, PowerSource, PowerSourceError
+from edgestats.collectors.power.energy import integrate_trapezoid, value_at
 
 EXPECTED_COLUMNS = ("timestamp", "power_w")
 RAIL = "meter"

@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from edgestats.collectors.power.base import (SYSTEM_ROOT, EnergyCounter, PowerSource, PowerSourceError,
-                                        read_sysfs_text)
+from edgestats.collectors.power.base import SYSTEM_ROOT, PowerSource, PowerSourceError, read_sysfs_text
+from edgestats.collectors.power.energy import EnergyCounter
 
 POWERCAP = Path("sys/class/powercap")
 _ZONE_RE = re.compile(r"^intel-rapl:(\d+)(?::(\d+))?$")

@@ -16,8 +16,9 @@ import pyarrow as pa
 
 from edgestats.collectors.power.attribution import (CumulativeEnergy, device_energy, inference_energies,
                                                     phase_energy_rows, window_energies)
-from edgestats.collectors.power.base import (POWER_PREFIX, PowerSource, PowerSourceError, path_source_hint,
-                                             select_power_source)
+from edgestats.contracts import POWER_PREFIX
+from edgestats.collectors.power.base import PowerSource, PowerSourceError
+from edgestats.collectors.power.selection import path_source_hint, select_power_source
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.telemetry.sampler import SampleBatch, Sampler
 from edgestats.errors import EdgestatsError

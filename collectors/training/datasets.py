@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.errors import EdgestatsError
-from edgestats.import_columns import dataset_name
+from edgestats.contracts import dataset_name
 
 FORMATS = ("mnist", "cifar10", "imagefolder")
 IDX_UBYTE = 0x08
@@ -92,7 +92,7 @@ class Split:
 class Dataset:
     format: str
     root: Path
-    name: str                   # runs.dataset: the format, or an image folder's name (import_columns.dataset_name)
+    name: str                   # runs.dataset: the format, or an image folder's name (contracts.dataset_name)
     num_classes: int
     image_hw: tuple[int, int] | None    # stored resolution (None: per file, an image folder)
     channels: int | None

@@ -33,6 +33,7 @@ import polars as pl
 from edgestats.analysis.hyperparams_configs import (Condition, best_configuration, best_row,  # noqa: F401
                                                   parse_constraint, response_mean)
 from edgestats.analysis.intervals import finite_or_none
+from edgestats.contracts import ITERATION_FACTORS, SERIES_CANDIDATES
 from edgestats.analysis.load import AnalysisData, AnalysisInputError, check_group_columns
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, iter_groups, not_enough_entry, rows_frame, unavailable
@@ -44,7 +45,6 @@ DECADES_FOR_LOG = 2.0         # max/min ≥ 100: the factor acts on a log scale
 LOG_CANDIDATES = ("learning_rate", "batch_size")
 PROPORTIONAL_R2 = 0.99
 MAX_MAIN_EFFECT_LEVELS = 20   # more distinct values than this is a continuum, not levels
-ITERATION_FACTORS = ("iterations", "epochs")
 # time ~ factor through the origin is the claim for these: per iteration, and per training sample
 # (the Jetson study: end-to-end time grows with the dataset's size)
 PROPORTIONAL_FACTORS = (*ITERATION_FACTORS, "dataset_samples")
@@ -55,7 +55,6 @@ HYPERPARAMETERS = ("batch_size", "iterations", "epochs", "learning_rate", "optim
 HYPERPARAM_GROUPS = ("device", "framework", "dataset", "model")
 # The response-vs-iterations means: one line per the first of these present (besides the
 # iteration factor), kept apart per device and framework (the chart's facets).
-SERIES_CANDIDATES = ("batch_size", "learning_rate", "optimizer")
 MEANS_KEPT_APART = ("device", "framework")
 
 

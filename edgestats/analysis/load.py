@@ -8,7 +8,7 @@ as one column, through Arrow, never row by row. The latency distribution per con
 quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by
 the functions below, which return strings (tested without a DB), and run in `load_data()`.
 
-The DB is opened in the sandbox of edgestats/sandbox.py (read-only; no query, a `--where` subquery
+The DB is opened in the sandbox of edgestats/store/sandbox.py (read-only; no query, a `--where` subquery
 included, reads a file outside the DB, writes one or loads an extension), and `--where` is checked
 to be one expression before it is put in a query.
 """
@@ -25,9 +25,9 @@ import polars as pl
 import pyarrow as pa
 
 from edgestats.errors import EdgestatsError
-from edgestats.import_extra import runs_with_extras
-from edgestats.sandbox import sandboxed_store
-from edgestats.store import quote_ident
+from edgestats.store.run_extra import runs_with_extras
+from edgestats.store.sandbox import sandboxed_store
+from edgestats.store.results import quote_ident
 
 # Statuses whose figures are results: a diverged run (NaN loss) is a result (docs/architecture.md §5);
 # error / timeout / killed runs hold partial data and are left out.

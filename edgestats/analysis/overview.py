@@ -11,8 +11,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edgestats.database import first_row
-from edgestats.store import Store
+from edgestats.store.database import first_row
+from edgestats.store.results import Store
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from edgestats.collectors.power.base import ENERGY_PREFIX, POWER_PREFIX
-from edgestats.store import Store
+from edgestats.contracts import ENERGY_PREFIX, POWER_PREFIX
+from edgestats.store.results import Store
 
 MAX_POINTS = 400
 # Rows of a power source: instantaneous power or a cumulative energy counter, per rail.

@@ -3,7 +3,7 @@
 Each method calls the library function its CLI command calls, with the same options under the
 flags' own names (`--by` is `by=`, `--bca-max-n` is `bca_max_n=`, a repeatable flag takes a
 string or a list): `runs` and `analyze` what `edgestats analyze` runs (edgestats.analysis),
-`sql` what `edgestats sql` runs (edgestats.query, sandboxed), `compare` what `edgestats compare`
+`sql` what `edgestats sql` runs (edgestats.store.query, sandboxed), `compare` what `edgestats compare`
 runs (edgestats.analysis.compare). Options are checked by AnalysisOptions.check, as the CLI's
 are. Every read is read-only and sandboxed; nothing is held open between calls, so a collect
 may store runs into the DB while a notebook reads it.
@@ -76,7 +76,7 @@ class Results:
     def sql(self, query: str, *, read: Sequence[str | os.PathLike] = ()) -> pl.DataFrame:
         """`edgestats sql DB QUERY [--read PATH]`: the query's result as a frame, run in the same
         read-only sandbox (it reads the DB and the files in `read`, writes nothing)."""
-        from edgestats.query import run_query
+        from edgestats.store.query import run_query
 
         result = run_query(self.spec, query, read=list(read))
         names = _unique_names(result.columns)
@@ -146,7 +146,7 @@ def open(where: str | os.PathLike | Sequence[str | os.PathLike]) -> Results:  # 
     The DB (or the lake) is opened once here, read-only and sandboxed as every later read is, so
     a missing, damaged or too new file is reported at once, with the CLI's message; nothing is
     held open afterwards."""
-    from edgestats.sandbox import sandboxed_store
+    from edgestats.store.sandbox import sandboxed_store
 
     source = source_of(where)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from edgestats import __version__
+from edgestats.version import __version__
 from edgestats.cli import analyze, baseline, collect, compare, dataset, db_commands, doctor, export, prepare
 from edgestats.cli.common import FlagsGroup, state
 

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from edgestats.cli.analyze_text import DEFAULT_LIMIT, TextOptions, print_results
+from edgestats.reports.terminal import DEFAULT_LIMIT, TextOptions, print_results
 from edgestats.cli.common import handle_errors
 from edgestats.registry.analyses import ANALYSES, choices_text
 

@@ -13,7 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import Plan, execute, open_orchestrator, plan
-from edgestats.collectors.orchestrator import Orchestrator, RunOutcome
+from edgestats.collectors.orchestrator import Orchestrator
+from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, MIN_REPEAT, ConfigStop, PrecisionGoal, PrecisionLoop
 from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.runconfig import RunConfig

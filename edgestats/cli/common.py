@@ -10,7 +10,7 @@ import duckdb
 import typer
 from typer.core import TyperGroup
 
-from edgestats.database import damage_error, storage_error
+from edgestats.store.database import damage_error, storage_error
 from edgestats.errors import DatabaseError, EdgestatsError
 
 
@@ -26,7 +26,7 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """Print an EdgestatsError as one line on stderr and exit 1; `--debug` keeps the traceback.
 
     A DuckDB error or OSError that means a damaged DB block or a storage fault (disk full, file
-    too large, read-only, permission denied) gets the same one line (edgestats/database.py
+    too large, read-only, permission denied) gets the same one line (edgestats/store/database.py
     words both); other errors that are not EdgestatsError are bugs and keep their traceback.
     """
 

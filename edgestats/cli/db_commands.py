@@ -7,12 +7,12 @@ from pathlib import Path
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.database import connect
+from edgestats.store.database import connect
 from edgestats.formatting import counted
-from edgestats.importer import import_results
-from edgestats.merge import merge
-from edgestats.migrations import current_version, latest_version, migrate
-from edgestats.query import FORMATS, format_result, run_query, terminal_columns
+from edgestats.imports.importer import import_results
+from edgestats.exports.merge import merge
+from edgestats.store.migrations import current_version, latest_version, migrate
+from edgestats.store.query import FORMATS, format_result, run_query, terminal_columns
 
 
 @handle_errors

@@ -11,7 +11,7 @@ import typer
 from edgestats.cli.common import handle_errors
 # Cheap to import (the report's heavy parts load when it is built), so `edgestats --help` stays
 # fast; the probe names in --only's help come from the registries through it.
-from edgestats.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
+from edgestats.collectors.host.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
 
 
 @handle_errors

@@ -8,7 +8,7 @@ import typer
 
 from edgestats.cli.common import handle_errors
 from edgestats.errors import ExportError
-from edgestats.export import MANIFEST_NAME, export_parquet
+from edgestats.exports.parquet import MANIFEST_NAME, export_parquet
 from edgestats.formatting import counted
 
 HELP = f"""Export every table of a results DB as hive-partitioned Parquet, for other engines.
@@ -72,7 +72,7 @@ def export_command(
 
 
 def _append(db: Path, lake: Path) -> None:
-    from edgestats.export_append import append_parquet
+    from edgestats.exports.append import append_parquet
 
     result = append_parquet(db, lake)
     added = {t: n for t, n in result["added"].items() if n}

@@ -26,7 +26,7 @@ from edgestats.analysis.bounded import (NEGATIVE_NOTE, bounded_mean, clip_at_zer
 from edgestats.analysis.intervals import Estimate
 from edgestats.analysis.summary import energy_estimate
 from edgestats.registry.analyses import ANALYSES
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])

@@ -74,7 +74,7 @@ def test_the_order_rows_are_stored_in_changes_no_analysis(tmp_path):
     in scan order, and float addition is not associative."""
     from builders import make_results_db, write_inference_run
     from edgestats.analysis import dumps
-    from edgestats.store import CHILD_TABLES, ROW_TABLES, Store
+    from edgestats.store.results import CHILD_TABLES, ROW_TABLES, Store
 
     stored = make_results_db(tmp_path / "stored.duckdb", n_runs=5)
     with Store.open(stored) as store:   # a configuration of one run: its intervals resample its latencies

@@ -12,7 +12,7 @@ from analysis_builders import import_sample, runs_frame
 from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.analysis.intervals import BootstrapSettings
 from edgestats.analysis.pipeline import pipeline
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 
 def reductions(entries):

@@ -16,7 +16,7 @@ from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.analysis.breakdown import breakdown
 from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks, quantile_ci
 from edgestats.analysis.summary import summarise
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=3)
 CONFIG = ["device", "framework", "model"]

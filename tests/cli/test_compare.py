@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 runner = CliRunner()
 

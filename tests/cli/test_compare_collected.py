@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 # Run-to-run spread beside another test (a second xdist worker) was 20-40 % here, which hides a
 # 10 % change from 8 runs; alone, it is 1-3 %. `make test` runs the quiet tests alone, last.

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.host.probes import Probe, module_probe, run_probe, run_probes
-from edgestats.doctor import render_text
+from edgestats.collectors.host.doctor import render_text
 
 runner = CliRunner()
 MISSING = "edgestats_no_such_module_xyz"
@@ -169,7 +169,7 @@ def test_nvml_probe_with_a_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_collectors_do_not_import_the_analysis_stack() -> None:
-    code = ("import sys, edgestats.collectors.host.facts, edgestats.collectors.host.probes, edgestats.doctor\n"
+    code = ("import sys, edgestats.collectors.host.facts, edgestats.collectors.host.probes, edgestats.collectors.host.doctor\n"
             "print(sorted(m for m in ('polars', 'statsmodels', 'altair', 'vl_convert', 'torch', 'tensorflow') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -198,9 +198,9 @@ def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
 
 
 def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
-    from edgestats.collectors.power.base import describe_sources
+    from edgestats.collectors.power.selection import describe_sources
     from edgestats.collectors.telemetry.session import describe_sensors
-    from edgestats.doctor import power_lines
+    from edgestats.collectors.host.doctor import power_lines
     from power_fakes import LAPTOP_ZONES, make_rapl_tree
 
     make_rapl_tree(tmp_path, LAPTOP_ZONES)
@@ -222,7 +222,7 @@ def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None
 def test_a_registered_runtime_is_probed_with_its_adapters_detail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A runtime added to the registry is probed, with its extra and its adapter module's
     probe_detail, and listed by --only's help: host/probes.py names no framework."""
-    from edgestats.doctor import doctor_report, only_help
+    from edgestats.collectors.host.doctor import doctor_report, only_help
     from edgestats.registry import runtimes as registry
 
     (tmp_path / "es_fake_adapter.py").write_text(
@@ -244,7 +244,7 @@ def test_a_registered_runtime_is_probed_with_its_adapters_detail(tmp_path: Path,
 
 
 def test_a_registered_power_source_is_in_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from edgestats.doctor import doctor_report
+    from edgestats.collectors.host.doctor import doctor_report
     from power_fakes import register_fake_board
 
     register_fake_board(monkeypatch)
@@ -270,7 +270,7 @@ def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
     write("sys/devices/system/cpu/cpufreq/boost", "1")
     write("sys/class/thermal/thermal_zone0/type", "cpu-thermal")
     write("sys/class/thermal/thermal_zone0/temp", "83500")
-    from edgestats.doctor import doctor_report
+    from edgestats.collectors.host.doctor import doctor_report
 
     report = doctor_report(tmp_path, probes=[])
     checks = {c["name"]: c for c in report["noise"]}

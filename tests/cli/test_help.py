@@ -26,7 +26,7 @@ def test_command_help(command):
 
 
 def test_version():
-    from edgestats import __version__
+    from edgestats.version import __version__
 
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and __version__ in result.output

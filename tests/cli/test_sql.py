@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.errors import QueryError
-from edgestats.query import run_query
-from edgestats.store import Store
+from edgestats.store.query import run_query
+from edgestats.store.results import Store
 
 runner = CliRunner()
 QUERY = "SELECT framework, count(*) AS runs FROM runs WHERE kind = 'inference' GROUP BY framework ORDER BY framework"

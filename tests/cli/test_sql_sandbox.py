@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from edgestats.analysis.load import check_where
 from edgestats.cli import app
 from edgestats.errors import QueryError
-from edgestats.query import run_query
-from edgestats.sandbox import lock_down, refuse_writes
-from edgestats.store import Store
+from edgestats.store.query import run_query
+from edgestats.store.sandbox import lock_down, refuse_writes
+from edgestats.store.results import Store
 from cli_asserts import one_line_error
 
 runner = CliRunner()

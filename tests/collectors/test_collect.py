@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.collectors.collect import execute, open_orchestrator, plan
 from edgestats.collectors.sweep import build_sweep
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 pytestmark = pytest.mark.frameworks   # every test runs framework workers
 runner = CliRunner()

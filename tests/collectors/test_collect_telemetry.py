@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 pytestmark = pytest.mark.frameworks   # every test runs framework workers
 runner = CliRunner()

@@ -17,9 +17,9 @@ from edgestats.cli import app
 from edgestats.collectors.training import synthetic as dataset_make
 from edgestats.collectors.training.datasets import open_dataset
 from edgestats.collectors.training.rows import dataset_columns
-from edgestats.import_columns import dataset_name
-from edgestats.importer import import_results
-from edgestats.store import Store
+from edgestats.contracts import dataset_name
+from edgestats.imports.importer import import_results
+from edgestats.store.results import Store
 
 runner = CliRunner()
 SCALES = ("0.5", "1", "2")

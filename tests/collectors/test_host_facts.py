@@ -19,7 +19,8 @@ from edgestats.collectors.host.facts import (
     read_gpu,
     read_nvml_gpus,
 )
-from edgestats.store import Store, name_uuid
+from edgestats.store.results import Store
+from edgestats.contracts import name_uuid
 
 
 def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.training.synthetic import make_dataset
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 runner = CliRunner()
 

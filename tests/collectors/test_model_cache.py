@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.collectors.adapters import prepare as prep
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 runner = CliRunner()
 CONFIG = RunConfig(framework="onnxruntime", model="cnn9")

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from builders import write_inference_run
 from edgestats.cli import app
 from edgestats.collectors.zoo.catalog import ZOO
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.registry.runtimes import runtime
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.xdist_group("new-runtimes")]
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from edgestats.collectors.host.noise import busy_processes, noise_checks, process_cpu_ticks
-from edgestats.collectors.orchestrator import noise_columns
+from edgestats.collectors.runrows import noise_columns
 from edgestats.collectors.telemetry.noise import (MachineState, NoiseThresholds, during, judge, noise_record,
                                                   outside_cpu, parse_loadavg, parse_vmstat, read_state,
                                                   wait_until_quiet)
 from edgestats.collectors.telemetry.procfs import CLK_TCK
-from edgestats.doctor import noise_lines
+from edgestats.collectors.host.doctor import noise_lines
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 # Every test runs ONNX Runtime workers through collect; one xdist worker runs them all, one after
 # another, so that no hog of this file runs beside the quiet run.

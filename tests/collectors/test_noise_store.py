@@ -23,7 +23,7 @@ from edgestats.collectors.sweep import SweepError, build_sweep
 from edgestats.collectors.telemetry.noise import MachineState, NoiseThresholds, noise_record
 from edgestats.collectors.telemetry.procfs import CLK_TCK
 from edgestats.errors import EdgestatsError
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 CONFIG = RunConfig(framework="onnxruntime", model="cnn9", iterations=5, warmup=1)
 

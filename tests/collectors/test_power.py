@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from edgestats.collectors.power.base import (
-    PowerSourceError, counter_delta_uj, describe_sources, energy_above_idle_j, energy_in_window_j,
-    integrate_power_w, integrate_trapezoid, select_power_source)
+from edgestats.collectors.power.base import PowerSourceError
+from edgestats.collectors.power.energy import counter_delta_uj, energy_above_idle_j, energy_in_window_j, integrate_power_w, integrate_trapezoid
+from edgestats.collectors.power.selection import describe_sources, select_power_source
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.rapl import RaplSource
 from power_fakes import (LAPTOP_ZONES, PACKAGE_MAX_UJ, UNIX_CSV, FakeBoardSource, fake_pynvml,
@@ -144,7 +144,7 @@ def test_a_registered_source_is_chosen_by_name_and_by_auto(tmp_path, no_nvml, mo
 
 
 def test_a_registered_source_is_listed_for_doctor(tmp_path, no_nvml, monkeypatch):
-    from edgestats.doctor import power_lines
+    from edgestats.collectors.host.doctor import power_lines
 
     register_fake_board(monkeypatch)
     (tmp_path / "fakeboard").write_text("1\n")

@@ -17,7 +17,7 @@ from edgestats.collectors.power.attribution import (CumulativeEnergy, baseline_s
                                          inference_energies, phase_energy_rows, sum_series)
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.rapl import RaplSource
-from edgestats.store import Store
+from edgestats.store.results import Store
 from power_fakes import LAPTOP_ZONES, PACKAGE_MAX_UJ, make_ina3221x_tree, make_rapl_tree, set_energy
 
 runner = CliRunner()

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from edgestats.collectors.power.base import PowerReading, PowerSourceError, integrate_power_w
+from edgestats.collectors.power.base import PowerReading, PowerSourceError
+from edgestats.collectors.power.energy import integrate_power_w
 from edgestats.collectors.power.meter_csv import ClockAnchor, CsvMeterSource, load_meter_csv
 from edgestats.errors import EdgestatsError
 from power_fakes import UNIX_CSV, write_csv

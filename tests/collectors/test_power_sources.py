@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from edgestats.collectors.power import rapl as power_rapl
-from edgestats.collectors.power.base import PowerSourceError, rail_energy_j, select_power_source
+from edgestats.collectors.power.base import PowerSourceError
+from edgestats.collectors.power.energy import rail_energy_j
+from edgestats.collectors.power.selection import select_power_source
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.nvml import NvmlSource
 from edgestats.collectors.power.rapl import RaplSource

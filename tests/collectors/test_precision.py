@@ -21,12 +21,12 @@ import pyarrow as pa
 import pytest
 
 from edgestats.analysis.hierarchical import median_over_runs, relative_half_width
-from edgestats.collectors.orchestrator import RunOutcome
+from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunEnd
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 STABLE = RunConfig(framework="onnxruntime", model="cnn9", batch_size=1, iterations=200)
 NOISY = RunConfig(framework="onnxruntime", model="cnn9", batch_size=2, iterations=200)

@@ -21,7 +21,7 @@ from edgestats.collectors.record import (INTERRUPTED, RunEnd, RunRecord, RunReco
                                          classify_exit)
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, SpoolWriter
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 CONFIG = RunConfig(framework="onnxruntime", model="cnn9", iterations=5, warmup=1, threads=2)
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)

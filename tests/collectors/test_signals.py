@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 pytestmark = pytest.mark.frameworks   # every test runs ONNX Runtime workers
 

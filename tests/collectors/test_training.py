@@ -27,7 +27,7 @@ from edgestats.collectors.spool import SpoolWriter, read_spool
 from edgestats.collectors.sweep import SweepError, build_sweep
 from edgestats.collectors.training.worker import planned_epochs, train_epoch
 from edgestats.collectors.training.rows import batch_rows, epoch_rows, training_results
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 runner = CliRunner()
 

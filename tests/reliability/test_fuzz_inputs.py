@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.sweep import AXES, SETTINGS, combine, load_sweep_file
-from edgestats.import_columns import CANONICAL
+from edgestats.imports.columns import CANONICAL
 
 runner = CliRunner()
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 from builders import write_inference_run
 from edgestats.cli import app
 from edgestats.errors import StorageError
-from edgestats.importer import import_results
-from edgestats.store import Store
+from edgestats.imports.importer import import_results
+from edgestats.store.results import Store
 
 runner = CliRunner()
 
@@ -125,7 +125,7 @@ import sys
 sys.path[:0] = sys.argv[2:]
 from builders import write_inference_run
 from edgestats.errors import StorageError
-from edgestats.store import Store
+from edgestats.store.results import Store
 written = 0
 try:
     with Store.open(sys.argv[1]) as store:

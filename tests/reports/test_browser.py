@@ -123,7 +123,7 @@ def open_in_browser(index: Path, screenshot: Path) -> dict:
 
 def realistic_db(path: Path) -> Path:
     """Collected runs (make_report_db) with pCAMP's and DLaaS' published tables imported beside them."""
-    from edgestats.importer import import_results
+    from edgestats.imports.importer import import_results
 
     make_report_db(path)
     import_results(path, SAMPLES / "pcamp_inference.csv", kind="inference")
@@ -132,7 +132,7 @@ def realistic_db(path: Path) -> Path:
 
 
 def imported_db(path: Path) -> Path:
-    from edgestats.importer import import_results
+    from edgestats.imports.importer import import_results
 
     import_results(path, SAMPLES / "pcamp_inference.csv", kind="inference")
     import_results(path, SAMPLES / "dlaas_tf_mnist_cpu.csv", kind="training")

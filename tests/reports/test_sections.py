@@ -101,7 +101,7 @@ def test_write_report_needs_no_db_file(tmp_path, monkeypatch):
     """The page is drawn from what it is handed: no DB path, and opening one would fail."""
     import duckdb
 
-    from edgestats.store import Store
+    from edgestats.store.results import Store
 
     def refuse(*args, **kwargs):
         raise AssertionError("write_report opened a DB")

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from builders import write_inference_run
 from edgestats.cli import app
-from edgestats.database import FILE_HEADER_BYTES, _last_used_block, connect
+from edgestats.store.database import FILE_HEADER_BYTES, _last_used_block, connect
 from edgestats.errors import DamagedDatabaseError
-from edgestats.store import Store
+from edgestats.store.results import Store
 
 runner = CliRunner()
 

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from builders import make_results_db
 from edgestats.cli import app
-from edgestats.database import STORAGE_COMPATIBILITY
-from edgestats.merge import merge
-from edgestats.store import Store
+from edgestats.store.database import STORAGE_COMPATIBILITY
+from edgestats.exports.merge import merge
+from edgestats.store.results import Store
 
 SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
 # What each client is asked: the views a user queries first, and one figure computed from raw rows.

@@ -10,10 +10,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from edgestats import migrations
+from edgestats.store import migrations
 from edgestats.errors import DatabaseError, SchemaOutdatedError, SchemaTooNewError
-from edgestats.migrations import Migration, current_version, latest_version
-from edgestats.store import Store
+from edgestats.store.migrations import Migration, current_version, latest_version
+from edgestats.store.results import Store
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "schema_columns.txt"
 
@@ -243,7 +243,7 @@ def test_imported_epochs_migration_keeps_earlier_runs(tmp_path):
 def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
     """0006_dataset_size on a DB of schema 5: a collected run's 'mnist:<dir>' becomes 'mnist' with
     the directory in dataset_path and the size from environment.dataset; an imported 'MNIST'
-    becomes 'mnist' too (one rule, import_columns.dataset_name), its size stays NULL."""
+    becomes 'mnist' too (one rule, contracts.dataset_name), its size stays NULL."""
     path = tmp_path / "v5.duckdb"
     con = db_at_version(path, 5)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pytest
 
 from builders import write_inference_run
-from edgestats.store import RunExistsError, Store, insert_select_sql, name_uuid
+from edgestats.store.results import RunExistsError, Store, insert_select_sql
+from edgestats.contracts import name_uuid
 
 
 def test_write_run_round_trips_every_table(tmp_path):

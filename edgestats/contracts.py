@@ -1,0 +1,52 @@
+"""Facts both sides of the data flow must agree on (docs/architecture.md §3), in one module that
+imports only the standard library, so every layer (collectors, store, imports, analysis, reports)
+may import it without importing another layer.
+
+- Ids: the uuid5 namespace and rule of deterministic ids; a device's id from its name.
+- The samples table: the metric-name prefixes of a power source's rails.
+- Datasets: the one spelling of a dataset name in runs.dataset.
+- Training factors: which columns count iterations, and which can draw a chart's series.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+# Namespace for deterministic ids (uuid5): the same device or imported row always gets the
+# same id, so importing or merging twice changes nothing.
+EDGESTATS_NAMESPACE = uuid.UUID("5f0c3c1e-8d2a-4a57-9e57-6a1b2c3d4e5f")
+
+
+def name_uuid(*parts: str) -> uuid.UUID:
+    """A deterministic UUID for a name (device name, imported file + row)."""
+    return uuid.uuid5(EDGESTATS_NAMESPACE, "\x1f".join(parts))
+
+
+def device_uuid(name: str) -> str:
+    """The device-id rule: collected devices (from their machine-id or hostname) and imported
+    ones (from the table's device column) get the same id for the same name."""
+    return str(name_uuid("device", name))
+
+
+# Metric names of a power source's rails in the samples table: a cumulative counter (joules
+# since the first read) and instantaneous power, each followed by the rail's name.
+ENERGY_PREFIX, POWER_PREFIX = "energy_j:", "power_w:"
+
+
+def dataset_name(text: str | None) -> str | None:
+    """The one spelling of a dataset name, for runs.dataset on both sides (the importer's column
+    and the collector's format or image folder name), so that runs of one dataset group together:
+    lowercase, every character but a-z and 0-9 dropped ('MNIST' -> 'mnist', 'CIFAR-10' ->
+    'cifar10', 'Tiny ImageNet' -> 'tinyimagenet'). A name with none of those is kept lowercase
+    and trimmed rather than emptied. schema/0006_dataset_size.sql applies the same rule in SQL
+    to the runs stored before."""
+    if text is None or not text.strip():
+        return None
+    return re.sub(r"[^a-z0-9]", "", text.lower()) or text.strip().lower()
+
+
+# Training: the columns that count iterations (hyperparams fits time through the origin on
+# them; the report draws them on the x axis), and those that can colour a chart's series.
+ITERATION_FACTORS = ("iterations", "epochs")
+SERIES_CANDIDATES = ("batch_size", "learning_rate", "optimizer")

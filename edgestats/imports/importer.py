@@ -1,0 +1,258 @@
+"""`edgestats import`: results made elsewhere (CSV or Parquet, one row per run) into the store.
+
+Everything is checked before anything is written: a wrong file is an error that names the row
+and column, and the DB is left as it was. Run ids are derived from the file's content, the row
+number and the import's --map/--device/--long, so importing the same file again adds nothing
+(identity.py). Reading: read.py; checks and notes: checks.py; the typed
+view of the extra columns: edgestats/store/run_extra.py.
+
+The file is read by DuckDB with every column as text (so an error can quote the value exactly
+as written), checked and converted in SQL, and written with Arrow bulk inserts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from edgestats.version import __version__
+from edgestats.errors import ImportFileError
+from edgestats.imports.checks import (SourceColumn, check_measured, check_values, fractional_epochs, measure_hints,
+                                     numeric_expr, sql_str, unset_threads)
+from edgestats.imports.columns import CANONICAL, UnitMismatch, normalise, resolve
+from edgestats.contracts import dataset_name
+from edgestats.imports.identity import describe_identity, identity_key, import_identity, write_import
+from edgestats.imports.native import FORMATS, read_native
+from edgestats.imports.read import check_text_file, pivot_long, read_as_text
+from edgestats.store.results import quote_ident
+from edgestats.contracts import device_uuid, name_uuid
+
+__all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
+
+KINDS = ("inference", "training")
+
+
+@dataclass
+class ImportReport:
+    file: Path
+    rows: int
+    runs_added: int
+    runs_already_present: int
+    devices: list[str]
+    columns: dict[str, str]  # source column -> canonical name (with unit conversion noted)
+    extra_columns: list[str]
+    diverged_rows: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the import decided that the user should know
+    runs_replaced: int = 0  # runs of an earlier import of this file that --replace took away
+    extra_view: dict[str, str] = field(default_factory=dict)  # extra column -> 'its column in run_extra TYPE'
+
+
+def parse_mappings(mappings: list[str]) -> dict[str, str]:
+    """`--map SRC=DST` pairs; SRC is a column of the file as written, DST a column name."""
+    result = {}
+    for item in mappings:
+        if "=" not in item:
+            raise ImportFileError(f"--map {item!r}: expected SRC=DST, e.g. --map 'Train (s)=training_time_s'")
+        src, dst = item.rsplit("=", 1)
+        if not src.strip() or not dst.strip():
+            raise ImportFileError(f"--map {item!r}: both SRC and DST must be non-empty")
+        result[src.strip()] = dst.strip()
+    return result
+
+
+def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> list[SourceColumn]:
+    missing = [src for src in mappings if src not in columns]
+    if missing:
+        raise ImportFileError(f"{path}: --map names column(s) {missing} that the file does not have; its columns are {columns}")
+    plan, seen = [], {}
+    for original in columns:
+        target_name = normalise(mappings.get(original, original))
+        try:
+            match = resolve(target_name)
+        except UnitMismatch as exc:
+            raise ImportFileError(f"{path}: {exc}") from None
+        if match is None and original in mappings:
+            # a --map is a request to import the column as something: never drop it into extra
+            raise ImportFileError(
+                f"{path}: --map '{original}={mappings[original]}': {mappings[original]!r} is not a column edgestats "
+                f"imports; use one of {', '.join(sorted(CANONICAL))} (a measure may carry another unit of its "
+                f"kind, e.g. latency_us, training_time_min); nothing was imported")
+        column = SourceColumn(original)
+        if match:
+            column.canonical, column.factor = match
+            if column.canonical.name in seen:
+                raise ImportFileError(
+                    f"{path}: columns {seen[column.canonical.name]!r} and {original!r} both give "
+                    f"{column.canonical.name}; drop one or rename it with --map"
+                )
+            seen[column.canonical.name] = original
+        plan.append(column)
+    if not any(c.canonical for c in plan):
+        names = ", ".join(sorted(CANONICAL))
+        raise ImportFileError(
+            f"{path}: none of its columns {columns} is one edgestats knows. Rename them with "
+            f"--map SRC=DST; known columns: {names}"
+        )
+    return plan
+
+
+def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa.Table:
+    """One Arrow table with the canonical columns converted, the extras as JSON, NaN flags."""
+    selects, nan_checks = ["_row"], []
+    for column in plan:
+        spec = column.canonical
+        if spec is None:
+            continue
+        if spec.type in ("int", "float"):
+            number = numeric_expr(column.original)
+            value = f"CASE WHEN isfinite({number}) THEN {number} * {column.factor} END"
+            if spec.type == "int":
+                value = f"CAST({value} AS BIGINT)"
+            nan_checks.append(f"CASE WHEN {number} IS NOT NULL AND NOT isfinite({number}) THEN '{column.original}' END")
+            selects.append(f"{value} AS {quote_ident(spec.name)}")
+        else:
+            text = f"NULLIF(trim({quote_ident(column.original)}), '')"
+            if spec.name in ("status", "kind"):
+                text = f"lower({text})"
+            selects.append(f"{text} AS {quote_ident(spec.name)}")
+    extras = [c.original for c in plan if c.canonical is None]
+    if extras:
+        pairs = ", ".join(f"{sql_str(c)}, NULLIF(trim({quote_ident(c)}), '')" for c in extras)
+        selects.append(f"CAST(json_object({pairs}) AS VARCHAR) AS _extra")
+    nan_list = f"list_filter([{', '.join(nan_checks)}], lambda x: x IS NOT NULL)" if nan_checks else "[]::VARCHAR[]"
+    selects.append(f"{nan_list} AS _nan_columns")
+    return con.sql(f"SELECT {', '.join(selects)} FROM staged ORDER BY _row").to_arrow_table()
+
+
+def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str],
+           fmt: str | None = None) -> tuple[list[SourceColumn], list[dict]]:
+    """Read, plan, check and convert the file in an in-memory DuckDB, before the DB is opened:
+    the column plan and the converted rows. `fmt`: a benchmark tool's output (native.py)."""
+    staging = duckdb.connect()
+    try:
+        columns = read_native(staging, path, fmt) if fmt else read_as_text(staging, path)
+        column_maps = maps
+        if long:
+            columns, column_maps = pivot_long(staging, path, columns, maps)
+        plan = _plan_columns(path, columns, column_maps)
+        fractional_epochs(staging, path, plan, notes)
+        unset_threads(staging, plan, notes)
+        check_values(staging, path, plan, kind)
+        hints = measure_hints(staging, plan)
+        rows = _select_rows(staging, plan).to_pylist()
+    finally:
+        staging.close()
+    if not rows:
+        raise ImportFileError(f"{path}: the file has a header but no rows; nothing to import")
+    check_measured(path, plan, rows, hints, notes, long)
+    return plan, rows
+
+
+def import_results(db_path: str | Path, file: str | Path, *, kind: str | None, mappings: list[str] | None = None,
+                   device: str | None = None, replace: bool = False, long: bool = False,
+                   fmt: str | None = None) -> ImportReport:
+    """Import one results file; returns what was added. Raises ImportFileError on a wrong file.
+
+    `replace`: take away the runs of an earlier import of this file (same content, or same file
+    name) before adding these; without it, a file imported before with another --map or
+    --device is refused (its runs would stand beside these, counted twice). `long`: the file is
+    a long-format table (see pivot_long). `fmt`: the file is the output of a benchmark tool
+    (benchmark_model, benchmark_app, perf_test, mlperf: import_native.py), one inference run."""
+    path = Path(file)
+    if fmt is not None and fmt not in FORMATS:
+        raise ImportFileError(f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)")
+    if fmt is not None and (long or kind not in (None, "inference")):
+        raise ImportFileError(f"--format {fmt}: a benchmark tool's output is one inference run; drop --long and --kind")
+    kind = "inference" if fmt else kind
+    if kind is None:
+        raise ImportFileError("--kind is missing: say what the rows are, inference or training")
+    if kind not in KINDS:
+        raise ImportFileError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
+    if not path.is_file():
+        raise ImportFileError(f"{path}: no such file")
+    maps = parse_mappings(mappings or [])
+    file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    notes: list[str] = []
+    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes, fmt=fmt)
+
+    has_device = any(c.canonical and c.canonical.name == "device" for c in plan)
+    for row in rows:
+        row["device"] = row.get("device") or device
+        if not row["device"]:
+            where = f"row {row['_row']} has an empty 'device'" if has_device else "the file has no 'device' column"
+            raise ImportFileError(f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported")
+
+    identity = import_identity(maps, device, long, fmt)
+    runs, results, diverged = _build_tables(rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity)
+    device_names = sorted({r["device"] for r in rows})
+    created = not Path(db_path).exists()
+    try:
+        present, replaced, extra_view = write_import(Path(db_path), runs, results, device_names, path, file_hash=file_hash,
+                                                     identity=identity, replace=replace, notes=notes)
+    except BaseException:
+        if created:  # the DB this import created holds nothing: take it away again
+            for leftover in (Path(db_path), Path(f"{db_path}.wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    return ImportReport(
+        file=path, rows=len(rows), runs_added=len(rows) - len(present), runs_already_present=len(present),
+        devices=device_names,
+        columns={c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "") for c in plan if c.canonical},
+        extra_columns=[c.original for c in plan if c.canonical is None], diverged_rows=diverged, notes=notes,
+        runs_replaced=replaced,
+        extra_view={c.key: f"{c.column} {c.type}" for c in extra_view if c.key in {p.original for p in plan if p.canonical is None}},
+    )
+
+
+def _arrow_type(column: str) -> pa.DataType:
+    spec = CANONICAL.get(column)
+    if spec is not None and spec.type == "int":
+        return pa.int64()
+    if spec is not None and spec.type == "float":
+        return pa.float64()
+    return pa.string()  # ids, text and JSON; DuckDB casts to UUID / JSON on insert
+
+
+def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path: Path, file_hash: str, identity: dict):
+    """The runs and run_results rows, as Arrow tables, from the checked and converted rows."""
+    run_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "runs" and c.canonical.name not in ("kind", "status")]
+    result_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "run_results"]
+    runs: dict[str, list] = {k: [] for k in ["run_id", "device_id", "kind", "status", "error_text", "extra", "config", "source", "edgestats_version", *run_columns]}
+    results: dict[str, list] = {k: [] for k in ["run_id", *result_columns]}
+    diverged = []
+    key = identity_key(identity)
+    for row in rows:
+        run_id = str(name_uuid("import", file_hash, *([key] if key else []), str(row["_row"])))
+        status, error = row.get("status") or "ok", None
+        if row["_nan_columns"] and not row.get("status"):
+            # The published tables write NaN for a run whose training did not converge.
+            status, error = "diverged", f"imported NaN/inf in {', '.join(row['_nan_columns'])}"
+            diverged.append(row["_row"])
+        runs["run_id"].append(run_id)
+        runs["device_id"].append(device_uuid(row["device"]))
+        runs["kind"].append(kind)
+        runs["status"].append(status)
+        runs["error_text"].append(error)
+        runs["extra"].append(row.get("_extra"))
+        # one spelling per dataset on both sides (contracts.dataset_name); the table's own stays in config
+        written = row.get("dataset")
+        row["dataset"] = dataset_name(written)
+        runs["config"].append(json.dumps({"imported_from": path.name, "row": row["_row"], "sha256": file_hash,
+                                          "import": identity,
+                                          **({"dataset_as_written": written} if written != row["dataset"] else {})}))
+        runs["source"].append(f"import:{path.name}")
+        runs["edgestats_version"].append(__version__)
+        for name in run_columns:
+            runs[name].append(row.get(name))
+        results["run_id"].append(run_id)
+        for name in result_columns:
+            results[name].append(row.get(name))
+    runs_table = pa.table({k: pa.array(v, _arrow_type(k)) for k, v in runs.items()})
+    results_table = pa.table({k: pa.array(v, pa.string() if k == "run_id" else pa.float64()) for k, v in results.items()})
+    return runs_table, results_table, diverged

@@ -30,20 +30,64 @@ MEDIAN = re.compile(r"^\s*(?:\[ INFO \]\s*)?Median:\s*([0-9.]+)\s*ms", re.MULTIL
 
 def edgestats_median_ms(db: Path, cache: Path, args, repeat: int) -> float:
     """Run `repeat` of the configuration (collect resumes: one new run each call); its median."""
-    cmd = [str(BIN / "edgestats"), "collect", "--db", str(db), "--cache-dir", str(cache), "-f", "openvino",
-           "-m", args.model, "-t", str(args.threads), "-n", str(args.iterations), "--warmup", "10",
-           "--repeat", str(repeat), "--sample-hz", "0", "--power", "none"]
+    cmd = [
+        str(BIN / "edgestats"),
+        "collect",
+        "--db",
+        str(db),
+        "--cache-dir",
+        str(cache),
+        "-f",
+        "openvino",
+        "-m",
+        args.model,
+        "-t",
+        str(args.threads),
+        "-n",
+        str(args.iterations),
+        "--warmup",
+        "10",
+        "--repeat",
+        str(repeat),
+        "--sample-hz",
+        "0",
+        "--power",
+        "none",
+    ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
-    query = ("SELECT latency_median_ms FROM run_summary WHERE repeat_index = " + str(repeat - 1))
-    out = subprocess.run([str(BIN / "edgestats"), "sql", str(db), query, "--format", "csv"], check=True,
-                         capture_output=True, text=True).stdout.splitlines()
+    query = "SELECT latency_median_ms FROM run_summary WHERE repeat_index = " + str(repeat - 1)
+    out = subprocess.run(
+        [str(BIN / "edgestats"), "sql", str(db), query, "--format", "csv"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     return float(out[1])
 
 
 def benchmark_app_median_ms(xml: Path, args, shape: str) -> float:
     tool = shutil.which("benchmark_app", path=str(BIN)) or "benchmark_app"
-    cmd = [tool, "-m", str(xml), "-d", "CPU", "-api", "sync", "-hint", "none", "-nstreams", "1",
-           "-nthreads", str(args.threads), "-infer_precision", "f32", "-niter", str(args.iterations), "-shape", shape]
+    cmd = [
+        tool,
+        "-m",
+        str(xml),
+        "-d",
+        "CPU",
+        "-api",
+        "sync",
+        "-hint",
+        "none",
+        "-nstreams",
+        "1",
+        "-nthreads",
+        str(args.threads),
+        "-infer_precision",
+        "f32",
+        "-niter",
+        str(args.iterations),
+        "-shape",
+        shape,
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     match = MEDIAN.search(out)
     if not match:
@@ -68,14 +112,16 @@ def main(argv: list[str] | None = None) -> int:
         db, cache = Path(tmp) / "f.duckdb", Path(tmp) / "cache"
         for k in range(1, args.pairs + 1):
             a = edgestats_median_ms(db, cache, args, k)
-            [xml] = list(cache.rglob("*.xml"))   # the IR edgestats prepared (and ran) in A
+            [xml] = list(cache.rglob("*.xml"))  # the IR edgestats prepared (and ran) in A
             b = benchmark_app_median_ms(xml, args, shape)
             ratios.append(a / b)
             print(f"pair {k}: edgestats {a:.3f} ms, benchmark_app {b:.3f} ms, A/B {a / b:.3f}", flush=True)
     ratio = statistics.median(ratios)
     met = abs(ratio - 1) <= 0.05
-    print(f"{args.model}, {args.threads} thread(s), {args.iterations} iterations: median A/B {ratio:.3f} "
-          f"({'met' if met else 'NOT met'}: target within 5 %)")
+    print(
+        f"{args.model}, {args.threads} thread(s), {args.iterations} iterations: median A/B {ratio:.3f} "
+        f"({'met' if met else 'NOT met'}: target within 5 %)"
+    )
     return 0 if met else 1
 
 

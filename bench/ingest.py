@@ -38,6 +38,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+from ingest_encodings import compare_encodings
 
 # measure comes first: importing it puts the checkout on sys.path, so edgestats imports uninstalled.
 from measure import (
@@ -56,8 +57,6 @@ from measure import (
 
 import edgestats
 from edgestats.store.results import Store
-from ingest_encodings import compare_encodings
-
 
 # -- the data --------------------------------------------------------------------------------
 
@@ -95,15 +94,19 @@ def make_samples(n: int, hz: float, seed: int = 0) -> pa.Table:
     energy_uj = np.cumsum(np.round(power * period / 1e3))  # W * s -> uJ
     energy = energy_uj / 1e6
 
-    values = np.stack([rss, uss, user, system, iowait, total, *cores, io_read, io_write, temp, power, energy], axis=1)
+    values = np.stack(
+        [rss, uss, user, system, iowait, total, *cores, io_read, io_write, temp, power, energy], axis=1
+    )
     assert values.shape[1] == m
     codes = np.tile(np.arange(m, dtype=np.int8), ticks)[:n]
     metric = pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(METRICS)).cast(pa.string())
-    return pa.table({
-        "t_ns": pa.array(np.repeat(t, m)[:n]),
-        "metric": metric,
-        "value": pa.array(values.reshape(-1)[:n].astype(np.float64)),
-    })
+    return pa.table(
+        {
+            "t_ns": pa.array(np.repeat(t, m)[:n]),
+            "metric": metric,
+            "value": pa.array(values.reshape(-1)[:n].astype(np.float64)),
+        }
+    )
 
 
 # -- path B's schema and INSERT (the paths themselves: measure.run_edgestats, run_raw) ------------
@@ -119,8 +122,10 @@ def samples_ddl() -> str:
     return sql
 
 
-RAW_INSERT = ("INSERT INTO samples (run_id, t_ns, metric, value) "
-              "SELECT CAST($1 AS UUID) AS run_id, t_ns, metric, value FROM rows")
+RAW_INSERT = (
+    "INSERT INTO samples (run_id, t_ns, metric, value) "
+    "SELECT CAST($1 AS UUID) AS run_id, t_ns, metric, value FROM rows"
+)
 
 
 # -- reporting -------------------------------------------------------------------------------------
@@ -146,15 +151,19 @@ def environment(workdir: Path) -> dict:
 
     def git(*args: str) -> str | None:
         try:
-            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=REPO, capture_output=True, text=True, check=True
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return None
 
     con = duckdb.connect()
-    threads, memory_limit = con.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone()
+    threads, memory_limit = con.execute(
+        "SELECT current_setting('threads'), current_setting('memory_limit')"
+    ).fetchone()
     con.close()
     return {
-        "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "host": platform.node(),
         "machine": platform.machine(),
         "cpu": cpu_model(),
@@ -188,17 +197,30 @@ def median_or_none(xs: list) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--samples", type=int, default=5_000_000, help="rows of telemetry in the run (default 5,000,000)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--samples", type=int, default=5_000_000, help="rows of telemetry in the run (default 5,000,000)"
+    )
     ap.add_argument("--repeats", type=int, default=5, help="timed A/B pairs (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed A/B pairs first (default 1)")
     ap.add_argument("--hz", type=float, default=10.0, help="sampler rate the timestamps follow (default 10)")
-    ap.add_argument("--target", type=float, default=0.5, help="edgestats/raw rate ratio to meet (default 0.5)")
-    ap.add_argument("--dir", type=Path, default=None,
-                    help="where the fresh DB files go (default: a temp dir); put it on the device's real storage")
+    ap.add_argument(
+        "--target", type=float, default=0.5, help="edgestats/raw rate ratio to meet (default 0.5)"
+    )
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where the fresh DB files go (default: a temp dir); put it on the device's real storage",
+    )
     ap.add_argument("--out", type=Path, default=None, help="also write every measurement as JSON here")
-    ap.add_argument("--compare-encodings", action="store_true",
-                    help="side experiment: metric stored as VARCHAR vs ENUM vs SMALLINT id (raw DuckDB)")
+    ap.add_argument(
+        "--compare-encodings",
+        action="store_true",
+        help="side experiment: metric stored as VARCHAR vs ENUM vs SMALLINT id (raw DuckDB)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     if args.samples < 1 or args.repeats < 1 or args.warmup < 0:
@@ -212,14 +234,20 @@ def main(argv: list[str] | None = None) -> int:
         table = make_samples(args.samples, args.hz, args.seed)
         gen_s = time.perf_counter() - t0
         ddl = [samples_ddl()]
-        print(f"bench/ingest: {args.samples:,} samples x {len(METRICS)} metrics at {args.hz:g} Hz "
-              f"(Arrow table {table.nbytes / 2**20:,.0f} MiB, built in {gen_s:.1f} s, untimed)")
-        print(f"  {env['cpu']}, {env['cpus_usable']} CPUs, {mib(env['mem_total_bytes'])} MiB RAM, {env['os']}; "
-              f"python {env['python']}, duckdb {env['duckdb']} (threads={env['duckdb_threads']}), "
-              f"pyarrow {env['pyarrow']}, edgestats {env['edgestats']} @ {env['git_commit']}"
-              f"{' + uncommitted changes to edgestats/ or schema/' if env['edgestats_dirty'] else ''}")
-        print(f"  files in {workdir}; {args.warmup} warm-up pair(s), then {args.repeats} timed pairs, "
-              f"order alternating AB, BA, AB, ...")
+        print(
+            f"bench/ingest: {args.samples:,} samples x {len(METRICS)} metrics at {args.hz:g} Hz "
+            f"(Arrow table {table.nbytes / 2**20:,.0f} MiB, built in {gen_s:.1f} s, untimed)"
+        )
+        print(
+            f"  {env['cpu']}, {env['cpus_usable']} CPUs, {mib(env['mem_total_bytes'])} MiB RAM, {env['os']}; "
+            f"python {env['python']}, duckdb {env['duckdb']} (threads={env['duckdb_threads']}), "
+            f"pyarrow {env['pyarrow']}, edgestats {env['edgestats']} @ {env['git_commit']}"
+            f"{' + uncommitted changes to edgestats/ or schema/' if env['edgestats_dirty'] else ''}"
+        )
+        print(
+            f"  files in {workdir}; {args.warmup} warm-up pair(s), then {args.repeats} timed pairs, "
+            f"order alternating AB, BA, AB, ..."
+        )
 
         empty = {k: empty_file_bytes(k, ddl, workdir) for k in ("edgestats", "raw")}
         pairs: list[tuple[Measurement, Measurement]] = []
@@ -242,12 +270,17 @@ def main(argv: list[str] | None = None) -> int:
             if timed:
                 pairs.append((got["edgestats"], got["raw"]))
                 a, b = got["edgestats"], got["raw"]
-                print(f"  pair {r + 1}/{args.repeats} ({'AB' if order[0] == 'edgestats' else 'BA'}): "
-                      f"edgestats {a.insert_s:6.3f} s  raw {b.insert_s:6.3f} s  ratio {b.insert_s / a.insert_s:.3f}")
+                print(
+                    f"  pair {r + 1}/{args.repeats} ({'AB' if order[0] == 'edgestats' else 'BA'}): "
+                    f"edgestats {a.insert_s:6.3f} s  raw {b.insert_s:6.3f} s  ratio {b.insert_s / a.insert_s:.3f}"
+                )
 
         expected = source_fingerprint(table)
         checks = {k: check_file(p, expected) for k, p in last.items()}
-        same = checks["edgestats"]["rows"] == checks["raw"]["rows"] and checks["edgestats"]["fingerprint"] == checks["raw"]["fingerprint"]
+        same = (
+            checks["edgestats"]["rows"] == checks["raw"]["rows"]
+            and checks["edgestats"]["fingerprint"] == checks["raw"]["fingerprint"]
+        )
         correct = checks["edgestats"]["ok"] and checks["raw"]["ok"] and same
         for p in last.values():
             remove_db(p)
@@ -260,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         def row(name: str, ms: list[Measurement], empty_bytes: int) -> dict:
             size = statistics.median(m.file_bytes for m in ms)
             peaks = [m.rss_peak for m in ms]
-            deltas = [m.rss_peak - m.rss_before if m.rss_peak is not None and m.rss_before is not None else None for m in ms]
+            deltas = [
+                m.rss_peak - m.rss_before if m.rss_peak is not None and m.rss_before is not None else None
+                for m in ms
+            ]
             return {
                 "path": name,
                 "median_rows_per_s": statistics.median(m.rate for m in ms),
@@ -281,49 +317,76 @@ def main(argv: list[str] | None = None) -> int:
 
         rows = [row("edgestats write_run", A, empty["edgestats"]), row("raw DuckDB INSERT", B, empty["raw"])]
         print()
-        print(f"  {'path':<20} {'rows/s (median)':>16} {'min':>12} {'max':>12} {'write s':>8} {'CPU s':>6} "
-              f"{'open s':>7} {'close s':>8} {'B/sample':>9} {'net':>6} {'peak RSS MiB':>13} {'(+during)':>10}")
+        print(
+            f"  {'path':<20} {'rows/s (median)':>16} {'min':>12} {'max':>12} {'write s':>8} {'CPU s':>6} "
+            f"{'open s':>7} {'close s':>8} {'B/sample':>9} {'net':>6} {'peak RSS MiB':>13} {'(+during)':>10}"
+        )
         for x in rows:
-            print(f"  {x['path']:<20} {x['median_rows_per_s']:>16,.0f} {x['min_rows_per_s']:>12,.0f} "
-                  f"{x['max_rows_per_s']:>12,.0f} {x['median_insert_s']:>8.3f} {x['median_cpu_s']:>6.2f} "
-                  f"{x['median_open_s']:>7.3f} {x['median_close_s']:>8.3f} {x['bytes_per_sample']:>9.2f} "
-                  f"{x['net_bytes_per_sample']:>6.2f} {mib(x['rss_peak_bytes']):>13} "
-                  f"{'+' + mib(x['rss_peak_over_before_bytes']):>10}")
-        e2e = statistics.median((b.insert_s + b.open_s + b.close_s) / (a.insert_s + a.open_s + a.close_s) for a, b in pairs)
+            print(
+                f"  {x['path']:<20} {x['median_rows_per_s']:>16,.0f} {x['min_rows_per_s']:>12,.0f} "
+                f"{x['max_rows_per_s']:>12,.0f} {x['median_insert_s']:>8.3f} {x['median_cpu_s']:>6.2f} "
+                f"{x['median_open_s']:>7.3f} {x['median_close_s']:>8.3f} {x['bytes_per_sample']:>9.2f} "
+                f"{x['net_bytes_per_sample']:>6.2f} {mib(x['rss_peak_bytes']):>13} "
+                f"{'+' + mib(x['rss_peak_over_before_bytes']):>10}"
+            )
+        e2e = statistics.median(
+            (b.insert_s + b.open_s + b.close_s) / (a.insert_s + a.open_s + a.close_s) for a, b in pairs
+        )
         cpu_ratio = statistics.median(b.cpu_s / a.cpu_s for a, b in pairs)
         load_end = load_average()
         print()
-        print(f"  ratio edgestats/raw (rows/s, per pair): median {ratio:.3f}  min {min(ratios):.3f}  max {max(ratios):.3f}"
-              f"  over {len(ratios)} pairs")
-        print(f"  (same, in CPU time: median {cpu_ratio:.3f}; open + write + close: median {e2e:.3f}, "
-              f"edgestats' open includes migrating a new file)")
+        print(
+            f"  ratio edgestats/raw (rows/s, per pair): median {ratio:.3f}  min {min(ratios):.3f}  max {max(ratios):.3f}"
+            f"  over {len(ratios)} pairs"
+        )
+        print(
+            f"  (same, in CPU time: median {cpu_ratio:.3f}; open + write + close: median {e2e:.3f}, "
+            f"edgestats' open includes migrating a new file)"
+        )
         busy = any(la[0] > 0.5 * env["cpus_usable"] for la in (env["load_average_at_start"], load_end) if la)
-        print(f"  load average at start {env['load_average_at_start']}, at end {load_end} ({env['cpus_usable']} CPUs)"
-              + (": other work shared the machine, trust the ratios over the rates" if busy else ": quiet"))
-        print(f"  process peak RSS {mib(PeakRss.process_peak())} MiB (includes the {table.nbytes / 2**20:,.0f} MiB Arrow table)")
-        print(f"  correctness: rows edgestats {checks['edgestats']['rows']:,}, raw {checks['raw']['rows']:,} "
-              f"(expected {args.samples:,}); rows identical to the Arrow table (hash fingerprint) in both: {correct} -> {'OK' if correct else 'FAILED'}")
+        print(
+            f"  load average at start {env['load_average_at_start']}, at end {load_end} ({env['cpus_usable']} CPUs)"
+            + (": other work shared the machine, trust the ratios over the rates" if busy else ": quiet")
+        )
+        print(
+            f"  process peak RSS {mib(PeakRss.process_peak())} MiB (includes the {table.nbytes / 2**20:,.0f} MiB Arrow table)"
+        )
+        print(
+            f"  correctness: rows edgestats {checks['edgestats']['rows']:,}, raw {checks['raw']['rows']:,} "
+            f"(expected {args.samples:,}); rows identical to the Arrow table (hash fingerprint) in both: {correct} -> {'OK' if correct else 'FAILED'}"
+        )
         verdict = ratio >= args.target
-        print(f"  verdict: edgestats ingests at {ratio:.2f}x the raw DuckDB Arrow insert; target >= {args.target}x: "
-              f"{'MET' if verdict else 'NOT MET'}")
+        print(
+            f"  verdict: edgestats ingests at {ratio:.2f}x the raw DuckDB Arrow insert; target >= {args.target}x: "
+            f"{'MET' if verdict else 'NOT MET'}"
+        )
 
         enc = None
         if args.compare_encodings:
             print()
             print(f"  encodings of metric (raw DuckDB unless named; {args.repeats} rounds, rotating order):")
             enc = compare_encodings(table, args.repeats, workdir, rss)
-            print(f"  {'variant':<42} {'rows/s (median)':>16} {'vs VARCHAR':>10} {'rows/CPU-s':>12} {'B/sample':>9} "
-                  f"{'net':>6} {'group-by ms':>12} {'one-metric ms':>14}")
+            print(
+                f"  {'variant':<42} {'rows/s (median)':>16} {'vs VARCHAR':>10} {'rows/CPU-s':>12} {'B/sample':>9} "
+                f"{'net':>6} {'group-by ms':>12} {'one-metric ms':>14}"
+            )
             for v in enc["variants"]:
                 q = v["query_s"]
                 gb = f"{q['group_by_metric'] * 1e3:.1f}" if "group_by_metric" in q else "-"
                 om = f"{q['one_metric'] * 1e3:.1f}" if "one_metric" in q else "-"
-                print(f"  {v['variant']:<42} {v['median_rows_per_s']:>16,.0f} {v['rate_vs_varchar']:>10.2f} "
-                      f"{v['median_rows_per_cpu_s']:>12,.0f} {v['bytes_per_sample']:>9.2f} {v['net_bytes_per_sample']:>6.2f} {gb:>12} {om:>14}")
+                print(
+                    f"  {v['variant']:<42} {v['median_rows_per_s']:>16,.0f} {v['rate_vs_varchar']:>10.2f} "
+                    f"{v['median_rows_per_cpu_s']:>12,.0f} {v['bytes_per_sample']:>9.2f} {v['net_bytes_per_sample']:>6.2f} {gb:>12} {om:>14}"
+                )
             print("  compression DuckDB chose per column:")
             for v in enc["variants"]:
-                print(f"    {v['variant']:<42} " + ", ".join(f"{c}={'/'.join(m)}" for c, m in v["compression"].items()))
-            print(f"  every variant's file holds exactly the Arrow table's rows (hash fingerprint): {enc['rows_ok']}")
+                print(
+                    f"    {v['variant']:<42} "
+                    + ", ".join(f"{c}={'/'.join(m)}" for c, m in v["compression"].items())
+                )
+            print(
+                f"  every variant's file holds exactly the Arrow table's rows (hash fingerprint): {enc['rows_ok']}"
+            )
             correct = correct and enc["rows_ok"]
 
         if args.out:
@@ -331,12 +394,24 @@ def main(argv: list[str] | None = None) -> int:
                 "benchmark": "bench/ingest",
                 "environment": env,
                 "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                "table": {"rows": table.num_rows, "metrics": list(METRICS), "arrow_bytes": table.nbytes,
-                          "build_s": gen_s, "schema": str(table.schema)},
+                "table": {
+                    "rows": table.num_rows,
+                    "metrics": list(METRICS),
+                    "arrow_bytes": table.nbytes,
+                    "build_s": gen_s,
+                    "schema": str(table.schema),
+                },
                 "summary": rows,
-                "ratio": {"median": ratio, "min": min(ratios), "max": max(ratios), "per_pair": ratios,
-                          "with_open_and_close_median": e2e, "cpu_time_median": cpu_ratio,
-                          "target": args.target, "met": verdict},
+                "ratio": {
+                    "median": ratio,
+                    "min": min(ratios),
+                    "max": max(ratios),
+                    "per_pair": ratios,
+                    "with_open_and_close_median": e2e,
+                    "cpu_time_median": cpu_ratio,
+                    "target": args.target,
+                    "met": verdict,
+                },
                 "load_average_at_end": load_end,
                 "process_peak_rss_bytes": PeakRss.process_peak(),
                 "correctness": {"ok": correct, "same_data": same, **checks},

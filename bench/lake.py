@@ -35,24 +35,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests"))   # json_compare: the equality rule tests/exports/test_lake.py holds lakes to
+sys.path.insert(
+    0, str(REPO / "tests")
+)  # json_compare: the equality rule tests/exports/test_lake.py holds lakes to
 
-import edgestats  # noqa: E402
 from analyze import build_db, load_average  # noqa: E402
 from json_compare import same_to_12_digits  # noqa: E402
+
+import edgestats  # noqa: E402
 from edgestats.analysis import AnalysisOptions, dumps, run_analyses  # noqa: E402
-from edgestats.exports.parquet import export_parquet  # noqa: E402
 from edgestats.exports.append import append_parquet  # noqa: E402
 from edgestats.exports.merge import merge  # noqa: E402
+from edgestats.exports.parquet import export_parquet  # noqa: E402
 from edgestats.store.query import run_query  # noqa: E402
 
 QUESTIONS = {
     "runs per device and framework": "SELECT device, framework, count(*) AS runs, sum(n_latencies) AS latencies, "
-                                     "round(avg(latency_median_ms), 9) AS median_ms FROM run_summary GROUP BY ALL ORDER BY ALL",
+    "round(avg(latency_median_ms), 9) AS median_ms FROM run_summary GROUP BY ALL ORDER BY ALL",
     "rows per table": "SELECT (SELECT count(*) FROM latencies), (SELECT count(*) FROM samples), (SELECT count(*) FROM phases), "
-                      "(SELECT count(*) FROM batches), (SELECT count(*) FROM epochs), (SELECT count(*) FROM devices)",
+    "(SELECT count(*) FROM batches), (SELECT count(*) FROM epochs), (SELECT count(*) FROM devices)",
     "training": "SELECT run_id, framework, batch_size, round(training_time_s, 9), round(accuracy_pct, 9) "
-                "FROM training_summary ORDER BY run_id",
+    "FROM training_summary ORDER BY run_id",
 }
 
 
@@ -77,22 +80,32 @@ def read_all(source: str) -> tuple[str, dict, float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--devices", type=int, default=8)
     parser.add_argument("--runs", type=int, default=5_000, help="runs per device DB")
     parser.add_argument("--samples", type=int, default=5_000_000, help="telemetry samples per device DB")
-    parser.add_argument("--dir", type=Path, default=None, help="where to write the files (default: a temp folder)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where to write the files (default: a temp folder)"
+    )
     args = parser.parse_args()
-    print(f"edgestats {edgestats.__version__}, Python {platform.python_version()}, {platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load {load_average()}", flush=True)
+    print(
+        f"edgestats {edgestats.__version__}, Python {platform.python_version()}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, load {load_average()}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         folder = Path(tmp)
         dbs = [folder / f"device-{i:02d}.duckdb" for i in range(args.devices)]
         started = time.perf_counter()
         for i, db in enumerate(dbs):
             build_db(db, args.runs, args.samples, seed=i, n_devices=1, first_device=i)
-        print(f"{args.devices} device DBs of {args.runs:,} runs / {args.samples:,} samples each written in "
-              f"{time.perf_counter() - started:.1f} s", flush=True)
+        print(
+            f"{args.devices} device DBs of {args.runs:,} runs / {args.samples:,} samples each written in "
+            f"{time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
         merged = folder / "merged.duckdb"
         _, merge_s = timed(merge, merged, dbs)
         lake = folder / "lake"
@@ -101,22 +114,41 @@ def main() -> int:
         before = folder_digest(lake)
         again = [append_parquet(db, lake) for db in dbs]
         idempotent = folder_digest(lake) == before and all(not a["runs_added"] for a in again)
-        print(f"merge {merge_s:.1f} s; export of the first device {export_s:.1f} s; appends {min(append_s):.1f}–"
-              f"{max(append_s):.1f} s each; every device appended again: "
-              f"{'nothing added, the lake is byte for byte the same' if idempotent else 'CHANGED THE LAKE'}", flush=True)
+        print(
+            f"merge {merge_s:.1f} s; export of the first device {export_s:.1f} s; appends {min(append_s):.1f}–"
+            f"{max(append_s):.1f} s each; every device appended again: "
+            f"{'nothing added, the lake is byte for byte the same' if idempotent else 'CHANGED THE LAKE'}",
+            flush=True,
+        )
 
         reference = read_all(str(merged))
         ok = idempotent
-        print(f"\n| read | analyze (s) | sql (s) | analyze vs merged | analysis JSON | sql answers |\n|---|---:|---:|---:|---|---|")
-        print(f"| merged file | {reference[2]:.2f} | {reference[3]:.2f} | 1.00 | ({len(reference[0]):,} bytes) | |")
-        for name, source in (("lake (Parquet)", str(lake)), ("glob of device DBs", str(folder / "device-*.duckdb"))):
+        print(
+            "\n| read | analyze (s) | sql (s) | analyze vs merged | analysis JSON | sql answers |\n|---|---:|---:|---:|---|---|"
+        )
+        print(
+            f"| merged file | {reference[2]:.2f} | {reference[3]:.2f} | 1.00 | ({len(reference[0]):,} bytes) | |"
+        )
+        for name, source in (
+            ("lake (Parquet)", str(lake)),
+            ("glob of device DBs", str(folder / "device-*.duckdb")),
+        ):
             text, answers, analyze_s, sql_s = read_all(source)
             found = same_to_12_digits(json.loads(reference[0]), json.loads(text))
-            json_verdict = "identical bytes" if text == reference[0] else "equal to 12 digits" if not found else "DIFFERENT"
+            json_verdict = (
+                "identical bytes"
+                if text == reference[0]
+                else "equal to 12 digits"
+                if not found
+                else "DIFFERENT"
+            )
             same_sql = answers == reference[1]
             ok &= not found and same_sql
-            print(f"| {name} | {analyze_s:.2f} | {sql_s:.2f} | {analyze_s / reference[2]:.2f} | {json_verdict} | "
-                  f"{'identical' if same_sql else 'DIFFERENT'} |", flush=True)
+            print(
+                f"| {name} | {analyze_s:.2f} | {sql_s:.2f} | {analyze_s / reference[2]:.2f} | {json_verdict} | "
+                f"{'identical' if same_sql else 'DIFFERENT'} |",
+                flush=True,
+            )
             for line in found[:5]:
                 print(f"    {name}: {line}")
     print(f"\nload {load_average()}; {'every answer equal' if ok else 'NOT EQUAL'}")

@@ -135,16 +135,16 @@ def remove_db(path: Path) -> None:
 
 @dataclass
 class Measurement:
-    path: str                      # "edgestats" | "raw" | encoding variant name
+    path: str  # "edgestats" | "raw" | encoding variant name
     repeat: int
     rows: int
-    insert_s: float                # the timed write: insert + commit
-    open_s: float                  # edgestats: Store.open (connect + migrate); raw: connect + DDL
-    close_s: float                 # close = final checkpoint
+    insert_s: float  # the timed write: insert + commit
+    open_s: float  # edgestats: Store.open (connect + migrate); raw: connect + DDL
+    close_s: float  # close = final checkpoint
     file_bytes: int
     rss_before: int | None
     rss_peak: int | None
-    cpu_s: float                   # this process's user + system CPU over the timed write, all threads
+    cpu_s: float  # this process's user + system CPU over the timed write, all threads
 
     @property
     def rate(self) -> float:
@@ -175,7 +175,9 @@ def timed_write(rss: PeakRss, write: Callable[[], object]) -> tuple[float, float
 # -- path A: edgestats ---------------------------------------------------------------------------
 
 
-def run_edgestats(path: Path, table: pa.Table, repeat: int, rss: PeakRss, label: str = "edgestats") -> Measurement:
+def run_edgestats(
+    path: Path, table: pa.Table, repeat: int, rss: PeakRss, label: str = "edgestats"
+) -> Measurement:
     gc.collect()
     t0 = time.perf_counter()
     store = Store.open(path)
@@ -188,14 +190,24 @@ def run_edgestats(path: Path, table: pa.Table, repeat: int, rss: PeakRss, label:
         t0 = time.perf_counter()
         store.close()
         close_s = time.perf_counter() - t0
-    return Measurement(label, repeat, table.num_rows, insert_s, open_s, close_s, file_bytes(path), before, peak, cpu_s)
+    return Measurement(
+        label, repeat, table.num_rows, insert_s, open_s, close_s, file_bytes(path), before, peak, cpu_s
+    )
 
 
 # -- path B: raw DuckDB ----------------------------------------------------------------------------
 
 
-def run_raw(path: Path, table: pa.Table, repeat: int, rss: PeakRss, ddl: list[str], insert_sql: str,
-            label: str = "raw", setup_sql: list[tuple[str, list]] | None = None) -> Measurement:
+def run_raw(
+    path: Path,
+    table: pa.Table,
+    repeat: int,
+    rss: PeakRss,
+    ddl: list[str],
+    insert_sql: str,
+    label: str = "raw",
+    setup_sql: list[tuple[str, list]] | None = None,
+) -> Measurement:
     """A fresh DuckDB file, `ddl` applied, then one transaction: `setup_sql` + `insert_sql`
     reading the registered Arrow table `rows`, with the run_id as parameter $1."""
     gc.collect()
@@ -221,7 +233,9 @@ def run_raw(path: Path, table: pa.Table, repeat: int, rss: PeakRss, ddl: list[st
         t0 = time.perf_counter()
         con.close()
         close_s = time.perf_counter() - t0
-    return Measurement(label, repeat, table.num_rows, insert_s, open_s, close_s, file_bytes(path), before, peak, cpu_s)
+    return Measurement(
+        label, repeat, table.num_rows, insert_s, open_s, close_s, file_bytes(path), before, peak, cpu_s
+    )
 
 
 # -- file sizes and correctness checks ---------------------------------------------------------
@@ -247,7 +261,9 @@ def empty_file_bytes(kind: str, ddl: list[str], workdir: Path) -> int:
 
 # An order-independent, exact fingerprint of a set of rows: the sum of per-row hashes (HUGEINT
 # addition cannot overflow or round, unlike a sum of doubles computed in parallel).
-FINGERPRINT = "SELECT count(*), count(DISTINCT run_id), sum(hash(t_ns, {metric}, value)::HUGEINT) FROM {source}"
+FINGERPRINT = (
+    "SELECT count(*), count(DISTINCT run_id), sum(hash(t_ns, {metric}, value)::HUGEINT) FROM {source}"
+)
 
 
 def source_fingerprint(table: pa.Table, metric: str = "metric") -> tuple[int, int]:
@@ -255,13 +271,17 @@ def source_fingerprint(table: pa.Table, metric: str = "metric") -> tuple[int, in
     con = duckdb.connect()
     try:
         con.register("rows", table)
-        n, fp = con.execute(f"SELECT count(*), sum(hash(t_ns, {metric}, value)::HUGEINT) FROM rows").fetchone()
+        n, fp = con.execute(
+            f"SELECT count(*), sum(hash(t_ns, {metric}, value)::HUGEINT) FROM rows"
+        ).fetchone()
         return n, int(fp)
     finally:
         con.close()
 
 
-def check_file(path: Path, expected: tuple[int, int], metric: str = "metric", source: str = "samples") -> dict:
+def check_file(
+    path: Path, expected: tuple[int, int], metric: str = "metric", source: str = "samples"
+) -> dict:
     """Every row of the run, once, with the right run_id count and identical values."""
     con = duckdb.connect(str(path), read_only=True)
     try:
@@ -270,4 +290,3 @@ def check_file(path: Path, expected: tuple[int, int], metric: str = "metric", so
         con.close()
     fp = int(fp) if fp is not None else None
     return {"rows": n, "runs": n_runs, "fingerprint": fp, "ok": (n, fp) == expected and n_runs == 1}
-

@@ -50,7 +50,9 @@ def run_arm(orchestrator: Orchestrator, config: RunConfig, hz: float) -> dict:
     with Store.open(orchestrator.db_path, read_only=True) as store:
         median_ms, stats = store.con.execute(
             "SELECT l.latency_median_ms, r.environment->'sampler' FROM run_latency_stats l JOIN runs r USING (run_id) "
-            "WHERE run_id = ?", [str(outcome.run_id)]).fetchall()[0]
+            "WHERE run_id = ?",
+            [str(outcome.run_id)],
+        ).fetchall()[0]
     return {"median_ms": median_ms, "sampler": json.loads(stats) if stats else {}}
 
 
@@ -65,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     print(f"load average at start: {os.getloadavg()}", flush=True)
-    config = RunConfig(framework=args.framework, model=args.model, threads=args.threads, iterations=args.iterations, warmup=20)
+    config = RunConfig(
+        framework=args.framework,
+        model=args.model,
+        threads=args.threads,
+        iterations=args.iterations,
+        warmup=20,
+    )
     rng = random.Random(args.seed)
     results: dict[str, list[dict]] = {arm: [] for arm in ARMS}
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         with Store.open(db) as store:
             device_id = store.register_device(read_device_facts())
         orchestrator = Orchestrator(db, device_id=device_id, cache_dir=default_cache_dir())
-        run_arm(orchestrator, config, 0.0)   # prepares (caches) the model file and warms the page cache
+        run_arm(orchestrator, config, 0.0)  # prepares (caches) the model file and warms the page cache
         t0 = time.monotonic()
         for k in range(args.rounds):
             order = list(ARMS)
@@ -84,10 +92,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {k + 1}/{args.rounds}: median ms: {line}", flush=True)
         wall_s = time.monotonic() - t0
 
-    print(f"\n{args.framework} {args.model}, {args.threads} thread(s), {args.iterations} steady inferences per run, "
-          f"{args.rounds} rounds ({wall_s:.0f} s)")
-    print(f"{'arm':<18} {'median of run medians':>22} {'paired ratio vs off':>20} {'range over rounds':>20} "
-          f"{'sampler CPU/tick':>17} {'% of a core':>12} {'achieved Hz':>12}")
+    print(
+        f"\n{args.framework} {args.model}, {args.threads} thread(s), {args.iterations} steady inferences per run, "
+        f"{args.rounds} rounds ({wall_s:.0f} s)"
+    )
+    print(
+        f"{'arm':<18} {'median of run medians':>22} {'paired ratio vs off':>20} {'range over rounds':>20} "
+        f"{'sampler CPU/tick':>17} {'% of a core':>12} {'achieved Hz':>12}"
+    )
     ratios, ok = {}, True
     for arm in ARMS:
         medians = [r["median_ms"] for r in results[arm]]
@@ -95,20 +107,30 @@ def main(argv: list[str] | None = None) -> int:
         ratios[arm] = statistics.median(paired)
         samplers = [r["sampler"] for r in results[arm] if r["sampler"]]
         cpu_us = statistics.median(s["cpu_s_per_tick"] * 1e6 for s in samplers) if samplers else None
-        share = statistics.median(s["cpu_s_per_tick"] * s["achieved_hz"] * 100 for s in samplers) if samplers else None
+        share = (
+            statistics.median(s["cpu_s_per_tick"] * s["achieved_hz"] * 100 for s in samplers)
+            if samplers
+            else None
+        )
         hz = statistics.median(s["achieved_hz"] for s in samplers) if samplers else None
-        print(f"{arm:<18} {statistics.median(medians):>19.3f} ms {ratios[arm]:>20.4f} "
-              f"{min(paired):>9.4f}-{max(paired):<10.4f} "
-              f"{(f'{cpu_us:.0f} us' if cpu_us else '-'):>17} {(f'{share:.2f} %' if share else '-'):>12} "
-              f"{(f'{hz:.1f}' if hz else '-'):>12}")
+        print(
+            f"{arm:<18} {statistics.median(medians):>19.3f} ms {ratios[arm]:>20.4f} "
+            f"{min(paired):>9.4f}-{max(paired):<10.4f} "
+            f"{(f'{cpu_us:.0f} us' if cpu_us else '-'):>17} {(f'{share:.2f} %' if share else '-'):>12} "
+            f"{(f'{hz:.1f}' if hz else '-'):>12}"
+        )
     noise = abs(ratios["off (A/A control)"] - 1)
-    print(f"\nA/A control: two identical 'off' arms differ by {noise * 100:.2f} % (the noise floor of this machine)")
+    print(
+        f"\nA/A control: two identical 'off' arms differ by {noise * 100:.2f} % (the noise floor of this machine)"
+    )
     for arm, target in TARGETS.items():
         slowdown = ratios[arm] - 1
         if slowdown <= target:
             verdict = "met"
         elif noise >= target:
-            verdict = f"not resolvable here (the A/A control differs by {noise * 100:.2f} %, more than the target)"
+            verdict = (
+                f"not resolvable here (the A/A control differs by {noise * 100:.2f} %, more than the target)"
+            )
         else:
             verdict, ok = "MISSED", False
         print(f"{arm}: {slowdown * 100:+.2f} % vs off (target <= {target * 100:.0f} %): {verdict}")

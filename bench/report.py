@@ -34,7 +34,9 @@ from edgestats.reports import write_report  # noqa: E402
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--latencies", type=int, default=30, help="steady latencies per run")
     parser.add_argument("--repeats", type=int, default=3)
@@ -45,8 +47,10 @@ def main() -> int:
         db = Path(tmp) / "bench.duckdb"
         t = time.perf_counter()
         make_report_db(db, n_inference_runs=args.runs, latencies_per_run=args.latencies)
-        print(f"DB: {args.runs:,} inference runs x {args.latencies} latencies + 18 training runs, built in "
-              f"{time.perf_counter() - t:.1f} s, {db.stat().st_size / 1e6:.1f} MB")
+        print(
+            f"DB: {args.runs:,} inference runs x {args.latencies} latencies + 18 training runs, built in "
+            f"{time.perf_counter() - t:.1f} s, {db.stat().st_size / 1e6:.1f} MB"
+        )
         analyse_s, report_s = [], []
         for i in range(args.repeats):
             t = time.perf_counter()
@@ -59,8 +63,12 @@ def main() -> int:
             report_s.append(time.perf_counter() - t)
         html_mb = files.index.stat().st_size / 1e6
         json_mb = files.analysis_json.stat().st_size / 1e6
-    print(f"run_analyses: median {statistics.median(analyse_s):.2f} s (min {min(analyse_s):.2f}, max {max(analyse_s):.2f})")
-    print(f"write_report: median {statistics.median(report_s):.2f} s (min {min(report_s):.2f}, max {max(report_s):.2f})")
+    print(
+        f"run_analyses: median {statistics.median(analyse_s):.2f} s (min {min(analyse_s):.2f}, max {max(analyse_s):.2f})"
+    )
+    print(
+        f"write_report: median {statistics.median(report_s):.2f} s (min {min(report_s):.2f}, max {max(report_s):.2f})"
+    )
     print(f"index.html: {html_mb:.2f} MB (Vega bundle ~0.9 MB of it); analysis.json: {json_mb:.2f} MB")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     met = html_mb <= args.max_mb and not files.chart_errors

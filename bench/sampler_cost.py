@@ -50,10 +50,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from power_fakes import LAPTOP_ZONES, make_rapl_tree, set_energy  # noqa: E402
+
 from edgestats.collectors.power.rapl import RaplSource  # noqa: E402
 from edgestats.collectors.telemetry.groups import Group, ProcessTree  # noqa: E402
 from edgestats.collectors.telemetry.sampler import Extra, Sampler  # noqa: E402
-from power_fakes import LAPTOP_ZONES, make_rapl_tree, set_energy  # noqa: E402
 
 TICK_TARGET_US = 100.0
 POWER_TARGET_PCT = 5.0
@@ -89,7 +90,9 @@ def start_tree(mb: int, threads: int) -> subprocess.Popen:
     single-threaded children, in a session of their own so one killpg ends all."""
     leaf = CHILD.format(n=(mb << 20) // 2, kids=False, threads=0)
     parent = CHILD.format(n=mb << 20, kids=True, threads=threads)
-    proc = subprocess.Popen([sys.executable, "-c", parent, leaf], stdout=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", parent, leaf], stdout=subprocess.PIPE, start_new_session=True
+    )
     proc.stdout.readline()
     time.sleep(1.0)  # the children's pages are touched and they sleep
     return proc
@@ -103,7 +106,10 @@ class RawReads(Group):
 
     def __init__(self, tree: ProcessTree, system: list):
         super().__init__()
-        self.tree, self.files = tree, [f for g in system for f in ([g.file] if hasattr(g, "file") else g.files)]
+        self.tree, self.files = (
+            tree,
+            [f for g in system for f in ([g.file] if hasattr(g, "file") else g.files)],
+        )
 
     def read(self, t_ns: int, emit) -> None:
         for proc in self.tree.procs.values():
@@ -124,11 +130,16 @@ class OnlySampler(Sampler):
         groups = super()._build()
         if self.keep == ("syscalls only",):
             return [RawReads(self.tree, [g for g in groups if g.name in ("sys_cpu", "sys_io")])]
-        return groups if self.keep is None else [g for g in groups if g.name in self.keep or
-                                                 (isinstance(g, Extra) and "extra" in self.keep)]
+        return (
+            groups
+            if self.keep is None
+            else [g for g in groups if g.name in self.keep or (isinstance(g, Extra) and "extra" in self.keep)]
+        )
 
 
-def cpu_per_tick_us(pid: int, hz: float, seconds: float, keep, warmup: float = 0.5, **kwargs) -> tuple[float, dict]:
+def cpu_per_tick_us(
+    pid: int, hz: float, seconds: float, keep, warmup: float = 0.5, **kwargs
+) -> tuple[float, dict]:
     """The sampler thread's CPU per tick over `seconds` after a `warmup`: its start (the first
     read of every group, USS's included, and cold caches) is left out, as it is once per run."""
     sampler = OnlySampler(pid, hz, keep=keep, gpu=False, **kwargs).start()
@@ -161,7 +172,12 @@ def back_to_back_us(pid: int, keep, ticks: int = 2000, **kwargs) -> tuple[float,
 def tick_table(pid: int, rates: list[float], seconds: float, rounds: int) -> dict:
     """{configuration: {hz: (median µs per tick over the rounds, stats of the median round)}}.
     Rounds interleave the configurations, so a burst of load from elsewhere hits them all alike."""
-    configs = {"wake only": (), **{g: (g,) for g in GROUPS}, "whole tick": None, "syscalls only": ("syscalls only",)}
+    configs = {
+        "wake only": (),
+        **{g: (g,) for g in GROUPS},
+        "whole tick": None,
+        "syscalls only": ("syscalls only",),
+    }
     runs: dict = {}
     for _ in range(rounds):
         for name, keep in configs.items():
@@ -177,10 +193,15 @@ def median_run(found: list[tuple[float, dict]]) -> tuple[float, dict]:
 
 
 def print_ticks(table: dict, rates: list[float]) -> bool:
-    print("\nµs of sampler CPU per tick (groups: their configuration minus 'wake only'); before -> now;"
-          "\nback to back: ticks run without waiting (warm caches); N Hz: the sampler's own loop")
+    print(
+        "\nµs of sampler CPU per tick (groups: their configuration minus 'wake only'); before -> now;"
+        "\nback to back: ticks run without waiting (warm caches); N Hz: the sampler's own loop"
+    )
     columns = ["b2b", *rates]
-    print(f"{'configuration':>14} " + " ".join(f"{'back to back' if hz == 'b2b' else f'{hz:g} Hz':>19}" for hz in columns))
+    print(
+        f"{'configuration':>14} "
+        + " ".join(f"{'back to back' if hz == 'b2b' else f'{hz:g} Hz':>19}" for hz in columns)
+    )
     for name, row in table.items():
         cells = []
         for hz in columns:
@@ -193,9 +214,11 @@ def print_ticks(table: dict, rates: list[float]) -> bool:
         us, stats = table["whole tick"][hz]
         met = us <= TICK_TARGET_US
         ok &= met
-        print(f"whole tick at {hz:g} Hz: {us:.0f} µs (target <= {TICK_TARGET_US:.0f}: {'met' if met else 'MISSED'}), "
-              f"achieved {stats['achieved_hz']:.1f} Hz, missed {stats['missed_ticks']}, "
-              f"{us * stats['achieved_hz'] / 1e4:.2f} % of one core, {stats['tree_max_procs']} processes")
+        print(
+            f"whole tick at {hz:g} Hz: {us:.0f} µs (target <= {TICK_TARGET_US:.0f}: {'met' if met else 'MISSED'}), "
+            f"achieved {stats['achieved_hz']:.1f} Hz, missed {stats['missed_ticks']}, "
+            f"{us * stats['achieved_hz'] / 1e4:.2f} % of one core, {stats['tree_max_procs']} processes"
+        )
     return ok
 
 
@@ -232,38 +255,58 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="per configuration, rate and round")
     parser.add_argument("--rounds", type=int, default=3, help="figures are the median over the rounds")
-    parser.add_argument("--mb", type=int, default=300, help="resident memory of the tree's parent (children: half each)")
-    parser.add_argument("--threads", type=int, default=4, help="sleeping threads in the tree's parent besides its main one")
+    parser.add_argument(
+        "--mb", type=int, default=300, help="resident memory of the tree's parent (children: half each)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=4, help="sleeping threads in the tree's parent besides its main one"
+    )
     parser.add_argument("--rates", default="10,100,1000")
     parser.add_argument("--power-hz", type=float, default=1000.0)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",")]
-    print(f"load average at start: {os.getloadavg()}; cpus: {os.cpu_count()}; python {sys.version.split()[0]}")
+    print(
+        f"load average at start: {os.getloadavg()}; cpus: {os.cpu_count()}; python {sys.version.split()[0]}"
+    )
     tree = start_tree(args.mb, args.threads)
     try:
-        print(f"worker tree: pid {tree.pid} ({1 + args.threads} threads) and 2 children, "
-              f"{args.mb} + 2 x {args.mb // 2} MB resident, sleeping; "
-              f"median of {args.rounds} rounds of {args.seconds:g} s per configuration and rate")
+        print(
+            f"worker tree: pid {tree.pid} ({1 + args.threads} threads) and 2 children, "
+            f"{args.mb} + 2 x {args.mb // 2} MB resident, sleeping; "
+            f"median of {args.rounds} rounds of {args.seconds:g} s per configuration and rate"
+        )
         table = tick_table(tree.pid, rates, args.seconds, args.rounds)
         ok = print_ticks(table, rates)
     finally:
         os.killpg(tree.pid, signal.SIGKILL)
         tree.wait()
     us, stats = median_run([power_only(args.power_hz, args.seconds) for _ in range(args.rounds)])
-    b2b, _ = median_run([power_only(args.power_hz, args.seconds, back_to_back=True) for _ in range(args.rounds)])
+    b2b, _ = median_run(
+        [power_only(args.power_hz, args.seconds, back_to_back=True) for _ in range(args.rounds)]
+    )
     pct = us * stats["achieved_hz"] / 1e4
     met = pct <= POWER_TARGET_PCT
     ok &= met
-    print(f"power only (RAPL, 5 zones, fake sysfs): back to back {BEFORE_POWER_US['b2b']:.0f} -> {b2b:.0f} µs per tick; "
-          f"at {args.power_hz:g} Hz {BEFORE_POWER_US['loop']:.0f} -> {us:.0f} µs per tick, "
-          f"achieved {stats['achieved_hz']:.1f} Hz, missed {stats['missed_ticks']}: {pct:.2f} % of one core "
-          f"(target <= {POWER_TARGET_PCT:g} %: {'met' if met else 'MISSED'})")
+    print(
+        f"power only (RAPL, 5 zones, fake sysfs): back to back {BEFORE_POWER_US['b2b']:.0f} -> {b2b:.0f} µs per tick; "
+        f"at {args.power_hz:g} Hz {BEFORE_POWER_US['loop']:.0f} -> {us:.0f} µs per tick, "
+        f"achieved {stats['achieved_hz']:.1f} Hz, missed {stats['missed_ticks']}: {pct:.2f} % of one core "
+        f"(target <= {POWER_TARGET_PCT:g} %: {'met' if met else 'MISSED'})"
+    )
     print(f"load average at end: {os.getloadavg()}")
     print("all targets met" if ok else "a target was missed")
     if args.json:
-        args.json.write_text(json.dumps({"ticks_us": {n: {str(hz): v[0] for hz, v in row.items()} for n, row in table.items()},
-                                         "power_us": us, "power_pct": pct, "power_b2b_us": b2b}))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "ticks_us": {n: {str(hz): v[0] for hz, v in row.items()} for n, row in table.items()},
+                    "power_us": us,
+                    "power_pct": pct,
+                    "power_b2b_us": b2b,
+                }
+            )
+        )
     return 0 if ok else 1
 
 

@@ -29,9 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgestats.collectors.training import datasets, synthetic as dataset_make  # noqa: E402
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.spool import SpoolWriter  # noqa: E402
+from edgestats.collectors.training import datasets  # noqa: E402
+from edgestats.collectors.training import synthetic as dataset_make
 from edgestats.collectors.training.worker import train_epoch, trainer_for  # noqa: E402
 from edgestats.registry.runtimes import runtime  # noqa: E402
 
@@ -50,7 +51,7 @@ def harness_epoch(trainer, epoch: int, spool: SpoolWriter) -> int:
                 marks.update(fields)
             spool.write(record_type, **fields)
 
-    evaluate, trainer.evaluate = trainer.evaluate, lambda: (None, None)   # not part of the window; skip it
+    evaluate, trainer.evaluate = trainer.evaluate, lambda: (None, None)  # not part of the window; skip it
     try:
         train_epoch(epoch, trainer, Window(), None, None, False)
     finally:
@@ -79,8 +80,12 @@ def bare_torch(trainer):
     generator = torch.Generator().manual_seed(1)
 
     def epoch() -> int:
-        loader = DataLoader(data, batch_size=None, num_workers=trainer.workers,
-                            sampler=BatchSampler(RandomSampler(data, generator=generator), trainer.config.batch_size, False))
+        loader = DataLoader(
+            data,
+            batch_size=None,
+            num_workers=trainer.workers,
+            sampler=BatchSampler(RandomSampler(data, generator=generator), trainer.config.batch_size, False),
+        )
         model.train()
         t0 = time.monotonic_ns()
         for x, y in loader:
@@ -89,6 +94,7 @@ def bare_torch(trainer):
             loss.backward()
             optimizer.step()
         return time.monotonic_ns() - t0
+
     return epoch
 
 
@@ -104,7 +110,7 @@ def bare_tensorflow(trainer):
 
     def epoch() -> int:
         order = rng.permutation(split.n)
-        chunks = [order[i:i + size] for i in range(0, len(order), size)]
+        chunks = [order[i : i + size] for i in range(0, len(order), size)]
 
         def load(k):
             return datasets.load_batch(split, chunks[int(k)], preprocess)
@@ -125,12 +131,24 @@ def bare_tensorflow(trainer):
             loss, _ = trainer._step(x, y)
         float(loss.numpy())
         return time.monotonic_ns() - t0
+
     return epoch
 
 
 def make_trainer(framework: str, model: str, batch_size: int, data: Path, threads: int | None):
-    config = RunConfig(framework, model, kind="training", data=str(data), batch_size=batch_size, epochs=1, iterations=0,
-                       learning_rate=0.01, optimizer="sgd", num_workers=0, threads=threads)
+    config = RunConfig(
+        framework,
+        model,
+        kind="training",
+        data=str(data),
+        batch_size=batch_size,
+        epochs=1,
+        iterations=0,
+        learning_rate=0.01,
+        optimizer="sgd",
+        num_workers=0,
+        threads=threads,
+    )
     adapter = runtime(framework).adapter_class()(config, None)
     adapter.import_framework()
     trainer = trainer_for(config, adapter, datasets.open_dataset(data))
@@ -139,13 +157,19 @@ def make_trainer(framework: str, model: str, batch_size: int, data: Path, thread
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--framework", default="pytorch", choices=("pytorch", "tensorflow"))
     parser.add_argument("--model", default="mnist_cnn")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--n", type=int, default=2000, help="training samples of the generated MNIST-format set")
+    parser.add_argument(
+        "--n", type=int, default=2000, help="training samples of the generated MNIST-format set"
+    )
     parser.add_argument("--pairs", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: the framework's)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="intra-op threads (default: the framework's)"
+    )
     args = parser.parse_args(argv)
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="edgestats-bench-training-") as tmp:
@@ -156,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         bare_epoch = (bare_torch if args.framework == "pytorch" else bare_tensorflow)(bare)
         spool = SpoolWriter(tmp / "spool.jsonl")
         n_batches = harness.batches_per_epoch()
-        harness_epoch(harness, 0, spool), bare_epoch()   # warm-up pair
+        harness_epoch(harness, 0, spool), bare_epoch()  # warm-up pair
         ratios, a_s, b_s = [], [], []
         for k in range(args.pairs):
-            if k % 2:   # alternate which goes first, so drift does not favour one side
+            if k % 2:  # alternate which goes first, so drift does not favour one side
                 b = bare_epoch()
                 a = harness_epoch(harness, k + 1, spool)
             else:
@@ -168,23 +192,35 @@ def main(argv: list[str] | None = None) -> int:
             ratios.append(a / b)
             a_s.append(a / 1e9)
             b_s.append(b / 1e9)
-            print(f"pair {k + 1}/{args.pairs}: harness {a / 1e6 / n_batches:.3f} ms/batch, bare {b / 1e6 / n_batches:.3f} "
-                  f"ms/batch, ratio {a / b:.4f}")
+            print(
+                f"pair {k + 1}/{args.pairs}: harness {a / 1e6 / n_batches:.3f} ms/batch, bare {b / 1e6 / n_batches:.3f} "
+                f"ms/batch, ratio {a / b:.4f}"
+            )
         spool.close()
         write_us = spool_write_cost_us(tmp / "cost.jsonl")
         loop_us = loop_cost_us(tmp / "loop.jsonl")
     overhead = statistics.median(ratios) - 1
     per_batch_ms = statistics.median(b_s) * 1e3 / n_batches
-    print(f"\n{args.framework} {args.model}, batch {args.batch_size}, {n_batches} batches/epoch, num_workers 0, "
-          f"Python {platform.python_version()}")
-    print(f"median bare epoch {statistics.median(b_s):.3f} s ({per_batch_ms:.3f} ms/batch), harness "
-          f"{statistics.median(a_s):.3f} s")
-    print(f"one batch record to the spool (json + write + flush): {write_us:.1f} us = "
-          f"{100 * write_us / 1e3 / per_batch_ms:.3f} % of a bare batch")
-    print(f"the harness loop's own work per batch (train_epoch with a zero-cost trainer): {loop_us:.1f} us = "
-          f"{100 * loop_us / 1e3 / per_batch_ms:.3f} % of a bare batch")
-    print(f"harness overhead per batch: median {100 * overhead:+.2f} % (pairs: min {100 * (min(ratios) - 1):+.2f} %, "
-          f"max {100 * (max(ratios) - 1):+.2f} %); target < {100 * TARGET:.0f} %: {'MET' if overhead < TARGET else 'NOT MET'}")
+    print(
+        f"\n{args.framework} {args.model}, batch {args.batch_size}, {n_batches} batches/epoch, num_workers 0, "
+        f"Python {platform.python_version()}"
+    )
+    print(
+        f"median bare epoch {statistics.median(b_s):.3f} s ({per_batch_ms:.3f} ms/batch), harness "
+        f"{statistics.median(a_s):.3f} s"
+    )
+    print(
+        f"one batch record to the spool (json + write + flush): {write_us:.1f} us = "
+        f"{100 * write_us / 1e3 / per_batch_ms:.3f} % of a bare batch"
+    )
+    print(
+        f"the harness loop's own work per batch (train_epoch with a zero-cost trainer): {loop_us:.1f} us = "
+        f"{100 * loop_us / 1e3 / per_batch_ms:.3f} % of a bare batch"
+    )
+    print(
+        f"harness overhead per batch: median {100 * overhead:+.2f} % (pairs: min {100 * (min(ratios) - 1):+.2f} %, "
+        f"max {100 * (max(ratios) - 1):+.2f} %); target < {100 * TARGET:.0f} %: {'MET' if overhead < TARGET else 'NOT MET'}"
+    )
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0 if overhead < TARGET else 1
 
@@ -223,7 +259,18 @@ def spool_write_cost_us(path: Path, n: int = 20000) -> float:
     spool = SpoolWriter(path)
     t0 = time.perf_counter_ns()
     for i in range(n):
-        spool.write("batch", e=1, b=i, s=123456789012345, f=812345, st=912345, c=11234567, e2e=12146912, n=32, l=0.123456789)
+        spool.write(
+            "batch",
+            e=1,
+            b=i,
+            s=123456789012345,
+            f=812345,
+            st=912345,
+            c=11234567,
+            e2e=12146912,
+            n=32,
+            l=0.123456789,
+        )
     elapsed = time.perf_counter_ns() - t0
     spool.close()
     return elapsed / n / 1e3

@@ -11,15 +11,15 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from edgestats.cachedir import user_cache_dir
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.processes import raise_if_stopped
+from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
@@ -45,28 +45,44 @@ def default_cache_dir() -> Path:
 def open_telemetry(sweep: Sweep) -> Telemetry:
     """The sweep's sampler rate and power source (settings sample_hz, power, clock_offset)."""
     settings = sweep.settings
-    return Telemetry.open(settings.get("power", "auto"), settings.get("sample_hz", DEFAULT_SAMPLE_HZ),
-                          clock_offset_s=settings.get("clock_offset", 0.0))
+    return Telemetry.open(
+        settings.get("power", "auto"),
+        settings.get("sample_hz", DEFAULT_SAMPLE_HZ),
+        clock_offset_s=settings.get("clock_offset", 0.0),
+    )
 
 
 def noise_policy(sweep: Sweep) -> NoisePolicy:
     """The sweep's noise settings: on_noise (warn, wait, fail), noise_wait, noise_cpu_pct, noise_load."""
     settings = sweep.settings
-    limits = NoiseThresholds(cpu_pct=settings.get("noise_cpu_pct", NoiseThresholds.cpu_pct),
-                             load_per_cpu=settings.get("noise_load", NoiseThresholds.load_per_cpu))
+    limits = NoiseThresholds(
+        cpu_pct=settings.get("noise_cpu_pct", NoiseThresholds.cpu_pct),
+        load_per_cpu=settings.get("noise_load", NoiseThresholds.load_per_cpu),
+    )
     return NoisePolicy(settings.get("on_noise", "warn"), limits, settings.get("noise_wait", DEFAULT_WAIT_S))
 
 
-def open_orchestrator(db_path: Path, sweep: Sweep, *, cache_dir: Path | None = None,
-                      on_spawn: Callable[[int], None] | None = None) -> Orchestrator:
-    telemetry = open_telemetry(sweep)   # first: a named power source that is unusable stops here
+def open_orchestrator(
+    db_path: Path,
+    sweep: Sweep,
+    *,
+    cache_dir: Path | None = None,
+    on_spawn: Callable[[int], None] | None = None,
+) -> Orchestrator:
+    telemetry = open_telemetry(sweep)  # first: a named power source that is unusable stops here
     facts = read_device_facts()
     with store_waiting(db_path) as store:
         device_id = store.register_device(facts)
-    return Orchestrator(db_path, device_id=device_id, cache_dir=cache_dir or default_cache_dir(),
-                        timeout_s=sweep.settings.get("timeout"), on_spawn=on_spawn, telemetry=telemetry,
-                        memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")),
-                        noise=noise_policy(sweep))
+    return Orchestrator(
+        db_path,
+        device_id=device_id,
+        cache_dir=cache_dir or default_cache_dir(),
+        timeout_s=sweep.settings.get("timeout"),
+        on_spawn=on_spawn,
+        telemetry=telemetry,
+        memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")),
+        noise=noise_policy(sweep),
+    )
 
 
 def _mib_to_bytes(mib: float | None) -> int | None:
@@ -83,12 +99,28 @@ def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
         done = store.finished_config_hashes(retry_failed=bool(sweep.settings.get("retry_failed")))
     pending = [c for c in runnable if c.config_hash() not in done]
     seed = sweep.settings.get("shuffle_seed", random.SystemRandom().randrange(2**31))
-    return Plan(uuid.uuid4(), seed, shuffled(pending, seed), skipped, len(runnable) - len(pending), len(configs), recovered)
+    return Plan(
+        uuid.uuid4(),
+        seed,
+        shuffled(pending, seed),
+        skipped,
+        len(runnable) - len(pending),
+        len(configs),
+        recovered,
+    )
 
 
 # The pip extra of edgestats that installs each module a model's preparation imports.
-PREPARE_EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "openvino": "openvino", "nncf": "openvino",
-                  "onnx": "onnx", "pnnx": "pnnx", "MNN": "mnn", "executorch": "executorch"}
+PREPARE_EXTRAS = {
+    "torch": "torch",
+    "tensorflow": "tensorflow",
+    "openvino": "openvino",
+    "nncf": "openvino",
+    "onnx": "onnx",
+    "pnnx": "pnnx",
+    "MNN": "mnn",
+    "executorch": "executorch",
+}
 
 
 def module_installed(name: str) -> bool:
@@ -101,7 +133,9 @@ def module_installed(name: str) -> bool:
         return False
 
 
-def preparable(configs: list[RunConfig], cache_dir: Path) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
+def preparable(
+    configs: list[RunConfig], cache_dir: Path
+) -> tuple[list[RunConfig], list[tuple[RunConfig, str]]]:
     """Split off the configurations whose model file is neither in the cache (or model pack) nor
     buildable here, because a package the conversion needs is missing (a device with only its
     runtime installed), with what to do about it: said before any run, not as a failed run."""
@@ -110,22 +144,36 @@ def preparable(configs: list[RunConfig], cache_dir: Path) -> tuple[list[RunConfi
 
     ready, skipped = [], []
     for config in configs:
-        needs = () if config.kind == "training" else runtime(config.framework).adapter_class().prepare_needs(config)
+        needs = (
+            ()
+            if config.kind == "training"
+            else runtime(config.framework).adapter_class().prepare_needs(config)
+        )
         missing = [m for m in needs if not module_installed(m)]
         if missing and not cached_artifact(config, cache_dir)[0]:
             extras = ",".join(dict.fromkeys(PREPARE_EXTRAS.get(m, m) for m in missing))
-            skipped.append((config, f"its model file is built with {', '.join(missing)}, not installed here: "
-                                    f"pip install 'edgestats[{extras}]', or build a model pack on a machine that has "
-                                    f"it (edgestats prepare ... --cache-dir PACK, the same sweep), copy PACK here "
-                                    f"and collect with --cache-dir PACK"))
+            skipped.append(
+                (
+                    config,
+                    f"its model file is built with {', '.join(missing)}, not installed here: "
+                    f"pip install 'edgestats[{extras}]', or build a model pack on a machine that has "
+                    f"it (edgestats prepare ... --cache-dir PACK, the same sweep), copy PACK here "
+                    f"and collect with --cache-dir PACK",
+                )
+            )
         else:
             ready.append(config)
     return ready, skipped
 
 
-def execute(plan_: Plan, orchestrator: Orchestrator, sweep: Sweep, *,
-            on_start: Callable[[int, RunConfig], None] | None = None,
-            on_done: Callable[[int, RunOutcome], None] | None = None) -> list[RunOutcome]:
+def execute(
+    plan_: Plan,
+    orchestrator: Orchestrator,
+    sweep: Sweep,
+    *,
+    on_start: Callable[[int, RunConfig], None] | None = None,
+    on_done: Callable[[int, RunOutcome], None] | None = None,
+) -> list[RunOutcome]:
     outcomes = []
     cooldown = sweep.settings.get("cooldown", 0)
     info = {"shuffle_seed": plan_.shuffle_seed, "axes": sweep.axes, "settings": sweep.settings}

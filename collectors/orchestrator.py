@@ -27,30 +27,33 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-import pyarrow as pa
-
-from edgestats.version import __version__
 from edgestats.collectors.adapters.prepare import cached_artifact
 from edgestats.collectors.host.facts import read_cpu_frequency_state
-from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.ownership import SpoolOwner
+from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.processes import GroupExit, Interrupted, raise_if_stopped, spawn_group, wait_group
 from edgestats.collectors.record import RunEnd, RunOutcome, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.recovery import recover_orphans
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.runrows import noise_columns, store_run
 from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
-from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import write_batch
-from edgestats.collectors.telemetry.noise import (MachineState, NoisePolicy, batch_temperatures, noise_record, read_state,
-                                                  wait_until_quiet)
+from edgestats.collectors.telemetry.noise import (
+    MachineState,
+    NoisePolicy,
+    batch_temperatures,
+    noise_record,
+    read_state,
+    wait_until_quiet,
+)
 from edgestats.collectors.telemetry.sampler import SampleBatch
-from edgestats.collectors.telemetry.session import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
-from edgestats.collectors.training.rows import training_outcome, with_training
+from edgestats.collectors.telemetry.session import Telemetry
+from edgestats.collectors.training.rows import training_outcome
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV
 
 THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")
@@ -77,7 +80,7 @@ def _tail(path: Path, limit: int = 4000) -> str:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def _sleep_unless_stopped(seconds: float) -> None:
@@ -87,10 +90,19 @@ def _sleep_unless_stopped(seconds: float) -> None:
 
 
 class Orchestrator:
-    def __init__(self, db_path: Path, *, device_id: uuid.UUID, cache_dir: Path, timeout_s: float | None = None,
-                 python: str = sys.executable, on_spawn: Callable[[int], None] | None = None,
-                 telemetry: Telemetry | None = None, memory_limit_bytes: int | None = None,
-                 noise: NoisePolicy | None = None):
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        device_id: uuid.UUID,
+        cache_dir: Path,
+        timeout_s: float | None = None,
+        python: str = sys.executable,
+        on_spawn: Callable[[int], None] | None = None,
+        telemetry: Telemetry | None = None,
+        memory_limit_bytes: int | None = None,
+        noise: NoisePolicy | None = None,
+    ):
         self.db_path = Path(db_path)
         self.noise = noise or NoisePolicy()
         self.on_noise_wait: Callable[[list[str]], None] | None = None  # told why --on-noise wait waits
@@ -120,26 +132,51 @@ class Orchestrator:
 
     # -- preparing the model file ---------------------------------------------------------------
 
-    def prepare(self, config: RunConfig, paths: dict[str, Path]) -> tuple[str | None, RunEnd | None, Interrupted | None]:
+    def prepare(
+        self, config: RunConfig, paths: dict[str, Path]
+    ) -> tuple[str | None, RunEnd | None, Interrupted | None]:
         """(artifact path, None, None), or (None, how the run ended, the signal if one stopped it)
         when preparing failed, ran past --timeout or was interrupted. A separate process, once
         per cache key."""
         if config.kind == "training":
-            return None, None, None   # training builds the zoo model from code in the worker
+            return None, None, None  # training builds the zoo model from code in the worker
         cached, artifact = cached_artifact(config, self.cache_dir)
         if cached:
             self._model_cache = "hit"
             return artifact, None, None
-        cmd = [self.python, "-P", "-m", "edgestats.collectors.adapters.prepare", str(paths["config"]), str(self.cache_dir)]
+        cmd = [
+            self.python,
+            "-P",
+            "-m",
+            "edgestats.collectors.adapters.prepare",
+            str(paths["config"]),
+            str(self.cache_dir),
+        ]
         with open(paths["log"], "ab") as log, open(paths["prepared"], "wb") as out:
             proc = spawn_group(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL, env=worker_env(config))
         ended = wait_group(proc, self.timeout_s)
         if ended.timed_out:
-            return None, RunEnd("timeout", f"model preparation (phase prepare) exceeded --timeout {self.timeout_s:g} s; "
-                                           "its process tree was killed", _now()), None
+            return (
+                None,
+                RunEnd(
+                    "timeout",
+                    f"model preparation (phase prepare) exceeded --timeout {self.timeout_s:g} s; "
+                    "its process tree was killed",
+                    _now(),
+                ),
+                None,
+            )
         if ended.interrupted:
-            return None, RunEnd("killed", f"interrupted: edgestats collect received {ended.interrupted.name} while "
-                                          "the model was being prepared (phase prepare)", _now()), ended.interrupted
+            return (
+                None,
+                RunEnd(
+                    "killed",
+                    f"interrupted: edgestats collect received {ended.interrupted.name} while "
+                    "the model was being prepared (phase prepare)",
+                    _now(),
+                ),
+                ended.interrupted,
+            )
         if ended.returncode != 0:
             return None, RunEnd("error", "preparing the model failed:\n" + _tail(paths["log"]), _now()), None
         prepared = json.loads(paths["prepared"].read_text().strip().splitlines()[-1])
@@ -148,15 +185,26 @@ class Orchestrator:
 
     # -- one run ---------------------------------------------------------------------------------
 
-    def run(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None,
-            extra_environment: Callable[[RunEnd, SpoolContents], dict[str, Any]] | None = None) -> RunOutcome:
+    def run(
+        self,
+        config: RunConfig,
+        *,
+        sweep_id: uuid.UUID | None = None,
+        sweep: dict | None = None,
+        extra_environment: Callable[[RunEnd, SpoolContents], dict[str, Any]] | None = None,
+    ) -> RunOutcome:
         """Run one configuration and store it; `extra_environment(end, spool)` adds entries to the
         run's environment before it is stored (collect --precision's decision, precision.py)."""
         started = time.monotonic()
         self._model_cache, self._states = None, None
         # before the record, so that a stop signal while waiting leaves nothing to recover
-        waited = (wait_until_quiet(self.noise.limits, self.noise.wait_s, sleep=_sleep_unless_stopped,
-                                   on_busy=self.on_noise_wait) if self.noise.on_noise == "wait" else None)
+        waited = (
+            wait_until_quiet(
+                self.noise.limits, self.noise.wait_s, sleep=_sleep_unless_stopped, on_busy=self.on_noise_wait
+            )
+            if self.noise.on_noise == "wait"
+            else None
+        )
         record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
         paths = self._paths(record.run_id)
         artifact, prep_end, stop = self.prepare(config, paths)
@@ -170,27 +218,58 @@ class Orchestrator:
         if worker is None:
             end = prep_end
         else:
-            end = classify_exit(spool, worker, ended_at, timeout_s=self.timeout_s, memory_limit_bytes=record.memory_limit_bytes)
-        environment = {"model_cache": self._model_cache, **(extra_environment(end, spool) if extra_environment else {})}
+            end = classify_exit(
+                spool,
+                worker,
+                ended_at,
+                timeout_s=self.timeout_s,
+                memory_limit_bytes=record.memory_limit_bytes,
+            )
+        environment = {
+            "model_cache": self._model_cache,
+            **(extra_environment(end, spool) if extra_environment else {}),
+        }
         if self._states is not None:
-            environment["noise"] = noise_record(*self._states, self.noise.limits, batch_temperatures(batch), waited)
+            environment["noise"] = noise_record(
+                *self._states, self.noise.limits, batch_temperatures(batch), waited
+            )
         self.store(record, end, spool, batch, environment=environment)
         self._cleanup(paths)
         noisy, reason = noise_columns(environment.get("noise"))
-        return RunOutcome(record.run_id, config, end.status, end.error_text, len(spool.latencies),
-                          time.monotonic() - started, *training_outcome(spool), interrupted=stop,
-                          noisy=noisy, noise_reason=reason)
+        return RunOutcome(
+            record.run_id,
+            config,
+            end.status,
+            end.error_text,
+            len(spool.latencies),
+            time.monotonic() - started,
+            *training_outcome(spool),
+            interrupted=stop,
+            noisy=noisy,
+            noise_reason=reason,
+        )
 
-    def begin(self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None) -> RunRecord:
+    def begin(
+        self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None
+    ) -> RunRecord:
         """A new run's record, complete, written next to its spool before anything of it runs, so
         that a run whose orchestrator dies is recovered with the same facts a finished run has."""
         env = worker_env(config)
         # The clock pair fixes the offset between the monotonic and the wall clock; NTP slews both
         # alike, so the pair taken here, before the model is prepared, holds for the whole run.
-        record = RunRecord(run_id=uuid.uuid4(), device_id=self.device_id, config=config, started_at=_now(),
-                           clock=ClockAnchor.now(), cpu=read_cpu_frequency_state(), sweep_id=sweep_id,
-                           sweep=sweep or {}, thread_env={k: env.get(k) for k in THREAD_ENV_VARS},
-                           memory_limit_bytes=self.memory_limit_bytes, owner=self.owner.name)
+        record = RunRecord(
+            run_id=uuid.uuid4(),
+            device_id=self.device_id,
+            config=config,
+            started_at=_now(),
+            clock=ClockAnchor.now(),
+            cpu=read_cpu_frequency_state(),
+            sweep_id=sweep_id,
+            sweep=sweep or {},
+            thread_env={k: env.get(k) for k in THREAD_ENV_VARS},
+            memory_limit_bytes=self.memory_limit_bytes,
+            owner=self.owner.name,
+        )
         paths = self._paths(record.run_id)
         paths["config"].write_text(json.dumps(asdict(config)))
         record.write(paths["meta"])
@@ -199,18 +278,31 @@ class Orchestrator:
     def _paths(self, run_id: uuid.UUID) -> dict[str, Path]:
         return run_paths(self.spool_dir, run_id)
 
-    def _spawn_and_wait(self, record: RunRecord, paths: dict[str, Path],
-                        artifact: str | None) -> tuple[WorkerExit, SampleBatch | None, Interrupted | None]:
+    def _spawn_and_wait(
+        self, record: RunRecord, paths: dict[str, Path], artifact: str | None
+    ) -> tuple[WorkerExit, SampleBatch | None, Interrupted | None]:
         # -P: the current directory is not put on sys.path, so a checkout's edgestats/ folder in
         # it never shadows the installed package (whose collectors/ is mapped in, not beside it)
-        cmd = [self.python, "-P", "-m", "edgestats.collectors.worker", str(paths["config"]), str(paths["spool"])]
+        cmd = [
+            self.python,
+            "-P",
+            "-m",
+            "edgestats.collectors.worker",
+            str(paths["config"]),
+            str(paths["spool"]),
+        ]
         if artifact:
             cmd += ["--artifact", artifact]
         before = read_state()  # the noise sentinel's: just before, and just after (below)
         with open(paths["log"], "ab") as log:
             cmd += ["--spawn-ns", str(time.monotonic_ns())]
-            proc = spawn_group(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
-                               env=worker_env(record.config, record.memory_limit_bytes))
+            proc = spawn_group(
+                cmd,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                env=worker_env(record.config, record.memory_limit_bytes),
+            )
         sampler = self.telemetry.start_sampler(proc.pid) if self.telemetry else None
         ended = GroupExit(None)
         try:
@@ -221,10 +313,20 @@ class Orchestrator:
             self._states = (before, read_state())  # the worker is reaped: its CPU time is ours now
             batch = sampler.stop() if sampler else None
         signame = ended.interrupted.name if ended.interrupted else None
-        return WorkerExit(ended.returncode, ended.timed_out, _tail(paths["log"]), signame), batch, ended.interrupted
+        return (
+            WorkerExit(ended.returncode, ended.timed_out, _tail(paths["log"]), signame),
+            batch,
+            ended.interrupted,
+        )
 
-    def store(self, record: RunRecord, end: RunEnd, spool: SpoolContents, batch: SampleBatch | None = None,
-              environment: dict[str, Any] | None = None) -> None:
+    def store(
+        self,
+        record: RunRecord,
+        end: RunEnd,
+        spool: SpoolContents,
+        batch: SampleBatch | None = None,
+        environment: dict[str, Any] | None = None,
+    ) -> None:
         """Write one run with all its rows, in one transaction (runrows.py)."""
         store_run(self.db_path, self.telemetry, record, end, spool, batch, environment)
 
@@ -234,4 +336,3 @@ class Orchestrator:
     def recover_orphans(self) -> list[RunOutcome]:
         """Store the runs that collects which died left behind (recovery.py); never a live one's."""
         return recover_orphans(self.spool_dir, self.owner.name, self.db_path, self.telemetry, self.warnings)
-

@@ -19,14 +19,14 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
-from edgestats.version import __version__
 from edgestats.collectors.adapters.prepare import cache_key, lookup
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
+from edgestats.version import __version__
 
 MANIFEST = "pack.json"
 USED_IN_PLACE = "used in place"
@@ -34,16 +34,16 @@ USED_IN_PLACE = "used in place"
 
 @dataclass
 class PackEntry:
-    key: str                   # the cache key: the pack's folder holding this model
+    key: str  # the cache key: the pack's folder holding this model
     framework: str
     runtime: str | None
     model: str
     precision: str
     seed: int
-    status: str                # "built", "hit" (already in the pack), "rebuilt: WHY", "failed", "cannot run here",
-                               # "used in place" (the runtime reads the user's own file: none in the pack)
-    artifact: str | None = None   # relative to the pack
-    detail: str | None = None     # why it failed or cannot run
+    status: str  # "built", "hit" (already in the pack), "rebuilt: WHY", "failed", "cannot run here",
+    # "used in place" (the runtime reads the user's own file: none in the pack)
+    artifact: str | None = None  # relative to the pack
+    detail: str | None = None  # why it failed or cannot run
 
 
 def model_configs(sweep: Sweep) -> list[RunConfig]:
@@ -56,14 +56,20 @@ def model_configs(sweep: Sweep) -> list[RunConfig]:
     return list(unique.values())
 
 
-def build_one(config: RunConfig, pack: Path, python: str = sys.executable) -> tuple[str, str | None, str | None]:
+def build_one(
+    config: RunConfig, pack: Path, python: str = sys.executable
+) -> tuple[str, str | None, str | None]:
     """(status, artifact relative to the pack, error) of building one model file into the pack,
     in a fresh process (collectors/adapters/prepare.py's entry point)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(config.to_json())
     try:
-        proc = subprocess.run([python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
-                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         os.unlink(f.name)
     if proc.returncode != 0:
@@ -74,8 +80,9 @@ def build_one(config: RunConfig, pack: Path, python: str = sys.executable) -> tu
     return result["cache"], (os.path.relpath(artifact, pack) if artifact else None), None
 
 
-def build_group(configs: list[RunConfig], pack: Path,
-                python: str = sys.executable) -> Iterator[tuple[RunConfig, str, str | None, str | None]]:
+def build_group(
+    configs: list[RunConfig], pack: Path, python: str = sys.executable
+) -> Iterator[tuple[RunConfig, str, str | None, str | None]]:
     """Build several model files (one framework's) in one fresh process; yields (config, status,
     artifact relative to the pack, error) for each, as it finishes. A configuration the process
     never reported (it crashed on an earlier one) is built again on its own by `build_one`."""
@@ -84,9 +91,13 @@ def build_group(configs: list[RunConfig], pack: Path,
         json.dump([json.loads(c.to_json()) for c in configs], f)
     try:
         # each failure's reason is on its own stdout line; the tracebacks on stderr are not kept
-        with subprocess.Popen([python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                              text=True) as proc:
+        with subprocess.Popen(
+            [python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        ) as proc:
             for line in proc.stdout:
                 result = _result_line(line)
                 config = pending.pop(result.get("key"), None) if result else None
@@ -96,7 +107,12 @@ def build_group(configs: list[RunConfig], pack: Path,
                     yield config, "failed", None, result["error"]
                 else:
                     artifact = result["artifact"]
-                    yield config, result["cache"], (os.path.relpath(artifact, pack) if artifact else None), None
+                    yield (
+                        config,
+                        result["cache"],
+                        (os.path.relpath(artifact, pack) if artifact else None),
+                        None,
+                    )
     finally:
         os.unlink(f.name)
     for config in pending.values():
@@ -113,15 +129,19 @@ def _result_line(line: str) -> dict | None:
         return None
 
 
-def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], None] | None = None) -> list[PackEntry]:
+def prepare_pack(
+    sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], None] | None = None
+) -> list[PackEntry]:
     """Build every model file of the sweep into `pack` and write its manifest (pack.json)."""
     pack = Path(pack)
     pack.mkdir(parents=True, exist_ok=True)
     configs = model_configs(sweep)
     skipped = feasibility(configs)[1]
     reasons = {cache_key(c): why for c, why in skipped}
-    entries = {cache_key(c): PackEntry(cache_key(c), c.framework, c.runtime, c.model, c.precision, c.seed, "")
-               for c in configs}
+    entries = {
+        cache_key(c): PackEntry(cache_key(c), c.framework, c.runtime, c.model, c.precision, c.seed, "")
+        for c in configs
+    }
     groups: dict[tuple[str, str | None], list[RunConfig]] = {}
     for config in configs:
         key = cache_key(config)
@@ -136,9 +156,13 @@ def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], No
             entry = entries[cache_key(config)]
             entry.status, entry.artifact, entry.detail = status, artifact, detail
             if artifact is None and status != "failed":
-                entry.status, entry.detail = USED_IN_PLACE, (
-                    f"{config.framework} reads this file itself, so the pack holds no copy: "
-                    f"put it at the same path on the device")
+                entry.status, entry.detail = (
+                    USED_IN_PLACE,
+                    (
+                        f"{config.framework} reads this file itself, so the pack holds no copy: "
+                        f"put it at the same path on the device"
+                    ),
+                )
             if on_entry:
                 on_entry(entry)
     write_manifest(pack, list(entries.values()), {cache_key(c): c for c in configs})
@@ -148,7 +172,7 @@ def prepare_pack(sweep: Sweep, pack: Path, *, on_entry: Callable[[PackEntry], No
 def write_manifest(pack: Path, entries: list[PackEntry], configs: dict[str, RunConfig]) -> None:
     """pack.json: what the pack holds, each file's SHA-256 (from its artifact.json), and the
     edgestats that built it. Written through a temporary file, so a reader never sees half."""
-    files = [m for m in _earlier_models(pack) if m.get("key") not in configs]   # a pack grows by prepares
+    files = [m for m in _earlier_models(pack) if m.get("key") not in configs]  # a pack grows by prepares
     for entry in entries:
         record = asdict(entry)
         if entry.artifact:
@@ -167,4 +191,6 @@ def _earlier_models(pack: Path) -> list[dict]:
         models = json.loads((pack / MANIFEST).read_text()).get("models", [])
     except (OSError, ValueError, AttributeError):
         return []
-    return [m for m in models if isinstance(m, dict) and m.get("artifact") and (pack / m["artifact"]).is_file()]
+    return [
+        m for m in models if isinstance(m, dict) and m.get("artifact") and (pack / m["artifact"]).is_file()
+    ]

@@ -24,14 +24,14 @@ from __future__ import annotations
 import dataclasses
 import random
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.processes import raise_if_stopped
-from edgestats.collectors.record import RunEnd
+from edgestats.collectors.record import RunEnd, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.storeaccess import store_waiting
@@ -48,7 +48,7 @@ HalfWidth = Callable[[Sequence[Sequence[int]]], float | None]
 
 @dataclass(frozen=True)
 class PrecisionGoal:
-    rel_half_width: float            # 0.02: the median known to ±2 %
+    rel_half_width: float  # 0.02: the median known to ±2 %
     max_repeat: int = DEFAULT_MAX_REPEAT
     min_repeat: int = MIN_REPEAT
     level: float = 0.95
@@ -58,25 +58,35 @@ class PrecisionGoal:
 class ConfigStop:
     """Why one configuration stopped being repeated."""
 
-    config: RunConfig                # repeat_index 0: the configuration, not one run of it
+    config: RunConfig  # repeat_index 0: the configuration, not one run of it
     n_runs: int
-    rel_half_width: float | None     # at the stop (None: no interval could be made)
-    reason: str                      # precise | max-repeat | failed
+    rel_half_width: float | None  # at the stop (None: no interval could be made)
+    reason: str  # precise | max-repeat | failed
     detail: str
 
 
 class PrecisionLoop:
     """Interleaved rounds of `configs` until each one stops (see the module docstring)."""
 
-    def __init__(self, db_path: Path, orchestrator: Orchestrator, goal: PrecisionGoal, relative_half_width: HalfWidth):
+    def __init__(
+        self, db_path: Path, orchestrator: Orchestrator, goal: PrecisionGoal, relative_half_width: HalfWidth
+    ):
         self.db_path, self.orchestrator, self.goal = db_path, orchestrator, goal
         self.relative_half_width = relative_half_width
-        self.stops: dict[str, ConfigStop] = {}   # by the config_hash of the configuration's repeat 0
+        self.stops: dict[str, ConfigStop] = {}  # by the config_hash of the configuration's repeat 0
         self.outcomes: list[RunOutcome] = []
 
-    def run(self, configs: list[RunConfig], *, sweep_id: uuid.UUID, seed: int, sweep_info: dict,
-            on_start: Callable[[RunConfig], None] | None = None, on_done: Callable[[RunOutcome], None] | None = None,
-            on_stop: Callable[[ConfigStop], None] | None = None) -> list[ConfigStop]:
+    def run(
+        self,
+        configs: list[RunConfig],
+        *,
+        sweep_id: uuid.UUID,
+        seed: int,
+        sweep_info: dict,
+        on_start: Callable[[RunConfig], None] | None = None,
+        on_done: Callable[[RunOutcome], None] | None = None,
+        on_stop: Callable[[ConfigStop], None] | None = None,
+    ) -> list[ConfigStop]:
         rng = random.Random(seed)
         for k in range(self.goal.max_repeat):
             still_open = [c for c in configs if _key(c) not in self.stops]
@@ -92,8 +102,12 @@ class PrecisionLoop:
                 raise_if_stopped()
                 if on_start:
                     on_start(config)
-                outcome = self.orchestrator.run(config, sweep_id=sweep_id, sweep=sweep_info,
-                                                extra_environment=lambda end, spool, c=config: self._decide(c, end, spool))
+                outcome = self.orchestrator.run(
+                    config,
+                    sweep_id=sweep_id,
+                    sweep=sweep_info,
+                    extra_environment=lambda end, spool, c=config: self._decide(c, end, spool),
+                )
                 self.outcomes.append(outcome)
                 if on_done:
                     on_done(outcome)
@@ -123,18 +137,31 @@ class PrecisionLoop:
         shown = f"±{width * 100:.2f} %" if width is not None else "no interval"
         target = f"±{goal.rel_half_width * 100:g} %"
         if status != "ok":
-            reason, detail = "failed", f"run #{config.repeat_index} ended {status}: a repeat would measure nothing more"
+            reason, detail = (
+                "failed",
+                f"run #{config.repeat_index} ended {status}: a repeat would measure nothing more",
+            )
         elif n >= goal.min_repeat and width is not None and width <= goal.rel_half_width:
             reason, detail = "precise", f"{shown} after {n} runs (target {target})"
         elif n >= goal.max_repeat:
-            reason, detail = "max-repeat", f"{shown} after {n} runs, the --max-repeat; target {target} not reached"
+            reason, detail = (
+                "max-repeat",
+                f"{shown} after {n} runs, the --max-repeat; target {target} not reached",
+            )
         else:
             reason, detail = "continue", f"{shown} after {n} runs (target {target})"
         if reason != "continue":
             base = dataclasses.replace(config, repeat_index=0)
             self.stops[_key(base)] = ConfigStop(base, n, width, reason, detail)
-        return {"decision": reason, "detail": detail, "n_runs": n, "rel_half_width": width,
-                "target_rel_half_width": goal.rel_half_width, "level": goal.level, "max_repeat": goal.max_repeat}
+        return {
+            "decision": reason,
+            "detail": detail,
+            "n_runs": n,
+            "rel_half_width": width,
+            "target_rel_half_width": goal.rel_half_width,
+            "level": goal.level,
+            "max_repeat": goal.max_repeat,
+        }
 
     def _stored_hashes(self) -> set[str]:
         if not self.db_path.exists():

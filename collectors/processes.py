@@ -44,13 +44,13 @@ class Interrupted(Exception):
 
 @dataclass
 class _State:
-    pending: int | None = None    # the first stop signal, until it is raised
+    pending: int | None = None  # the first stop signal, until it is raised
     raised: bool = False
-    waiting: bool = False         # in a wait loop: raise at once
+    waiting: bool = False  # in a wait loop: raise at once
 
 
 _state = _State()
-_children: set[int] = set()       # the process-group leaders running now
+_children: set[int] = set()  # the process-group leaders running now
 
 
 def _on_signal(signum: int, _frame) -> None:

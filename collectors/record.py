@@ -38,16 +38,16 @@ class RunRecord:
     run_id: uuid.UUID
     device_id: uuid.UUID
     config: RunConfig
-    started_at: dt.datetime                    # UTC, before the model is prepared
-    clock: ClockAnchor | None                   # maps the run's monotonic windows to a meter's wall clock
-    cpu: dict[str, Any]                         # CPU governor and frequencies just before the run
+    started_at: dt.datetime  # UTC, before the model is prepared
+    clock: ClockAnchor | None  # maps the run's monotonic windows to a meter's wall clock
+    cpu: dict[str, Any]  # CPU governor and frequencies just before the run
     sweep_id: uuid.UUID | None = None
-    sweep: dict[str, Any] = field(default_factory=dict)       # shuffle seed, axes and settings
+    sweep: dict[str, Any] = field(default_factory=dict)  # shuffle seed, axes and settings
     # Only the thread variables are recorded: the worker's full environment is a copy of the
     # orchestrator's, which may hold secrets, and the rest does not shape the measurement.
     thread_env: dict[str, str | None] = field(default_factory=dict)
-    memory_limit_bytes: int | None = None       # --memory-limit-mb, as RLIMIT_DATA
-    owner: str | None = None                    # the owning collect's lock file (ownership.py)
+    memory_limit_bytes: int | None = None  # --memory-limit-mb, as RLIMIT_DATA
+    owner: str | None = None  # the owning collect's lock file (ownership.py)
 
     @property
     def clock_fields(self) -> dict[str, int] | None:
@@ -57,9 +57,12 @@ class RunRecord:
 
     def to_json(self) -> str:
         data = asdict(self)
-        data.update(run_id=str(self.run_id), device_id=str(self.device_id),
-                    sweep_id=str(self.sweep_id) if self.sweep_id else None,
-                    started_at=self.started_at.isoformat())
+        data.update(
+            run_id=str(self.run_id),
+            device_id=str(self.device_id),
+            sweep_id=str(self.sweep_id) if self.sweep_id else None,
+            started_at=self.started_at.isoformat(),
+        )
         return json.dumps(data, sort_keys=True, default=str)
 
     @classmethod
@@ -79,12 +82,19 @@ class RunRecord:
             started_at = written_at
         else:
             raise KeyError("started_at")
-        return cls(run_id=uuid.UUID(data["run_id"]), device_id=uuid.UUID(data["device_id"]),
-                   config=RunConfig.from_dict(data["config"]), started_at=started_at,
-                   clock=ClockAnchor(**data["clock"]) if data.get("clock") else None, cpu=dict(data.get("cpu") or {}),
-                   sweep_id=uuid.UUID(sweep_id) if sweep_id else None, sweep=data.get("sweep") or {},
-                   thread_env=data.get("thread_env") or {}, memory_limit_bytes=data.get("memory_limit_bytes"),
-                   owner=data.get("owner"))
+        return cls(
+            run_id=uuid.UUID(data["run_id"]),
+            device_id=uuid.UUID(data["device_id"]),
+            config=RunConfig.from_dict(data["config"]),
+            started_at=started_at,
+            clock=ClockAnchor(**data["clock"]) if data.get("clock") else None,
+            cpu=dict(data.get("cpu") or {}),
+            sweep_id=uuid.UUID(sweep_id) if sweep_id else None,
+            sweep=data.get("sweep") or {},
+            thread_env=data.get("thread_env") or {},
+            memory_limit_bytes=data.get("memory_limit_bytes"),
+            owner=data.get("owner"),
+        )
 
     def write(self, path: Path) -> None:
         """Written whole or not at all (a temporary file renamed into place): another collect's
@@ -95,53 +105,74 @@ class RunRecord:
     @classmethod
     def read(cls, path: Path) -> RunRecord:
         try:
-            written_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
+            written_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
             return cls.from_json(path.read_text(encoding="utf-8"), written_at=written_at)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RunRecordError(
                 f"{path}: not a readable run record ({type(exc).__name__}: {exc}). It belongs to a run whose "
                 f"`edgestats collect` died; delete {path.parent / path.name.split('.')[0]}.* to drop that run "
-                "and collect again") from exc
+                "and collect again"
+            ) from exc
 
 
 @dataclass(frozen=True)
 class WorkerExit:
     """How the worker process ended, as far as the orchestrator could see."""
 
-    returncode: int | None = None   # None: unknown (a recovered run's worker was not our child)
+    returncode: int | None = None  # None: unknown (a recovered run's worker was not our child)
     timed_out: bool = False
-    log_tail: str = ""               # the end of the worker's stdout and stderr
+    log_tail: str = ""  # the end of the worker's stdout and stderr
     interrupted_by: str | None = None  # the signal to collect that stopped the run ("SIGTERM")
 
 
 @dataclass(frozen=True)
 class RunEnd:
-    status: str                 # ok | diverged | error | timeout | killed (a signal, or collect stopped)
+    status: str  # ok | diverged | error | timeout | killed (a signal, or collect stopped)
     error_text: str | None
-    ended_at: dt.datetime       # UTC
+    ended_at: dt.datetime  # UTC
 
 
-def classify_exit(spool: SpoolContents, worker: WorkerExit, ended_at: dt.datetime, *,
-                  timeout_s: float | None = None, memory_limit_bytes: int | None = None) -> RunEnd:
+def classify_exit(
+    spool: SpoolContents,
+    worker: WorkerExit,
+    ended_at: dt.datetime,
+    *,
+    timeout_s: float | None = None,
+    memory_limit_bytes: int | None = None,
+) -> RunEnd:
     """The status of a run from its spool and how its worker ended: ok, diverged, error, timeout
     or killed. A worker whose exit status is unknown (recovered) and that neither finished nor
     reported an error was stopped by its orchestrator's death: killed, "interrupted"."""
     phase = f"in its {spool.running_phase} phase" if spool.running_phase else "between phases"
     if worker.timed_out:
-        return RunEnd("timeout", f"exceeded --timeout {timeout_s:g} s {phase}; the worker's process tree was killed", ended_at)
+        return RunEnd(
+            "timeout",
+            f"exceeded --timeout {timeout_s:g} s {phase}; the worker's process tree was killed",
+            ended_at,
+        )
     if worker.interrupted_by:
-        return RunEnd("killed", f"interrupted: edgestats collect received {worker.interrupted_by} while the run was "
-                                f"{phase}; the worker's process tree was stopped and what it measured is kept", ended_at)
+        return RunEnd(
+            "killed",
+            f"interrupted: edgestats collect received {worker.interrupted_by} while the run was "
+            f"{phase}; the worker's process tree was stopped and what it measured is kept",
+            ended_at,
+        )
     if worker.returncode is not None and worker.returncode < 0:
         number = -worker.returncode
         name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
         hint = " (e.g. the kernel's OOM killer)" if number == signal.SIGKILL else ""
         return RunEnd("killed", f"killed by {name}{hint}", ended_at)
     if spool.finished and worker.returncode in (0, None):
-        return RunEnd("diverged", diverged_text(spool.diverged), ended_at) if spool.diverged else RunEnd("ok", None, ended_at)
+        return (
+            RunEnd("diverged", diverged_text(spool.diverged), ended_at)
+            if spool.diverged
+            else RunEnd("ok", None, ended_at)
+        )
     if worker.returncode is None and not spool.error:
         return RunEnd("killed", INTERRUPTED, ended_at)
-    text = spool.error or (worker.log_tail.strip() or f"worker exited with status {worker.returncode} without a message")
+    text = spool.error or (
+        worker.log_tail.strip() or f"worker exited with status {worker.returncode} without a message"
+    )
     if memory_limit_bytes and _out_of_memory(text):
         text = f"out of memory under --memory-limit-mb {memory_limit_bytes / 2**20:g}:\n" + text
     return RunEnd("error", text, ended_at)
@@ -150,7 +181,10 @@ def classify_exit(spool: SpoolContents, worker: WorkerExit, ended_at: dt.datetim
 def _out_of_memory(error_text: str) -> bool:
     """Whether a worker's error is a failed allocation (Python's MemoryError, or a framework's
     allocator refusing: PyTorch "can't allocate memory", TensorFlow "OOM when allocating")."""
-    return any(s in error_text for s in ("MemoryError", "can't allocate memory", "OOM when allocating", "std::bad_alloc"))
+    return any(
+        s in error_text
+        for s in ("MemoryError", "can't allocate memory", "OOM when allocating", "std::bad_alloc")
+    )
 
 
 @dataclass
@@ -161,8 +195,8 @@ class RunOutcome:
     error_text: str | None
     n_latencies: int
     seconds: float
-    n_batches: int = 0                  # training runs: optimizer steps stored
-    accuracy_pct: float | None = None   # training runs: the last epoch's test accuracy
+    n_batches: int = 0  # training runs: optimizer steps stored
+    accuracy_pct: float | None = None  # training runs: the last epoch's test accuracy
     interrupted: Interrupted | None = None  # a signal stopped collect during this run (stored first)
-    noisy: bool | None = None               # the noise sentinel's verdict (None: not judged)
+    noisy: bool | None = None  # the noise sentinel's verdict (None: not judged)
     noise_reason: str | None = None

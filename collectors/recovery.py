@@ -29,8 +29,9 @@ WORKER_MARKER = b"edgestats.collectors.worker"
 DAMAGED = "damaged"
 
 
-def recover_orphans(spool_dir: Path, owner: str, db_path: Path, telemetry: Telemetry,
-                    warnings: list[str]) -> list[RunOutcome]:
+def recover_orphans(
+    spool_dir: Path, owner: str, db_path: Path, telemetry: Telemetry, warnings: list[str]
+) -> list[RunOutcome]:
     """Store the runs in `spool_dir` whose owner (another collect than `owner`) is dead."""
     recovered = []
     for meta_path in sorted(spool_dir.glob("*.meta.json")):
@@ -50,10 +51,21 @@ def recover_orphans(spool_dir: Path, owner: str, db_path: Path, telemetry: Telem
             batch = read_batch(paths["samples"])
             # The worker was not our child: its exit status is unknown (WorkerExit()).
             end = classify_exit(spool, WorkerExit(), ended_at, memory_limit_bytes=record.memory_limit_bytes)
-            note = {"recovered": {"at": dt.datetime.now(dt.timezone.utc).isoformat(), "worker": how,
-                                  "telemetry": "kept" if batch is not None else "none (the sampler's batch was not written)"}}
+            note = {
+                "recovered": {
+                    "at": dt.datetime.now(dt.UTC).isoformat(),
+                    "worker": how,
+                    "telemetry": "kept"
+                    if batch is not None
+                    else "none (the sampler's batch was not written)",
+                }
+            }
             store_run(db_path, telemetry, record, end, spool, batch, environment=note)
-            recovered.append(RunOutcome(record.run_id, record.config, end.status, end.error_text, len(spool.latencies), 0.0))
+            recovered.append(
+                RunOutcome(
+                    record.run_id, record.config, end.status, end.error_text, len(spool.latencies), 0.0
+                )
+            )
         cleanup_run_files(paths)
     remove_dead_owner_files(spool_dir)
     return recovered
@@ -71,8 +83,10 @@ def _read_record(meta_path: Path, warnings: list[str]) -> RunRecord | None:
             return None  # deleted since the folder was listed: its collect stored the run and cleaned up
         why = str(exc) if isinstance(exc, RunRecordError) else f"{meta_path.name} is not named after a run id"
         moved = _move_aside(meta_path.parent, run_name)
-        warnings.append(f"moved {counted(len(moved), 'unreadable spool files')} of run {run_name} to "
-                        f"{meta_path.parent / DAMAGED}: {why.splitlines()[0]}")
+        warnings.append(
+            f"moved {counted(len(moved), 'unreadable spool files')} of run {run_name} to "
+            f"{meta_path.parent / DAMAGED}: {why.splitlines()[0]}"
+        )
         return None
 
 
@@ -97,8 +111,10 @@ def _end_orphan(paths: dict[str, Path], started_at: dt.datetime) -> tuple[dt.dat
     spool = read_spool(paths["spool"])
     if spool.start and alive(spool.start.get("pid"), WORKER_MARKER):
         kill_orphan_group(spool.start["pid"], WORKER_MARKER)
-        return dt.datetime.now(dt.timezone.utc), "still running at recovery: stopped"
-    written_s = max((p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists()),
-                    default=started_at.timestamp())
+        return dt.datetime.now(dt.UTC), "still running at recovery: stopped"
+    written_s = max(
+        (p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists()),
+        default=started_at.timestamp(),
+    )
     how = "had ended" if spool.start else "never started"
-    return max(started_at, dt.datetime.fromtimestamp(written_s, dt.timezone.utc)), how
+    return max(started_at, dt.datetime.fromtimestamp(written_s, dt.UTC)), how

@@ -13,7 +13,7 @@ from typing import Any
 
 KINDS = ("inference", "training")
 TRAINING_FRAMEWORKS = ("pytorch", "tensorflow")
-OPTIMIZERS = ("sgd", "adam")    # sgd: with momentum 0.9 (the DLaaS study's SGD runs)
+OPTIMIZERS = ("sgd", "adam")  # sgd: with momentum 0.9 (the DLaaS study's SGD runs)
 PRECISIONS = ("fp32", "fp16", "int8")
 ACCELERATORS = ("cpu", "cuda")
 
@@ -21,35 +21,35 @@ ACCELERATORS = ("cpu", "cuda")
 @dataclass(frozen=True)
 class RunConfig:
     framework: str
-    model: str                       # a zoo name, or the path of a model file
-    runtime: str | None = None       # None: the framework's default runtime
+    model: str  # a zoo name, or the path of a model file
+    runtime: str | None = None  # None: the framework's default runtime
     batch_size: int = 1
-    threads: int | None = None       # intra-op threads; None: the framework's default
+    threads: int | None = None  # intra-op threads; None: the framework's default
     precision: str = "fp32"
     accelerator: str = "cpu"
-    iterations: int = 100            # steady-state inferences
-    warmup: int = 5                  # inferences before steady state, stored and marked
-    input: str | None = None         # an image file, decoded and resized; None: synthetic
-    seed: int = 0                    # model weights and synthetic input
-    repeat_index: int = 0            # k of --repeat K: the same configuration, a fresh process
+    iterations: int = 100  # steady-state inferences
+    warmup: int = 5  # inferences before steady state, stored and marked
+    input: str | None = None  # an image file, decoded and resized; None: synthetic
+    seed: int = 0  # model weights and synthetic input
+    repeat_index: int = 0  # k of --repeat K: the same configuration, a fresh process
     extra: dict[str, Any] = field(default_factory=dict)  # options an adapter understands
     # training (kind "training"); for training, iterations caps the optimizer steps (0: no cap)
     # and warmup is unused. Fields added after inference runs were first stored are left out of
     # the hash while they hold their default (see NEW_FIELD_DEFAULTS), so stored inference sweeps
     # still resume.
     kind: str = "inference"
-    data: str | None = None          # the dataset directory (--data)
+    data: str | None = None  # the dataset directory (--data)
     epochs: int | None = None
     learning_rate: float | None = None
-    optimizer: str | None = None     # sgd (momentum 0.9) | adam
-    num_workers: int | None = None   # DataLoader workers / tf.data parallel calls; 0: no pipelining
-    evict_cache: bool = False        # drop the dataset from the page cache before the first epoch
+    optimizer: str | None = None  # sgd (momentum 0.9) | adam
+    num_workers: int | None = None  # DataLoader workers / tf.data parallel calls; 0: no pipelining
+    evict_cache: bool = False  # drop the dataset from the page cache before the first epoch
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -57,8 +57,11 @@ class RunConfig:
         """Identity of the run for resuming: every field, repeat index included; a field added
         since the first release counts only when it differs from its default, so the hash of an
         inference configuration is what it was when its runs were stored."""
-        data = {k: v for k, v in asdict(self).items()
-                if not (k in NEW_FIELD_DEFAULTS and v == NEW_FIELD_DEFAULTS[k])}
+        data = {
+            k: v
+            for k, v in asdict(self).items()
+            if not (k in NEW_FIELD_DEFAULTS and v == NEW_FIELD_DEFAULTS[k])
+        }
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]
 
     def label(self) -> str:
@@ -68,12 +71,21 @@ class RunConfig:
             length = f" e{self.epochs}" if self.epochs else ""
             length += f" i{self.iterations}" if self.iterations else ""
             lr = f" lr{self.learning_rate:g}" if self.learning_rate is not None else ""
-            return (f"train {self.framework} {self.model} b{self.batch_size}{threads} {self.optimizer or 'sgd'}{lr}"
-                    f"{length} w{self.num_workers or 0}{' cold' if self.evict_cache else ''} #{self.repeat_index}")
+            return (
+                f"train {self.framework} {self.model} b{self.batch_size}{threads} {self.optimizer or 'sgd'}{lr}"
+                f"{length} w{self.num_workers or 0}{' cold' if self.evict_cache else ''} #{self.repeat_index}"
+            )
         return f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} {self.precision} #{self.repeat_index}"
 
 
 # Fields added after the first release, with their defaults: left out of config_hash() while at
 # the default. Never remove an entry, and give every new field one.
-NEW_FIELD_DEFAULTS: dict[str, Any] = {"kind": "inference", "data": None, "epochs": None, "learning_rate": None,
-                                      "optimizer": None, "num_workers": None, "evict_cache": False}
+NEW_FIELD_DEFAULTS: dict[str, Any] = {
+    "kind": "inference",
+    "data": None,
+    "epochs": None,
+    "learning_rate": None,
+    "optimizer": None,
+    "num_workers": None,
+    "evict_cache": False,
+}

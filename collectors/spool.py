@@ -67,7 +67,7 @@ class SpoolContents:
     epochs: list[dict[str, Any]] = field(default_factory=list)
     batches: list[dict[str, Any]] = field(default_factory=list)
     diverged: dict[str, Any] | None = None
-    begun: list[str] = field(default_factory=list)   # phases begun and not ended, innermost last
+    begun: list[str] = field(default_factory=list)  # phases begun and not ended, innermost last
 
     @property
     def running_phase(self) -> str | None:
@@ -129,10 +129,14 @@ def _apply(contents: SpoolContents, record: dict[str, Any]) -> None:
 def run_paths(spool_dir: Path, run_id: uuid.UUID) -> dict[str, Path]:
     """The files of one spooled run, all named after its run id."""
     base = spool_dir / str(run_id)
-    return {"spool": base.with_suffix(".jsonl"), "config": base.with_suffix(".config.json"),
-            "meta": base.with_suffix(".meta.json"), "log": base.with_suffix(".log"),
-            "prepared": base.with_suffix(".prepared.json"), "samples": base.with_suffix(".samples.arrow")}
-
+    return {
+        "spool": base.with_suffix(".jsonl"),
+        "config": base.with_suffix(".config.json"),
+        "meta": base.with_suffix(".meta.json"),
+        "log": base.with_suffix(".log"),
+        "prepared": base.with_suffix(".prepared.json"),
+        "samples": base.with_suffix(".samples.arrow"),
+    }
 
 
 def cleanup_run_files(paths: dict[str, Path]) -> None:

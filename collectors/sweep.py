@@ -22,8 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.runconfig import (ACCELERATORS, KINDS, OPTIMIZERS, PRECISIONS, TRAINING_FRAMEWORKS,
-                                            RunConfig)
+from edgestats.collectors.runconfig import (
+    ACCELERATORS,
+    KINDS,
+    OPTIMIZERS,
+    PRECISIONS,
+    TRAINING_FRAMEWORKS,
+    RunConfig,
+)
 from edgestats.collectors.telemetry.noise import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
@@ -65,23 +71,60 @@ ADAPTER_OPTIONS = {
     "jit_compile": "XLA-compile the tf.function (TensorFlow)",
     "xnnpack": "use TFLite's XNNPACK delegate (default true)",
     "added_delay_ms": "a calibration: busy-wait this long inside every timed inference, a known slowdown "
-                      "that compare and analyze must detect (such runs measure the tool, not the runtime)",
+    "that compare and analyze must detect (such runs measure the tool, not the runtime)",
 }
 # settings: scalars that shape the sweep rather than a run
-SETTINGS: dict[str, type] = {"repeat": int, "timeout": float, "cooldown": float, "shuffle_seed": int, "kind": str,
-                             "sample_hz": float, "power": str, "clock_offset": float, "memory_limit_mb": float,
-                             "on_noise": str, "noise_wait": float, "noise_cpu_pct": float,
-                             "noise_load": float, "retry_failed": bool}
+SETTINGS: dict[str, type] = {
+    "repeat": int,
+    "timeout": float,
+    "cooldown": float,
+    "shuffle_seed": int,
+    "kind": str,
+    "sample_hz": float,
+    "power": str,
+    "clock_offset": float,
+    "memory_limit_mb": float,
+    "on_noise": str,
+    "noise_wait": float,
+    "noise_cpu_pct": float,
+    "noise_load": float,
+    "retry_failed": bool,
+}
 SETTING_CHOICES = {"kind": KINDS, "on_noise": ON_NOISE}
-MINIMUM = {"noise_wait": 0, "noise_cpu_pct": 0, "noise_load": 0, "memory_limit_mb": 1, "batch_size": 1, "threads": 1, "iterations": 1, "warmup": 0, "repeat": 1, "timeout": 0.001, "cooldown": 0,
-           "sample_hz": 0, "epochs": 1, "num_workers": 0, "learning_rate": 1e-12}
+MINIMUM = {
+    "noise_wait": 0,
+    "noise_cpu_pct": 0,
+    "noise_load": 0,
+    "memory_limit_mb": 1,
+    "batch_size": 1,
+    "threads": 1,
+    "iterations": 1,
+    "warmup": 0,
+    "repeat": 1,
+    "timeout": 0.001,
+    "cooldown": 0,
+    "sample_hz": 0,
+    "epochs": 1,
+    "num_workers": 0,
+    "learning_rate": 1e-12,
+}
 # The counts are stored in INTEGER columns of runs (schema/0001_initial.sql) and the seed in a
 # BIGINT: a run with a larger value could not be stored. The sampler runs at most 1000 Hz
 # (docs/cli/collect.md).
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
-MAXIMUM = {"batch_size": INT32_MAX, "threads": INT32_MAX, "iterations": INT32_MAX, "warmup": INT32_MAX, "epochs": INT32_MAX,
-           "num_workers": INT32_MAX, "repeat": INT32_MAX, "seed": INT64_MAX, "shuffle_seed": INT64_MAX, "sample_hz": 1000,
-           "noise_cpu_pct": 100}
+MAXIMUM = {
+    "batch_size": INT32_MAX,
+    "threads": INT32_MAX,
+    "iterations": INT32_MAX,
+    "warmup": INT32_MAX,
+    "epochs": INT32_MAX,
+    "num_workers": INT32_MAX,
+    "repeat": INT32_MAX,
+    "seed": INT64_MAX,
+    "shuffle_seed": INT64_MAX,
+    "sample_hz": 1000,
+    "noise_cpu_pct": 100,
+}
 
 
 class SweepError(EdgestatsError):
@@ -100,13 +143,19 @@ class Sweep:
         combos = itertools.product(*(self.axes[n] for n in names))
         repeat = self.settings.get("repeat", 1)
         fixed = self._training_fixed() if self.settings.get("kind") == "training" else {}
-        return [RunConfig(**{**fixed, **dict(zip(names, values))}, repeat_index=k, extra=dict(self.options))
-                for values in combos for k in range(repeat)]
+        return [
+            RunConfig(**{**fixed, **dict(zip(names, values))}, repeat_index=k, extra=dict(self.options))
+            for values in combos
+            for k in range(repeat)
+        ]
 
     def _training_fixed(self) -> dict[str, Any]:
         """A training run's defaults, made explicit so runs record (and hash) what they used:
         without --iterations the epochs decide (iterations 0 = no cap); without either, 1 epoch."""
-        fixed: dict[str, Any] = {"kind": "training", **{k: v for k, v in TRAINING_DEFAULTS.items() if k not in self.axes}}
+        fixed: dict[str, Any] = {
+            "kind": "training",
+            **{k: v for k, v in TRAINING_DEFAULTS.items() if k not in self.axes},
+        }
         if "iterations" not in self.axes:
             fixed["iterations"] = 0
             if "epochs" not in self.axes:
@@ -124,7 +173,9 @@ def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, wh
         value = float(value)
     if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
         lists = "" if key in SETTINGS else " (or a list of them)"
-        raise SweepError(f"{where}{key}: expected {_type_name(expected)}{lists}, got {type(value).__name__} {value!r}")
+        raise SweepError(
+            f"{where}{key}: expected {_type_name(expected)}{lists}, got {type(value).__name__} {value!r}"
+        )
     if allowed is not None and value not in allowed:
         raise SweepError(f"{where}{key}: {value!r} is not valid; use one of {', '.join(allowed)}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -148,8 +199,10 @@ def _check_model(value: str, where: str) -> None:
         if not path.exists():
             raise SweepError(f"{where}model: the model file {value!r} does not exist")
         return
-    raise SweepError(f"{where}model: {value!r} is neither a zoo model ({', '.join(sorted(ZOO))}) "
-                     f"nor a model file ({', '.join(MODEL_FILE_SUFFIXES)} or a SavedModel folder)")
+    raise SweepError(
+        f"{where}model: {value!r} is neither a zoo model ({', '.join(sorted(ZOO))}) "
+        f"nor a model file ({', '.join(MODEL_FILE_SUFFIXES)} or a SavedModel folder)"
+    )
 
 
 def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
@@ -171,8 +224,10 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
             raise SweepError(f"{where}{key}: an empty list gives no runs; give at least one value")
         sweep.axes[key] = [_check_value(key, v, expected, allowed, where) for v in items]
     if "framework" not in sweep.axes or "model" not in sweep.axes:
-        raise SweepError(f"{where}a sweep needs at least one framework and one model "
-                         f"(frameworks: {', '.join(runtime_names())}; zoo models: {', '.join(sorted(ZOO))})")
+        raise SweepError(
+            f"{where}a sweep needs at least one framework and one model "
+            f"(frameworks: {', '.join(runtime_names())}; zoo models: {', '.join(sorted(ZOO))})"
+        )
     _check_kind(sweep, where)
     return sweep
 
@@ -183,21 +238,33 @@ def _check_kind(sweep: Sweep, where: str) -> None:
     if kind != "training":
         given = [k for k in TRAINING_ONLY if k in sweep.axes]
         if given:
-            raise SweepError(f"{where}{', '.join(given)}: only for training; add kind = \"training\" (--kind training)")
+            raise SweepError(
+                f'{where}{", ".join(given)}: only for training; add kind = "training" (--kind training)'
+            )
         return
-    given = [k for k in INFERENCE_ONLY if k in sweep.axes and not (k == "precision" and sweep.axes[k] == ["fp32"])]
+    given = [
+        k for k in INFERENCE_ONLY if k in sweep.axes and not (k == "precision" and sweep.axes[k] == ["fp32"])
+    ]
     if given:
-        raise SweepError(f"{where}{', '.join(given)}: only for inference; training runs the zoo model in fp32 eagerly")
+        raise SweepError(
+            f"{where}{', '.join(given)}: only for inference; training runs the zoo model in fp32 eagerly"
+        )
     wrong = [f for f in sweep.axes["framework"] if f not in TRAINING_FRAMEWORKS]
     if wrong:
-        raise SweepError(f"{where}framework: {', '.join(wrong)} cannot train; use one of {', '.join(TRAINING_FRAMEWORKS)}")
+        raise SweepError(
+            f"{where}framework: {', '.join(wrong)} cannot train; use one of {', '.join(TRAINING_FRAMEWORKS)}"
+        )
     files = [m for m in sweep.axes["model"] if m not in ZOO]
     if files:
-        raise SweepError(f"{where}model: training builds a zoo model from code; {', '.join(files)} is not one "
-                         f"(zoo models: {', '.join(sorted(ZOO))})")
+        raise SweepError(
+            f"{where}model: training builds a zoo model from code; {', '.join(files)} is not one "
+            f"(zoo models: {', '.join(sorted(ZOO))})"
+        )
     if "data" not in sweep.axes:
-        raise SweepError(f"{where}training needs a dataset: --data DIR (MNIST IDX files, CIFAR-10 binary batches or "
-                         "an image folder); write one with `edgestats dataset make --format mnist --out DIR --n 2000`")
+        raise SweepError(
+            f"{where}training needs a dataset: --data DIR (MNIST IDX files, CIFAR-10 binary batches or "
+            "an image folder); write one with `edgestats dataset make --format mnist --out DIR --n 2000`"
+        )
     from edgestats.collectors.training.datasets import DatasetError, open_dataset
 
     for data in sweep.axes["data"]:
@@ -211,7 +278,9 @@ def _check_kind(sweep: Sweep, where: str) -> None:
 
 def _check_options(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        raise SweepError(f"{where}options: expected a table of adapter options, e.g. options = {{ xnnpack = false }}")
+        raise SweepError(
+            f"{where}options: expected a table of adapter options, e.g. options = {{ xnnpack = false }}"
+        )
     unknown = [k for k in raw if k not in ADAPTER_OPTIONS]
     if unknown:
         valid = "; ".join(f"{k}: {v}" for k, v in ADAPTER_OPTIONS.items())
@@ -237,8 +306,12 @@ def load_sweep_file(path: Path) -> dict[str, Any]:
     """The [sweep] table of a TOML file, unvalidated."""
     if not path.is_file():
         raise SweepError(f"{path}: no such sweep file")
-    text = decode_utf8(path.read_bytes(), path, SweepError,
-                       "TOML files are UTF-8: save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    text = decode_utf8(
+        path.read_bytes(),
+        path,
+        SweepError,
+        "TOML files are UTF-8: save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+    )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -58,14 +58,15 @@ def spin_cpu_ns(cpu_ns: int) -> None:
         pass
 
 
-def run_inferences(adapter, batch, spool: SpoolWriter, count: int, first_index: int, warmup: bool,
-                   added_delay_ns: int = 0) -> None:
+def run_inferences(
+    adapter, batch, spool: SpoolWriter, count: int, first_index: int, warmup: bool, added_delay_ns: int = 0
+) -> None:
     monotonic, perf = time.monotonic_ns, time.perf_counter_ns
     for i in range(first_index, first_index + count):
         started = monotonic()
         t0 = perf()
         adapter.infer(batch)
-        if added_delay_ns:   # --option added_delay_ms: a known slowdown inside the timed region
+        if added_delay_ns:  # --option added_delay_ms: a known slowdown inside the timed region
             spin_cpu_ns(added_delay_ns)
         elapsed = perf() - t0
         spool.write("lat", i=i, w=warmup, s=started, ns=elapsed)  # after the timed region
@@ -87,7 +88,10 @@ def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
     clock.run("second_inference", lambda: adapter.infer(second))
     delay_ns = round(float(config.extra.get("added_delay_ms", 0.0)) * 1e6)
     clock.run("warmup", lambda: run_inferences(adapter, second, spool, config.warmup, 0, True, delay_ns))
-    clock.run("steady", lambda: run_inferences(adapter, second, spool, config.iterations, config.warmup, False, delay_ns))
+    clock.run(
+        "steady",
+        lambda: run_inferences(adapter, second, spool, config.iterations, config.warmup, False, delay_ns),
+    )
     spool.write("phase", phase="total", seq=clock.seq, start_ns=total_start, end_ns=time.monotonic_ns())
     spool.write("env", **adapter.environment())
 
@@ -123,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if config.kind == "training":
             from edgestats.collectors.training.worker import run_training
+
             run_training(config, spool, PhaseClock(spool))
         else:
             run(config, spool, args.artifact)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-MISSING = "–"   # what a cell shows for no value (None, NaN, ±inf)
+MISSING = "–"  # what a cell shows for no value (None, NaN, ±inf)
 
 
 def is_missing(x: object) -> bool:
@@ -44,7 +44,7 @@ def format_interval(estimate: object, low: object, high: object) -> str:
     text = format_number(float(estimate), decimals)
     if is_missing(low) or is_missing(high):
         return text  # n too small for an interval: the estimate alone, never a made-up one
-    if "e" in text:   # an estimate in e-notation: its bounds too, not "9.39e-04 [8.37e-04, 0.001054]"
+    if "e" in text:  # an estimate in e-notation: its bounds too, not "9.39e-04 [8.37e-04, 0.001054]"
         return f"{text} [{float(low):.2e}, {float(high):.2e}]"
     return f"{text} [{format_number(float(low), decimals)}, {format_number(float(high), decimals)}]"
 

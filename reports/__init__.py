@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 
-def write_report(out_dir: str | Path, results: dict[str, Any], overview: Any, power_trace: Any = None, **options: Any):
+def write_report(
+    out_dir: str | Path, results: dict[str, Any], overview: Any, power_trace: Any = None, **options: Any
+):
     """index.html + analysis.json (+ images/, tables/) for `results`: see report.write_report."""
     from edgestats.reports.report import write_report as write
 

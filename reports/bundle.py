@@ -30,7 +30,10 @@ def _store(path: Path, text: str) -> None:
     data = text.encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        for target, payload in ((path, data), (path.with_name(path.name + ".sha256"), hashlib.sha256(data).hexdigest().encode())):
+        for target, payload in (
+            (path, data),
+            (path.with_name(path.name + ".sha256"), hashlib.sha256(data).hexdigest().encode()),
+        ):
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{target.name}.")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)

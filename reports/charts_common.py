@@ -14,20 +14,24 @@ import altair as alt
 import polars as pl
 
 WIDTH = 520
-LABEL_LIMIT = 280          # px of a category label before it is cut with an ellipsis
-ROW_HEIGHT = 18            # per category on a band axis
+LABEL_LIMIT = 280  # px of a category label before it is cut with an ellipsis
+ROW_HEIGHT = 18  # per category on a band axis
 MIN_HEIGHT, MAX_HEIGHT = 60, 900
 FACET_CANDIDATES = ("device", "framework")
-MAX_FACETS = 12            # more panels than this are unreadable; the chart colours by it instead
+MAX_FACETS = 12  # more panels than this are unreadable; the chart colours by it instead
 
 
-def label_column(frame: pl.DataFrame, columns: Sequence[str], name: str = "config", sep: str = " · ") -> pl.DataFrame:
+def label_column(
+    frame: pl.DataFrame, columns: Sequence[str], name: str = "config", sep: str = " · "
+) -> pl.DataFrame:
     """A text label joining the given columns (only those present), nulls skipped."""
     present = [c for c in columns if c in frame.columns]
     if not present:
         return frame.with_columns(pl.lit("all").alias(name))
     parts = [pl.col(c).cast(pl.String) for c in present]
-    return frame.with_columns(pl.concat_str(parts, separator=sep, ignore_nulls=True).fill_null("all").alias(name))
+    return frame.with_columns(
+        pl.concat_str(parts, separator=sep, ignore_nulls=True).fill_null("all").alias(name)
+    )
 
 
 def varying(frame: pl.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -47,8 +51,11 @@ def facet_column(frame: pl.DataFrame, exclude: Sequence[str] = ()) -> str | None
 
 def any_interval(frame: pl.DataFrame, low: str, high: str) -> bool:
     """True when some row has both bounds."""
-    return low in frame.columns and high in frame.columns and frame.select(
-        (pl.col(low).is_not_null() & pl.col(high).is_not_null()).any()).item()
+    return (
+        low in frame.columns
+        and high in frame.columns
+        and frame.select((pl.col(low).is_not_null() & pl.col(high).is_not_null()).any()).item()
+    )
 
 
 def valid_interval(low: str = "ci_low", high: str = "ci_high") -> str:
@@ -56,8 +63,9 @@ def valid_interval(low: str = "ci_low", high: str = "ci_high") -> str:
     return f"isValid(datum.{low}) && isValid(datum.{high})"
 
 
-def drawn_bounds(frame: pl.DataFrame, at: str = "estimate", low: str = "ci_low", high: str = "ci_high",
-                 prefix: str = "bar") -> pl.DataFrame:
+def drawn_bounds(
+    frame: pl.DataFrame, at: str = "estimate", low: str = "ci_low", high: str = "ci_high", prefix: str = "bar"
+) -> pl.DataFrame:
     """Where a rule draws the interval: `{prefix}_low`/`{prefix}_high` are the bounds, or the
     value itself (a zero-width, invisible rule) where the row has none. A field that is null in
     every row of a layer or of a facet panel makes Vega warn "Infinite extent" (and draws
@@ -66,8 +74,12 @@ def drawn_bounds(frame: pl.DataFrame, at: str = "estimate", low: str = "ci_low",
         if column not in frame.columns:
             frame = frame.with_columns(pl.lit(None, pl.Float64).alias(column))
     both = pl.col(low).is_not_null() & pl.col(high).is_not_null()
-    return frame.with_columns(*(pl.when(both).then(pl.col(c)).otherwise(pl.col(at)).cast(pl.Float64).alias(f"{prefix}_{end}")
-                                for c, end in ((low, "low"), (high, "high"))))
+    return frame.with_columns(
+        *(
+            pl.when(both).then(pl.col(c)).otherwise(pl.col(at)).cast(pl.Float64).alias(f"{prefix}_{end}")
+            for c, end in ((low, "low"), (high, "high"))
+        )
+    )
 
 
 def band_height(n_categories: int) -> int:
@@ -83,8 +95,8 @@ def panel_height(frame: pl.DataFrame, category: str, facet_by: str | None = None
     return band_height(frame.group_by(facet_by).agg(pl.col(category).n_unique())[category].max())
 
 
-EXACT = ".6~g"             # tooltips show the value itself, not an axis' rounding
-INTERVAL = "interval"      # the text column of a row's interval (with_interval_text), for tooltips
+EXACT = ".6~g"  # tooltips show the value itself, not an axis' rounding
+INTERVAL = "interval"  # the text column of a row's interval (with_interval_text), for tooltips
 
 
 def _interval_words(low: object, high: object, level: object, n: object, note: object) -> str:
@@ -97,27 +109,42 @@ def _interval_words(low: object, high: object, level: object, n: object, note: o
     return "none"
 
 
-def with_interval_text(frame: pl.DataFrame, low: str = "ci_low", high: str = "ci_high", name: str = INTERVAL) -> pl.DataFrame:
+def with_interval_text(
+    frame: pl.DataFrame, low: str = "ci_low", high: str = "ci_high", name: str = INTERVAL
+) -> pl.DataFrame:
     """`frame` with a text column `name`: "[low, high] (95 %)", or "none: why" (the row's note,
     else its n) where the row has no interval. Tooltips show it next to the exact value."""
     columns = [c if c in frame.columns else None for c in (low, high, "level", "n", "note")]
-    rows = frame.select(*(pl.col(c) if c else pl.lit(None).alias(f"_{i}") for i, c in enumerate(columns))).rows()
+    rows = frame.select(
+        *(pl.col(c) if c else pl.lit(None).alias(f"_{i}") for i, c in enumerate(columns))
+    ).rows()
     return frame.with_columns(pl.Series(name, [_interval_words(*row) for row in rows], dtype=pl.String))
 
 
 def interval_tooltip(*fields: str, value: str = "estimate", title: str | None = None) -> list[alt.Tooltip]:
     """The group fields, then the exact value, its interval (as with_interval_text wrote it)
     and what it rests on."""
-    return [*(alt.Tooltip(f"{f}:N") for f in fields),
-            alt.Tooltip(f"{value}:Q", format=EXACT, title=title or value), alt.Tooltip(f"{INTERVAL}:N"),
-            alt.Tooltip("n:Q")]
+    return [
+        *(alt.Tooltip(f"{f}:N") for f in fields),
+        alt.Tooltip(f"{value}:Q", format=EXACT, title=title or value),
+        alt.Tooltip(f"{INTERVAL}:N"),
+        alt.Tooltip("n:Q"),
+    ]
 
 
 # -- colours: distinguishable up to 20 categories, then shapes or dashes too ---------------------
 
 PALETTE = 20
-SHAPES = ["circle", "square", "triangle-up", "diamond", "cross", "triangle-down", "triangle-right"]  # 7: coprime with 20
-DASHES = [[1, 0], [6, 3], [2, 2]]                                                                   # 3: coprime with 20
+SHAPES = [
+    "circle",
+    "square",
+    "triangle-up",
+    "diamond",
+    "cross",
+    "triangle-down",
+    "triangle-right",
+]  # 7: coprime with 20
+DASHES = [[1, 0], [6, 3], [2, 2]]  # 3: coprime with 20
 
 
 def category_scheme(n: int) -> str:
@@ -125,34 +152,54 @@ def category_scheme(n: int) -> str:
     return "tableau10" if n <= 10 else "tableau20"
 
 
-def category_encoding(field: str, n: int, *, title: str | None = None, mark: str = "point",
-                      sort: list[str] | None = None) -> dict:
+def category_encoding(
+    field: str, n: int, *, title: str | None = None, mark: str = "point", sort: list[str] | None = None
+) -> dict:
     """Colour by `field` from a palette with as many colours as categories (up to 20); beyond
     20 the same field also picks a shape (points) or a dash (lines) from a range whose length is
     coprime with 20, so every category keeps its own (colour, shape) pair (up to 140), in one legend."""
     legend = alt.Legend(labelLimit=LABEL_LIMIT, symbolLimit=0, symbolOpacity=1)
     common = {"title": title if title is not None else field, **({"sort": sort} if sort is not None else {})}
-    out = {"color": alt.Color(f"{field}:N", scale=alt.Scale(scheme=category_scheme(n)), legend=legend, **common)}
+    out = {
+        "color": alt.Color(f"{field}:N", scale=alt.Scale(scheme=category_scheme(n)), legend=legend, **common)
+    }
     if n > PALETTE and mark == "line":
-        out["strokeDash"] = alt.StrokeDash(f"{field}:N", scale=alt.Scale(range=DASHES), legend=legend, **common)
+        out["strokeDash"] = alt.StrokeDash(
+            f"{field}:N", scale=alt.Scale(range=DASHES), legend=legend, **common
+        )
     elif n > PALETTE:
         out["shape"] = alt.Shape(f"{field}:N", scale=alt.Scale(range=SHAPES), legend=legend, **common)
     return out
 
 
-def facet(chart: alt.LayerChart | alt.Chart, frame: pl.DataFrame, column: str | None, *, columns: int = 2,
-          independent_x: bool = False):
+def facet(
+    chart: alt.LayerChart | alt.Chart,
+    frame: pl.DataFrame,
+    column: str | None,
+    *,
+    columns: int = 2,
+    independent_x: bool = False,
+):
     """Small multiples by `column` (data moves to the top level, as faceting a layer requires).
     Each panel lists only its own categories; `independent_x` for quantities that differ by
     orders of magnitude between panels (a Raspberry Pi's seconds next to a server's)."""
     if column is None:
         return chart.properties(data=frame) if isinstance(chart, alt.LayerChart) else chart
-    faceted = chart.properties(data=frame).facet(facet=alt.Facet(f"{column}:N", title=column), columns=columns)
+    faceted = chart.properties(data=frame).facet(
+        facet=alt.Facet(f"{column}:N", title=column), columns=columns
+    )
     return faceted.resolve_scale(y="independent", **({"x": "independent"} if independent_x else {}))
 
 
-def estimate_interval_chart(frame: pl.DataFrame, *, category: str, x_title: str, color: str | None = None,
-                            log_x: bool = False, facet_by: str | None = None) -> alt.FacetChart | alt.LayerChart:
+def estimate_interval_chart(
+    frame: pl.DataFrame,
+    *,
+    category: str,
+    x_title: str,
+    color: str | None = None,
+    log_x: bool = False,
+    facet_by: str | None = None,
+) -> alt.FacetChart | alt.LayerChart:
     """A dot at each estimate and a rule across its interval, one row per category."""
     if frame.height == 0:
         return no_data_chart("nothing to draw: no row has an estimate")
@@ -161,19 +208,36 @@ def estimate_interval_chart(frame: pl.DataFrame, *, category: str, x_title: str,
     y = alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField("estimate", op="min"))
     colour = category_encoding(color, frame[color].n_unique()) if color else {"color": alt.value("#1f77b4")}
     tooltip = interval_tooltip(category, *([color] if color else []))
-    rules = alt.Chart().mark_rule(strokeWidth=2).encode(
-        x=alt.X("bar_low:Q", title=x_title, scale=scale), x2="bar_high:Q", y=y, tooltip=tooltip, color=colour["color"])
-    dots = alt.Chart().mark_point(filled=True, size=45).encode(
-        x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip, **colour)
-    layer = alt.layer(rules, dots).properties(width=WIDTH if facet_by is None else WIDTH // 2,
-                                              height=panel_height(frame, category, facet_by))
+    rules = (
+        alt.Chart()
+        .mark_rule(strokeWidth=2)
+        .encode(
+            x=alt.X("bar_low:Q", title=x_title, scale=scale),
+            x2="bar_high:Q",
+            y=y,
+            tooltip=tooltip,
+            color=colour["color"],
+        )
+    )
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=45)
+        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip, **colour)
+    )
+    layer = alt.layer(rules, dots).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, category, facet_by)
+    )
     return facet(layer, frame, facet_by)
 
 
 def no_data_chart(message: str) -> alt.Chart:
     """A small chart that says why there is nothing to draw (a section keeps its place)."""
-    return (alt.Chart(pl.DataFrame({"text": [message]})).mark_text(align="left", baseline="middle", fontSize=13, color="#666")
-            .encode(text="text:N", x=alt.value(0), y=alt.value(15)).properties(width=WIDTH, height=30))
+    return (
+        alt.Chart(pl.DataFrame({"text": [message]}))
+        .mark_text(align="left", baseline="middle", fontSize=13, color="#666")
+        .encode(text="text:N", x=alt.value(0), y=alt.value(15))
+        .properties(width=WIDTH, height=30)
+    )
 
 
 # Columns of an estimate row that are not group keys.
@@ -193,16 +257,26 @@ def wide_range(values: pl.Series, ratio: float = 30.0) -> bool:
 
 def coefficient_chart(frame: pl.DataFrame, title: str = "correlation coefficient") -> alt.LayerChart:
     """Labelled coefficients in [-1, 1] (column `config`), dot and interval, 0 marked."""
-    frame = frame.with_columns(*(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high"))).filter(
-        pl.col("estimate").is_not_null())
+    frame = frame.with_columns(
+        *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high"))
+    ).filter(pl.col("estimate").is_not_null())
     if frame.height == 0:
         return no_data_chart(f"no {title} to draw: every coefficient needs at least 3 points")
     y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     scale = alt.Scale(domain=[-1, 1])
     tooltip = interval_tooltip("config", title=title)
     zero = alt.Chart().mark_rule(color="#aaa").encode(x=alt.datum(0))
-    rules = alt.Chart().mark_rule(strokeWidth=2).encode(x=alt.X("bar_low:Q", scale=scale, title=title), x2="bar_high:Q",
-                                                        y=y, tooltip=tooltip)
-    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
-    data = drawn_bounds(with_interval_text(frame.select("config", "estimate", "ci_low", "ci_high", "level", "n")))
+    rules = (
+        alt.Chart()
+        .mark_rule(strokeWidth=2)
+        .encode(x=alt.X("bar_low:Q", scale=scale, title=title), x2="bar_high:Q", y=y, tooltip=tooltip)
+    )
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=45)
+        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
+    )
+    data = drawn_bounds(
+        with_interval_text(frame.select("config", "estimate", "ci_low", "ci_high", "level", "n"))
+    )
     return alt.layer(zero, rules, dots, data=data).properties(width=WIDTH, height=band_height(data.height))

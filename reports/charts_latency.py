@@ -13,8 +13,24 @@ import altair as alt
 import polars as pl
 
 from edgestats.reports.charts_common import (
-    EXACT, INTERVAL, LABEL_LIMIT, WIDTH, any_interval, category_encoding, drawn_bounds, facet, facet_column,
-    group_columns, interval_tooltip, label_column, no_data_chart, panel_height, valid_interval, varying, wide_range, with_interval_text,
+    EXACT,
+    INTERVAL,
+    LABEL_LIMIT,
+    WIDTH,
+    any_interval,
+    category_encoding,
+    drawn_bounds,
+    facet,
+    facet_column,
+    group_columns,
+    interval_tooltip,
+    label_column,
+    no_data_chart,
+    panel_height,
+    valid_interval,
+    varying,
+    wide_range,
+    with_interval_text,
 )
 
 # -- summary: latency per configuration ----------------------------------------------------------
@@ -29,12 +45,21 @@ def latency_quantile_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | N
     facet_by = facet_column(metrics.select(keys))
     labelled = label_column(metrics, [c for c in varying(metrics, keys) if c != facet_by] or keys)
     index = ["config", *([facet_by] if facet_by else [])]
-    median = (labelled.filter(pl.col("metric") == "latency_median_ms")
-              .select(*index, "estimate", "ci_low", "ci_high", "level", "n", "n_unit",
-                      pl.col("note") if "note" in labelled.columns else pl.lit(None, pl.String).alias("note")))
-    tails = (labelled.filter(pl.col("metric").is_in(["latency_p90_ms", "latency_p99_ms"]))
-             .select(*index, pl.col("metric").replace_strict(LATENCY_METRICS), "estimate")
-             .pivot(on="metric", index=index, values="estimate"))
+    median = labelled.filter(pl.col("metric") == "latency_median_ms").select(
+        *index,
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "level",
+        "n",
+        "n_unit",
+        pl.col("note") if "note" in labelled.columns else pl.lit(None, pl.String).alias("note"),
+    )
+    tails = (
+        labelled.filter(pl.col("metric").is_in(["latency_p90_ms", "latency_p99_ms"]))
+        .select(*index, pl.col("metric").replace_strict(LATENCY_METRICS), "estimate")
+        .pivot(on="metric", index=index, values="estimate")
+    )
     for column in ("p90", "p99"):
         if column not in tails.columns:
             tails = tails.with_columns(pl.lit(None, pl.Float64).alias(column))
@@ -42,29 +67,54 @@ def latency_quantile_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | N
 
 
 # Columns of summary's `distribution` frame (ms) that are not group keys.
-DISTRIBUTION_COLUMNS = {"n_runs", "n", "n_unit", "note", "min_ms", "q01_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms",
-                        "q95_ms", "q99_ms", "max_ms"}
+DISTRIBUTION_COLUMNS = {
+    "n_runs",
+    "n",
+    "n_unit",
+    "note",
+    "min_ms",
+    "q01_ms",
+    "q05_ms",
+    "q25_ms",
+    "median_ms",
+    "q75_ms",
+    "q95_ms",
+    "q99_ms",
+    "max_ms",
+}
 
 
 def latency_box_frame(metrics: pl.DataFrame, distribution: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
     """One row per configuration: the quantiles of `distribution` next to the median's interval
     from `metrics` (null where the median has none), a config label and the facet column."""
     keys = [c for c in distribution.columns if c not in DISTRIBUTION_COLUMNS]
-    median = (metrics.filter(pl.col("metric") == "latency_median_ms")
-              .select(*keys, *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high")), "level",
-                      (pl.col("note") if "note" in metrics.columns else pl.lit(None, pl.String)).alias("median_note")))
+    median = metrics.filter(pl.col("metric") == "latency_median_ms").select(
+        *keys,
+        *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high")),
+        "level",
+        (pl.col("note") if "note" in metrics.columns else pl.lit(None, pl.String)).alias("median_note"),
+    )
     joined = distribution.join(median, on=keys, how="left", nulls_equal=True)
     facet_by = facet_column(joined.select(keys))
     labelled = label_column(joined, [c for c in varying(joined, keys) if c != facet_by] or keys)
     index = ["config", *([facet_by] if facet_by else [])]
     quantiles = ["min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms"]
-    frame = labelled.select(*index, "n", "n_unit", *(pl.col(c).cast(pl.Float64) for c in quantiles),
-                            "ci_low", "ci_high", "level", pl.col("median_note").alias("note"))
+    frame = labelled.select(
+        *index,
+        "n",
+        "n_unit",
+        *(pl.col(c).cast(pl.Float64) for c in quantiles),
+        "ci_low",
+        "ci_high",
+        "level",
+        pl.col("median_note").alias("note"),
+    )
     return with_interval_text(frame).drop("note").sort(index), facet_by
 
 
-def latency_distribution_chart(metrics: pl.DataFrame, distribution: pl.DataFrame | None = None
-                               ) -> alt.FacetChart | alt.LayerChart:
+def latency_distribution_chart(
+    metrics: pl.DataFrame, distribution: pl.DataFrame | None = None
+) -> alt.FacetChart | alt.LayerChart:
     """A box plot per configuration: box p25–p75, a tick at the median, whiskers p5–p95 and a
     dotted tail to p99, with the median's confidence interval as a dark bar across the tick
     (where it has one). Log axis when configurations span decades. Without the `distribution`
@@ -74,25 +124,54 @@ def latency_distribution_chart(metrics: pl.DataFrame, distribution: pl.DataFrame
     frame, facet_by = latency_box_frame(metrics, distribution)
     log = wide_range(pl.concat([frame["q05_ms"], frame["q99_ms"]]))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
-    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("median_ms", op="min"))
+    y = alt.Y(
+        "config:N",
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+        sort=alt.EncodingSortField("median_ms", op="min"),
+    )
     x_title = "steady-state latency (ms)" + (", log scale" if log else "")
-    tooltip = [alt.Tooltip("config:N"), alt.Tooltip("median_ms:Q", title="median (ms)", format=EXACT),
-               alt.Tooltip(f"{INTERVAL}:N", title="median's interval"), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N"),
-               *(alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms") + " (ms)", format=EXACT)
-                 for c in ("min_ms", "q05_ms", "q25_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms"))]
-    tail = alt.Chart().mark_rule(color="#9aa7b5", strokeDash=[2, 2]).encode(
-        x=alt.X("q95_ms:Q", scale=scale, title=x_title), x2="q99_ms:Q", y=y, tooltip=tooltip)
-    whisker = alt.Chart().mark_rule(color="#6b7b8c").encode(x=alt.X("q05_ms:Q", scale=scale), x2="q95_ms:Q", y=y,
-                                                            tooltip=tooltip)
-    box = alt.Chart().mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1).encode(
-        x=alt.X("q25_ms:Q", scale=scale), x2="q75_ms:Q", y=y, tooltip=tooltip)
-    interval = alt.Chart().mark_bar(size=5, color="#08519c").transform_filter(valid_interval()).encode(
-        x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
-    median = alt.Chart().mark_tick(color="#08306b", thickness=2, size=14).encode(
-        x=alt.X("median_ms:Q", scale=scale), y=y, tooltip=tooltip)
+    tooltip = [
+        alt.Tooltip("config:N"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=EXACT),
+        alt.Tooltip(f"{INTERVAL}:N", title="median's interval"),
+        alt.Tooltip("n:Q"),
+        alt.Tooltip("n_unit:N"),
+        *(
+            alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms") + " (ms)", format=EXACT)
+            for c in ("min_ms", "q05_ms", "q25_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")
+        ),
+    ]
+    tail = (
+        alt.Chart()
+        .mark_rule(color="#9aa7b5", strokeDash=[2, 2])
+        .encode(x=alt.X("q95_ms:Q", scale=scale, title=x_title), x2="q99_ms:Q", y=y, tooltip=tooltip)
+    )
+    whisker = (
+        alt.Chart()
+        .mark_rule(color="#6b7b8c")
+        .encode(x=alt.X("q05_ms:Q", scale=scale), x2="q95_ms:Q", y=y, tooltip=tooltip)
+    )
+    box = (
+        alt.Chart()
+        .mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1)
+        .encode(x=alt.X("q25_ms:Q", scale=scale), x2="q75_ms:Q", y=y, tooltip=tooltip)
+    )
+    interval = (
+        alt.Chart()
+        .mark_bar(size=5, color="#08519c")
+        .transform_filter(valid_interval())
+        .encode(x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
+    )
+    median = (
+        alt.Chart()
+        .mark_tick(color="#08306b", thickness=2, size=14)
+        .encode(x=alt.X("median_ms:Q", scale=scale), y=y, tooltip=tooltip)
+    )
     layers = [tail, whisker, box, *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
     layer = alt.layer(*layers).properties(
-        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by))
+        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
+    )
     return facet(layer, frame, facet_by)
 
 
@@ -104,7 +183,9 @@ def ecdf_spread(ecdf: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     imported result has, is a vertical line: no distribution to show), and how many were left out."""
     keys = [c for c in ecdf.columns if c not in ECDF_VALUES]
     if not keys:
-        return (ecdf if ecdf["latency_ms"].n_unique() > 1 else ecdf.clear()), int(ecdf["latency_ms"].n_unique() <= 1)
+        return (ecdf if ecdf["latency_ms"].n_unique() > 1 else ecdf.clear()), int(
+            ecdf["latency_ms"].n_unique() <= 1
+        )
     spread = pl.col("latency_ms").n_unique().over(keys) > 1
     kept = ecdf.filter(spread)
     total = ecdf.select(keys).unique().height
@@ -118,22 +199,39 @@ def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
     distinct latency are left out (ecdf_spread); with none left, one line of text says why."""
     ecdf, left_out = ecdf_spread(ecdf)
     if ecdf.height == 0:
-        return no_data_chart(f"No ECDF: each of the {left_out} configurations has a single latency figure "
-                             "(imported one-figure-per-run results), so there is no distribution to draw.")
+        return no_data_chart(
+            f"No ECDF: each of the {left_out} configurations has a single latency figure "
+            "(imported one-figure-per-run results), so there is no distribution to draw."
+        )
     keys = [c for c in ecdf.columns if c not in ECDF_VALUES]
     facet_by = facet_column(ecdf.select(keys))
     frame = label_column(ecdf, [c for c in varying(ecdf, keys) if c != facet_by] or keys)
     frame = frame.select("config", *([facet_by] if facet_by else []), "p", "latency_ms", "n", "n_unit").sort(
-        ["config", *([facet_by] if facet_by else []), "p"])
+        ["config", *([facet_by] if facet_by else []), "p"]
+    )
     log = wide_range(frame["latency_ms"])
-    x = alt.X("latency_ms:Q", title="steady-state latency (ms)" + (", log scale" if log else ""),
-              scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
-    line = alt.Chart().mark_line(strokeWidth=1.5).encode(
-        x=x, y=alt.Y("p:Q", title="fraction of latencies at or below", scale=alt.Scale(domain=[0, 1])),
-        **category_encoding("config", frame["config"].n_unique(), title="configuration", mark="line"),
-        order="p:Q", tooltip=[alt.Tooltip("config:N"), alt.Tooltip("p:Q", title="fraction at or below", format=".2f"),
-                              alt.Tooltip("latency_ms:Q", title="latency (ms)", format=EXACT), alt.Tooltip("n:Q"),
-                              alt.Tooltip("n_unit:N")])
+    x = alt.X(
+        "latency_ms:Q",
+        title="steady-state latency (ms)" + (", log scale" if log else ""),
+        scale=alt.Scale(type="log") if log else alt.Scale(zero=False),
+    )
+    line = (
+        alt.Chart()
+        .mark_line(strokeWidth=1.5)
+        .encode(
+            x=x,
+            y=alt.Y("p:Q", title="fraction of latencies at or below", scale=alt.Scale(domain=[0, 1])),
+            **category_encoding("config", frame["config"].n_unique(), title="configuration", mark="line"),
+            order="p:Q",
+            tooltip=[
+                alt.Tooltip("config:N"),
+                alt.Tooltip("p:Q", title="fraction at or below", format=".2f"),
+                alt.Tooltip("latency_ms:Q", title="latency (ms)", format=EXACT),
+                alt.Tooltip("n:Q"),
+                alt.Tooltip("n_unit:N"),
+            ],
+        )
+    )
     layer = alt.layer(line).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=220)
     return facet(layer, frame, facet_by)
 
@@ -144,24 +242,55 @@ def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerC
     frame, facet_by = latency_quantile_frame(metrics)
     log = wide_range(pl.concat([frame["estimate"], frame["p99"]]))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
-    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("estimate", op="min"))
+    y = alt.Y(
+        "config:N",
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+        sort=alt.EncodingSortField("estimate", op="min"),
+    )
     x_title = "latency (ms)" + (", log scale" if log else "")
-    tooltip = [alt.Tooltip("config:N"), alt.Tooltip("estimate:Q", title="median (ms)", format=EXACT),
-               alt.Tooltip(f"{INTERVAL}:N", title="median's interval"), alt.Tooltip("p90:Q", title="p90 (ms)", format=EXACT),
-               alt.Tooltip("p99:Q", title="p99 (ms)", format=EXACT), alt.Tooltip("n:Q"), alt.Tooltip("n_unit:N")]
+    tooltip = [
+        alt.Tooltip("config:N"),
+        alt.Tooltip("estimate:Q", title="median (ms)", format=EXACT),
+        alt.Tooltip(f"{INTERVAL}:N", title="median's interval"),
+        alt.Tooltip("p90:Q", title="p90 (ms)", format=EXACT),
+        alt.Tooltip("p99:Q", title="p99 (ms)", format=EXACT),
+        alt.Tooltip("n:Q"),
+        alt.Tooltip("n_unit:N"),
+    ]
     frame = with_interval_text(frame).drop("note")
-    tail = alt.Chart().mark_rule(color="#9aa7b5").transform_filter("isValid(datum.p99)").encode(
-        x=alt.X("estimate:Q", scale=scale, title=x_title), x2="p99:Q", y=y, tooltip=tooltip)
-    spread = alt.Chart().mark_bar(size=9, color="#c6dbef").transform_filter("isValid(datum.p90)").encode(
-        x=alt.X("estimate:Q", scale=scale), x2="p90:Q", y=y, tooltip=tooltip)
-    interval = alt.Chart().mark_rule(strokeWidth=3, color="#08519c").transform_filter(valid_interval()).encode(
-        x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
-    median = alt.Chart().mark_point(filled=True, size=50, color="#08519c").encode(
-        x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
-    layers = [*([tail] if frame["p99"].is_not_null().any() else []), *([spread] if frame["p90"].is_not_null().any() else []),
-              *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
+    tail = (
+        alt.Chart()
+        .mark_rule(color="#9aa7b5")
+        .transform_filter("isValid(datum.p99)")
+        .encode(x=alt.X("estimate:Q", scale=scale, title=x_title), x2="p99:Q", y=y, tooltip=tooltip)
+    )
+    spread = (
+        alt.Chart()
+        .mark_bar(size=9, color="#c6dbef")
+        .transform_filter("isValid(datum.p90)")
+        .encode(x=alt.X("estimate:Q", scale=scale), x2="p90:Q", y=y, tooltip=tooltip)
+    )
+    interval = (
+        alt.Chart()
+        .mark_rule(strokeWidth=3, color="#08519c")
+        .transform_filter(valid_interval())
+        .encode(x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
+    )
+    median = (
+        alt.Chart()
+        .mark_point(filled=True, size=50, color="#08519c")
+        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
+    )
+    layers = [
+        *([tail] if frame["p99"].is_not_null().any() else []),
+        *([spread] if frame["p90"].is_not_null().any() else []),
+        *([interval] if any_interval(frame, "ci_low", "ci_high") else []),
+        median,
+    ]
     layer = alt.layer(*layers).properties(
-        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by))
+        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
+    )
     return facet(layer, frame, facet_by)
 
 
@@ -177,18 +306,39 @@ def stacked_phase_frame(phases: pl.DataFrame) -> tuple[pl.DataFrame, str | None]
     facet_by = facet_column(phases.select(keys))
     labelled = label_column(phases, [c for c in varying(phases, keys) if c != facet_by] or keys)
     index = ["config", *([facet_by] if facet_by else [])]
-    order = pl.col("phase").replace_strict({p: i for i, p in enumerate(PHASE_ORDER)}, default=len(PHASE_ORDER))
+    order = pl.col("phase").replace_strict(
+        {p: i for i, p in enumerate(PHASE_ORDER)}, default=len(PHASE_ORDER)
+    )
     seconds = pl.col("estimate").clip(lower_bound=0.0)  # "other" may dip below 0 by rounding
-    stacked = (labelled.with_columns(order.alias("phase_order"), seconds.alias("seconds"))
-               .sort([*index, "phase_order"])
-               .with_columns(pl.col("seconds").cum_sum().over(index).alias("stack_end"))
-               .with_columns((pl.col("stack_end") - pl.col("seconds")).alias("stack_start"),
-                             (pl.col("stack_end") - (pl.col("estimate") - pl.col("ci_low"))).alias("err_low"),
-                             (pl.col("stack_end") + (pl.col("ci_high") - pl.col("estimate"))).alias("err_high")))
+    stacked = (
+        labelled.with_columns(order.alias("phase_order"), seconds.alias("seconds"))
+        .sort([*index, "phase_order"])
+        .with_columns(pl.col("seconds").cum_sum().over(index).alias("stack_end"))
+        .with_columns(
+            (pl.col("stack_end") - pl.col("seconds")).alias("stack_start"),
+            (pl.col("stack_end") - (pl.col("estimate") - pl.col("ci_low"))).alias("err_low"),
+            (pl.col("stack_end") + (pl.col("ci_high") - pl.col("estimate"))).alias("err_high"),
+        )
+    )
     stacked = with_interval_text(stacked).with_columns(  # no interval: a zero-width rule at the segment's end
-        *(pl.col(c).fill_null(pl.col("stack_end")) for c in ("err_low", "err_high")))
-    return stacked.select(*index, "phase", "phase_order", "estimate", "ci_low", "ci_high", INTERVAL, "level", "n",
-                          "share_of_total", "stack_start", "stack_end", "err_low", "err_high"), facet_by
+        *(pl.col(c).fill_null(pl.col("stack_end")) for c in ("err_low", "err_high"))
+    )
+    return stacked.select(
+        *index,
+        "phase",
+        "phase_order",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        INTERVAL,
+        "level",
+        "n",
+        "share_of_total",
+        "stack_start",
+        "stack_end",
+        "err_low",
+        "err_high",
+    ), facet_by
 
 
 def phase_breakdown_chart(phases: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
@@ -197,42 +347,93 @@ def phase_breakdown_chart(phases: pl.DataFrame) -> alt.FacetChart | alt.LayerCha
     frame, facet_by = stacked_phase_frame(phases)
     y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
     present = [p for p in PHASE_ORDER if p in frame["phase"].to_list()]
-    tooltip = [alt.Tooltip("config:N"), alt.Tooltip("phase:N"), alt.Tooltip("estimate:Q", title="mean (s)", format=EXACT),
-               alt.Tooltip(f"{INTERVAL}:N"), alt.Tooltip("share_of_total:Q", format=".1%"), alt.Tooltip("n:Q")]
-    bars = alt.Chart().mark_bar(size=14).encode(
-        x=alt.X("stack_start:Q", title="mean seconds per run"), x2="stack_end:Q", y=y,
-        color=alt.Color("phase:N", sort=present, scale=alt.Scale(domain=present, scheme="tableau10")),
-        order=alt.Order("phase_order:Q"),
-        tooltip=tooltip)
+    tooltip = [
+        alt.Tooltip("config:N"),
+        alt.Tooltip("phase:N"),
+        alt.Tooltip("estimate:Q", title="mean (s)", format=EXACT),
+        alt.Tooltip(f"{INTERVAL}:N"),
+        alt.Tooltip("share_of_total:Q", format=".1%"),
+        alt.Tooltip("n:Q"),
+    ]
+    bars = (
+        alt.Chart()
+        .mark_bar(size=14)
+        .encode(
+            x=alt.X("stack_start:Q", title="mean seconds per run"),
+            x2="stack_end:Q",
+            y=y,
+            color=alt.Color("phase:N", sort=present, scale=alt.Scale(domain=present, scheme="tableau10")),
+            order=alt.Order("phase_order:Q"),
+            tooltip=tooltip,
+        )
+    )
     errors = alt.Chart().mark_rule(color="#333").encode(x="err_low:Q", x2="err_high:Q", y=y, tooltip=tooltip)
-    layer = alt.layer(bars, errors).properties(width=WIDTH if facet_by is None else WIDTH // 2,
-                                               height=panel_height(frame, "config", facet_by))
+    layer = alt.layer(bars, errors).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
+    )
     return facet(layer, frame, facet_by, independent_x=True)
 
 
-def ratio_chart(ratios: pl.DataFrame, *, ratio_name: str, title: str) -> alt.FacetChart | alt.LayerChart | alt.Chart:
+def ratio_chart(
+    ratios: pl.DataFrame, *, ratio_name: str, title: str
+) -> alt.FacetChart | alt.LayerChart | alt.Chart:
     """One ratio per configuration with its interval, with 1 (break-even) marked; a log axis
     when every estimate and bound is positive (the axis title says which). Without any
     estimate, one line of text says why."""
     chosen = ratios.filter(pl.col("ratio") == ratio_name)
     frame = chosen.filter(pl.col("estimate").is_not_null())
     if frame.height == 0:
-        notes = chosen["note"].drop_nulls().unique(maintain_order=True).to_list() if "note" in chosen.columns else []
-        return no_data_chart(f"No {ratio_name} ratio to draw: " + (notes[0] if notes else "no configuration has both times") + ".")
+        notes = (
+            chosen["note"].drop_nulls().unique(maintain_order=True).to_list()
+            if "note" in chosen.columns
+            else []
+        )
+        return no_data_chart(
+            f"No {ratio_name} ratio to draw: "
+            + (notes[0] if notes else "no configuration has both times")
+            + "."
+        )
     keys = group_columns(frame, {"ratio", "load_exceeds_steady", "confident"})
     facet_by = facet_column(frame.select(keys))
     frame = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
     frame = drawn_bounds(with_interval_text(frame)).select(
-        "config", *([facet_by] if facet_by else []), "estimate", "ci_low", "ci_high", "bar_low", "bar_high", INTERVAL,
-        "level", "n")
+        "config",
+        *([facet_by] if facet_by else []),
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "bar_low",
+        "bar_high",
+        INTERVAL,
+        "level",
+        "n",
+    )
     log = frame["estimate"].min() > 0 and frame["bar_low"].min() > 0
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
-    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT), sort=alt.EncodingSortField("estimate", op="min"))
+    y = alt.Y(
+        "config:N",
+        title=None,
+        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+        sort=alt.EncodingSortField("estimate", op="min"),
+    )
     tooltip = interval_tooltip("config", title=ratio_name)
     one = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(x=alt.datum(1))
-    rules = alt.Chart().mark_rule(strokeWidth=2).encode(
-        x=alt.X("bar_low:Q", scale=scale, title=title + (", log scale" if log else "")), x2="bar_high:Q", y=y, tooltip=tooltip)
-    dots = alt.Chart().mark_point(filled=True, size=45).encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
-    layer = alt.layer(one, rules, dots).properties(width=WIDTH if facet_by is None else WIDTH // 2,
-                                                   height=panel_height(frame, "config", facet_by))
+    rules = (
+        alt.Chart()
+        .mark_rule(strokeWidth=2)
+        .encode(
+            x=alt.X("bar_low:Q", scale=scale, title=title + (", log scale" if log else "")),
+            x2="bar_high:Q",
+            y=y,
+            tooltip=tooltip,
+        )
+    )
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=45)
+        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
+    )
+    layer = alt.layer(one, rules, dots).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
+    )
     return facet(layer, frame, facet_by)

@@ -14,17 +14,31 @@ import polars as pl
 
 from edgestats.formatting import MISSING
 from edgestats.reports.page_tables import (
-    VALUE_COLUMNS, Cell, Footnotes, PageTable, filter_values, key_columns, split_constant, text_cell, value_cell,
+    VALUE_COLUMNS,
+    Cell,
+    Footnotes,
+    PageTable,
+    filter_values,
+    key_columns,
+    split_constant,
+    text_cell,
+    value_cell,
 )
 from edgestats.reports.tables import confidence_level, to_csv
 from edgestats.reports.units import label_of
 
-HEADLINE_METRICS = ("latency_median_ms", "latency_p99_ms", "throughput_per_s", "rss_peak_bytes", "energy_per_inference_j")
-WITH_INTERVAL = {"latency_median_ms"}   # the others as estimates: the long table has their intervals
+HEADLINE_METRICS = (
+    "latency_median_ms",
+    "latency_p99_ms",
+    "throughput_per_s",
+    "rss_peak_bytes",
+    "energy_per_inference_j",
+)
+WITH_INTERVAL = {"latency_median_ms"}  # the others as estimates: the long table has their intervals
 
 
 def runs_cell(dist: dict[str, Any] | None, n_runs: object, notes: Footnotes) -> Cell:
-    """"3 × 30": runs × latencies per run; an imported run has no single latencies."""
+    """ "3 × 30": runs × latencies per run; an imported run has no single latencies."""
     runs = (dist or {}).get("n_runs", n_runs)
     if dist is None or runs is None:
         return Cell(f"{runs if runs is not None else MISSING}", runs)
@@ -41,16 +55,26 @@ def headline_frame(metrics: pl.DataFrame) -> pl.DataFrame:
     wide = metrics.select(keys).unique(maintain_order=True)
     for name in HEADLINE_METRICS:
         part = metrics.filter(pl.col("metric") == name).select(
-            *keys, pl.col("estimate").alias(name), pl.col("ci_low").alias(f"{name}_ci_low"),
-            pl.col("ci_high").alias(f"{name}_ci_high"), pl.col("note").alias(f"{name}_note"))
+            *keys,
+            pl.col("estimate").alias(name),
+            pl.col("ci_low").alias(f"{name}_ci_low"),
+            pl.col("ci_high").alias(f"{name}_ci_high"),
+            pl.col("note").alias(f"{name}_note"),
+        )
         wide = wide.join(part, on=keys, how="left", nulls_equal=True)
     return wide
 
 
 def _order(wide: pl.DataFrame, dist: dict[tuple, dict], keys: list[str]) -> pl.DataFrame:
-    collected = [dist.get(tuple(r[c] for c in keys), {}).get("n_unit") == "latencies" for r in wide.iter_rows(named=True)]
-    return (wide.with_columns(pl.Series("_collected", collected))
-            .sort(["_collected", "latency_median_ms"], descending=[True, False], nulls_last=True).drop("_collected"))
+    collected = [
+        dist.get(tuple(r[c] for c in keys), {}).get("n_unit") == "latencies"
+        for r in wide.iter_rows(named=True)
+    ]
+    return (
+        wide.with_columns(pl.Series("_collected", collected))
+        .sort(["_collected", "latency_median_ms"], descending=[True, False], nulls_last=True)
+        .drop("_collected")
+    )
 
 
 def headline_table(summary: Any, notes: Footnotes) -> PageTable | None:
@@ -78,9 +102,21 @@ def headline_table(summary: Any, notes: Footnotes) -> PageTable | None:
     columns = [label_of(c) for c in shown] + [label_of(n) for n in present] + ["runs × latencies"]
     numeric = [wide.schema[c].is_numeric() for c in shown] + [True] * (len(present) + 1)
     csv = to_csv(wide.drop([c for c in wide.columns if c.endswith("_note")]))
-    table = PageTable("headline", "Per configuration", columns, numeric, rows, csv, common,
-                      confidence_level(metrics), f"{len(rows):,} configurations")
-    table.absent = [label_of(n) + "".join(dict.fromkeys(notes.ref(x) for x in wide[f"{n}_note"].to_list()))
-                    for n in HEADLINE_METRICS if n not in present]
+    table = PageTable(
+        "headline",
+        "Per configuration",
+        columns,
+        numeric,
+        rows,
+        csv,
+        common,
+        confidence_level(metrics),
+        f"{len(rows):,} configurations",
+    )
+    table.absent = [
+        label_of(n) + "".join(dict.fromkeys(notes.ref(x) for x in wide[f"{n}_note"].to_list()))
+        for n in HEADLINE_METRICS
+        if n not in present
+    ]
     table.filters = filters
     return table

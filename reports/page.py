@@ -21,12 +21,12 @@ from typing import Any
 
 import polars as pl
 
-from edgestats.version import __version__
 from edgestats.analysis.overview import Overview
 from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.headline import headline_table
 from edgestats.reports.page_assets import FILTER_JS, LOADER_JS, SORT_JS, STYLE
 from edgestats.reports.page_tables import Footnotes, collapsed_html, csv_link, page_table, table_markup
+from edgestats.version import __version__
 
 # HTML tables stop here; the full tables are in analysis.json and `--tables`.
 MAX_TABLE_ROWS = 200
@@ -53,7 +53,7 @@ class Figure:
     key: str
     title: str
     spec: dict[str, Any]
-    secondary: bool = False   # a generic chart of a frame the section does not draw: folded, as the tables
+    secondary: bool = False  # a generic chart of a frame the section does not draw: folded, as the tables
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class Section:
     title: str
     sentence: str
     figures: list[Figure] = field(default_factory=list)
-    tables: list[tuple[str, pl.DataFrame]] = field(default_factory=list)   # (caption, figures)
+    tables: list[tuple[str, pl.DataFrame]] = field(default_factory=list)  # (caption, figures)
     notes: list[str] = field(default_factory=list)
 
 
@@ -88,8 +88,13 @@ def script_json(value: Any) -> str:
     """JSON that is safe inside <script>: no '</script>', no '<!--', no JS-breaking line
     separators. \\u003c etc. are the same string to JSON.parse."""
     text = json.dumps(finite(value), separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, escaped)
     return text
 
@@ -111,7 +116,9 @@ def header_html(overview: Overview) -> str:
         f"<td class=num>{esc(d.cores if d.cores is not None else '–')}</td><td class=num>{d.n_runs:,}</td></tr>"
         for d in overview.devices
     )
-    runs = ", ".join(f"{n:,} {esc(kind)} {esc(status)}" for (kind, status), n in overview.runs_by_kind_status.items())
+    runs = ", ".join(
+        f"{n:,} {esc(kind)} {esc(status)}" for (kind, status), n in overview.runs_by_kind_status.items()
+    )
     sources = ", ".join(f"{esc(source)} ({n:,})" for source, n in overview.sources.items())
     power = ", ".join(esc(p) for p in overview.power_sources) or "none recorded (no energy figures)"
     if overview.first_started:
@@ -142,8 +149,14 @@ def header_html(overview: Overview) -> str:
 MAIN_CHARTS = (("summary", "latency"), ("tradeoff", "pareto"))
 
 
-def table_html(caption: str, frame: pl.DataFrame, notes: Footnotes | None = None, *, key: str | None = None,
-               collapsed: bool = False) -> str:
+def table_html(
+    caption: str,
+    frame: pl.DataFrame,
+    notes: Footnotes | None = None,
+    *,
+    key: str | None = None,
+    collapsed: bool = False,
+) -> str:
     """A frame as a wide table with units, intervals inline, a CSV link, and its notes as footnotes
     (listed right after it when no page-wide `notes` is given, as in a notebook)."""
     own = notes is None
@@ -152,15 +165,19 @@ def table_html(caption: str, frame: pl.DataFrame, notes: Footnotes | None = None
     if collapsed:
         text = collapsed_html(table, MAX_TABLE_ROWS)
     else:
-        text = (f'<div class=tablehead><span class=cap>{esc(caption)}</span> {csv_link(table)}</div>'
-                + table_markup(table, MAX_TABLE_ROWS))
+        text = (
+            f"<div class=tablehead><span class=cap>{esc(caption)}</span> {csv_link(table)}</div>"
+            + table_markup(table, MAX_TABLE_ROWS)
+        )
     return text + (notes.html().replace("<h2>Notes</h2>", "") if own else "")
 
 
 def figure_html(section: Section, figure: Figure) -> str:
     chart_id = element_id("chart", section.key, figure.key)
-    return (f'<figure><figcaption>{esc(figure.title)}</figcaption>'
-            f'<div class="chart" id="{chart_id}" data-rendered="pending"></div></figure>')
+    return (
+        f"<figure><figcaption>{esc(figure.title)}</figcaption>"
+        f'<div class="chart" id="{chart_id}" data-rendered="pending"></div></figure>'
+    )
 
 
 def shared_notes(sections: list[Section]) -> list[str]:
@@ -172,23 +189,38 @@ def shared_notes(sections: list[Section]) -> list[str]:
     return [note for note, n in counts.items() if n > 1]
 
 
-def section_html(section: Section, notes: Footnotes | None = None, moved: frozenset = frozenset(),
-                 shared: tuple[str, ...] = ()) -> str:
+def section_html(
+    section: Section,
+    notes: Footnotes | None = None,
+    moved: frozenset = frozenset(),
+    shared: tuple[str, ...] = (),
+) -> str:
     """A section: its sentence, its charts (those in `moved` are at the top), its tables folded."""
     notes = notes if notes is not None else Footnotes()
-    parts = [f'<section id="{element_id(section.key)}"><h2>{esc(section.title)}</h2>',
-             f"<p class=sentence>{esc(section.sentence)}</p>"]
+    parts = [
+        f'<section id="{element_id(section.key)}"><h2>{esc(section.title)}</h2>',
+        f"<p class=sentence>{esc(section.sentence)}</p>",
+    ]
     shown = [f for f in section.figures if (section.key, f.key) not in moved]
     if len(shown) < len(section.figures):
         parts.append('<p class=moved>Its main chart is under <a href="#glance">At a glance</a>.</p>')
-    parts.append("<div class=charts>" + "".join(figure_html(section, f) for f in shown if not f.secondary) + "</div>")
+    parts.append(
+        "<div class=charts>" + "".join(figure_html(section, f) for f in shown if not f.secondary) + "</div>"
+    )
     folded = [f for f in shown if f.secondary]
     if folded:
         names = ", ".join(f.title for f in folded)
-        parts.append(f'<details class=table><summary><span class=cap>More charts</span> <span class=shape>{esc(names)}'
-                     '</span></summary><div class=charts>' + "".join(figure_html(section, f) for f in folded) + "</div></details>")
-    parts += [table_html(caption, frame, notes, key=f"{section.key}-{caption}", collapsed=True)
-              for caption, frame in section.tables if frame.height]
+        parts.append(
+            f"<details class=table><summary><span class=cap>More charts</span> <span class=shape>{esc(names)}"
+            "</span></summary><div class=charts>"
+            + "".join(figure_html(section, f) for f in folded)
+            + "</div></details>"
+        )
+    parts += [
+        table_html(caption, frame, notes, key=f"{section.key}-{caption}", collapsed=True)
+        for caption, frame in section.tables
+        if frame.height
+    ]
     parts += [f"<p class=note>{esc(note)}</p>" for note in dict.fromkeys(section.notes) if note not in shared]
     parts.append("</section>")
     return "\n".join(parts)
@@ -202,8 +234,10 @@ def glance_html(sections: list[Section], summary: Any, notes: Footnotes) -> tupl
         return "", frozenset()
     parts = ['<section id="glance"><h2>At a glance</h2>']
     if table is not None:
-        parts.append(f'<div class=tablehead><span class=cap>Per configuration</span> '
-                     f'<span class=shape>{esc(table.shape)}; click a header to sort</span> {csv_link(table)}</div>')
+        parts.append(
+            f"<div class=tablehead><span class=cap>Per configuration</span> "
+            f"<span class=shape>{esc(table.shape)}; click a header to sort</span> {csv_link(table)}</div>"
+        )
         parts.append(table_markup(table, MAX_TABLE_ROWS))
     parts.append("<div class=charts>" + "".join(figure_html(s, f) for s, f in moved) + "</div></section>")
     return "\n".join(parts), frozenset((s.key, f.key) for s, f in moved)
@@ -219,11 +253,16 @@ def contents_html(sections: list[Section], glance: bool) -> str:
     return f"<nav><ol>{first}{items}</ol></nav>"
 
 
-def render_page(overview: Overview, sections: list[Section], *, summary: Any = None,
-                generated_at: dt.datetime | None = None) -> str:
+def render_page(
+    overview: Overview,
+    sections: list[Section],
+    *,
+    summary: Any = None,
+    generated_at: dt.datetime | None = None,
+) -> str:
     """The page: header, "At a glance" (the headline table of `summary`, the summary analysis'
     result, and the main charts), a section per analysis, the footnotes, the scripts."""
-    generated_at = generated_at or dt.datetime.now(dt.timezone.utc)
+    generated_at = generated_at or dt.datetime.now(dt.UTC)
     notes = Footnotes()
     glance, moved = glance_html(sections, summary, notes)
     shared = tuple(shared_notes(sections))

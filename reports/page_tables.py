@@ -22,15 +22,41 @@ from edgestats.reports.tables import confidence_level, interval_columns, to_csv
 from edgestats.reports.units import interval_parts, label_of, number_cell
 
 # Columns that describe a figure, never which configuration a row is.
-VALUE_COLUMNS = {"estimate", "ci_low", "ci_high", "level", "n", "n_unit", "method", "note", "reason",
-                 "share_of_total", "load_exceeds_steady", "confident"}
-LONG_TEXT = 16    # characters: longer text may break anywhere, shorter text only between words
+VALUE_COLUMNS = {
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "n",
+    "n_unit",
+    "method",
+    "note",
+    "reason",
+    "share_of_total",
+    "load_exceeds_steady",
+    "confident",
+}
+LONG_TEXT = 16  # characters: longer text may break anywhere, shorter text only between words
 PIVOT_BY = ("metric", "quantity", "phase", "ratio")
-PIVOT_UNITS = {"phase": "s"}           # a phase's estimate is seconds, its name says no unit
+PIVOT_UNITS = {"phase": "s"}  # a phase's estimate is seconds, its name says no unit
 NOTE_COLUMNS = ("note", "reason")
-METRIC_ORDER = ("latency_median_ms", "latency_p90_ms", "latency_p99_ms", "latency_mean_ms", "throughput_per_s",
-                "rss_peak_bytes", "rss_mean_bytes", "energy_per_inference_j",
-                "import", "load_model", "compile", "load_first_input", "first_inference", "steady", "other")
+METRIC_ORDER = (
+    "latency_median_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_mean_ms",
+    "throughput_per_s",
+    "rss_peak_bytes",
+    "rss_mean_bytes",
+    "energy_per_inference_j",
+    "import",
+    "load_model",
+    "compile",
+    "load_first_input",
+    "first_inference",
+    "steady",
+    "other",
+)
 # Columns whose unit is that of the row's metric (tradeoff winners: "rss_peak_bytes" is in MiB).
 PER_ROW_UNIT = ("estimate", "runner_up_estimate")
 
@@ -72,11 +98,13 @@ class PageTable:
     numeric: list[bool]
     rows: list[list[Cell]]
     csv: str
-    common: list[str] = field(default_factory=list)   # "batch 1": columns with one value in every row
+    common: list[str] = field(default_factory=list)  # "batch 1": columns with one value in every row
     level: float | None = None
     shape: str = ""
-    absent: list[str] = field(default_factory=list)   # html: columns left out because no row has a figure
-    filters: list[dict[str, str]] = field(default_factory=list)   # per row: its FILTER_KEYS values (page filter)
+    absent: list[str] = field(default_factory=list)  # html: columns left out because no row has a figure
+    filters: list[dict[str, str]] = field(
+        default_factory=list
+    )  # per row: its FILTER_KEYS values (page filter)
 
 
 # What the page's filter bar selects on: a row carries its values as data-f-* attributes, a chart
@@ -99,15 +127,23 @@ def value_cell(estimate: object, low: object, high: object, name: str, marker: s
 
 def text_cell(value: object, name: str) -> Cell:
     text = number_cell(value, name)
-    sort = float(value) if isinstance(value, (int, float)) and not is_missing(value) and not isinstance(value, bool) else text
+    sort = (
+        float(value)
+        if isinstance(value, (int, float)) and not is_missing(value) and not isinstance(value, bool)
+        else text
+    )
     return Cell(esc(text) if len(text) < LONG_TEXT else f"<span class=long>{esc(text)}</span>", sort)
 
 
 def key_columns(frame: pl.DataFrame, exclude: set[str]) -> list[str]:
     """The columns that name a row: plain, not a figure, not wholly null."""
-    return [c for c, t in frame.schema.items()
-            if c not in exclude and not isinstance(t, (pl.List, pl.Array, pl.Struct, pl.Object))
-            and frame[c].null_count() < frame.height]
+    return [
+        c
+        for c, t in frame.schema.items()
+        if c not in exclude
+        and not isinstance(t, (pl.List, pl.Array, pl.Struct, pl.Object))
+        and frame[c].null_count() < frame.height
+    ]
 
 
 def split_constant(frame: pl.DataFrame, columns: list[str], n_rows: int) -> tuple[list[str], list[str]]:
@@ -126,7 +162,7 @@ def pivot_column(frame: pl.DataFrame) -> str | None:
     index = key_columns(frame, VALUE_COLUMNS | {by})
     groups = frame.select(index).unique().height if index else 1
     if frame.height < 2 * groups or frame.select([*index, by]).unique().height != frame.height:
-        return None   # pivoting would not shorten it, or a configuration has a metric twice
+        return None  # pivoting would not shorten it, or a configuration has a metric twice
     return by
 
 
@@ -142,7 +178,9 @@ def n_text(rows: list[dict]) -> Cell:
     return Cell(f"<span class=v>{text}</span>", n)
 
 
-def absent_columns(groups: dict[tuple, dict[str, dict]], names: list[str], notes: Footnotes) -> dict[str, str]:
+def absent_columns(
+    groups: dict[tuple, dict[str, dict]], names: list[str], notes: Footnotes
+) -> dict[str, str]:
     """Pivot values with no estimate in any row -> the footnote markers of why (they get no column)."""
     absent = {}
     for name in names:
@@ -170,13 +208,33 @@ def wide_table(key: str, caption: str, frame: pl.DataFrame, by: str, notes: Foot
         row = [text_cell(named[c], c) for c in shown]
         for name in names:
             r = cells.get(name)
-            row.append(value_cell(r["estimate"], r.get("ci_low"), r.get("ci_high"), unit_name[name], notes.ref(r.get("note")))
-                       if r else Cell(MISSING))
+            row.append(
+                value_cell(
+                    r["estimate"],
+                    r.get("ci_low"),
+                    r.get("ci_high"),
+                    unit_name[name],
+                    notes.ref(r.get("note")),
+                )
+                if r
+                else Cell(MISSING)
+            )
         rows.append(row + ([n_text(list(cells.values()))] if with_n else []))
-    columns = [label_of(c) for c in shown] + [label_of(unit_name[n]) for n in names] + (["n"] if with_n else [])
+    columns = (
+        [label_of(c) for c in shown] + [label_of(unit_name[n]) for n in names] + (["n"] if with_n else [])
+    )
     numeric = [frame.schema[c].is_numeric() for c in shown] + [True] * (len(columns) - len(shown))
-    table = PageTable(key, caption, columns, numeric, rows, to_csv(frame), common, confidence_level(frame),
-                      f"{len(rows):,} rows × {len(names)} {by}s, from {frame.height:,} figures")
+    table = PageTable(
+        key,
+        caption,
+        columns,
+        numeric,
+        rows,
+        to_csv(frame),
+        common,
+        confidence_level(frame),
+        f"{len(rows):,} rows × {len(names)} {by}s, from {frame.height:,} figures",
+    )
     table.absent = [f"{esc(label_of(unit_name[n]))}{marks}" for n, marks in absent.items()]
     table.filters = filters
     return table
@@ -200,8 +258,18 @@ def long_table(key: str, caption: str, frame: pl.DataFrame, notes: Footnotes) ->
         rows.append(row)
     columns = [f"n ({unit[0]})" if c == "n" and len(unit) == 1 else label_of(c) for c in shown]
     numeric = [c in pairs or frame.schema[c].is_numeric() for c in shown]
-    return PageTable(key, caption, columns, numeric, rows, to_csv(frame), common, confidence_level(frame),
-                     f"{len(rows):,} rows", filters=[filter_values(r) for r in frame.to_dicts()])
+    return PageTable(
+        key,
+        caption,
+        columns,
+        numeric,
+        rows,
+        to_csv(frame),
+        common,
+        confidence_level(frame),
+        f"{len(rows):,} rows",
+        filters=[filter_values(r) for r in frame.to_dicts()],
+    )
 
 
 def long_cell(r: dict, column: str, pairs: dict[str, tuple[str, str]]) -> Cell:
@@ -226,12 +294,20 @@ def csv_link(table: PageTable) -> str:
 
 
 def table_markup(table: PageTable, max_rows: int) -> str:
-    head = "".join(f'<th{" class=num" if num else ""} scope=col>{esc(c)}</th>' for c, num in zip(table.columns, table.numeric))
+    head = "".join(
+        f"<th{' class=num' if num else ''} scope=col>{esc(c)}</th>"
+        for c, num in zip(table.columns, table.numeric)
+    )
     keys = table.filters or [{}] * len(table.rows)
     body = "".join(
-        f"<tr{filter_attrs(k)}>" + "".join(f'<td{" class=num" if num else ""}{sort_attr(cell)}>{cell.html}</td>'
-                                           for cell, num in zip(row, table.numeric)) + "</tr>"
-        for row, k in zip(table.rows[:max_rows], keys))
+        f"<tr{filter_attrs(k)}>"
+        + "".join(
+            f"<td{' class=num' if num else ''}{sort_attr(cell)}>{cell.html}</td>"
+            for cell, num in zip(row, table.numeric)
+        )
+        + "</tr>"
+        for row, k in zip(table.rows[:max_rows], keys)
+    )
     foot = []
     if table.common:
         foot.append("for all rows: " + " · ".join(esc(c) for c in table.common))
@@ -242,8 +318,10 @@ def table_markup(table: PageTable, max_rows: int) -> str:
     if len(table.rows) > max_rows:
         foot.append(f"first {max_rows} of {len(table.rows):,} rows shown; the CSV has them all")
     foot_html = f"<p class=tablefoot>{'; '.join(foot)}.</p>" if foot else ""
-    return (f'<div class=table-wrap><table class=sortable id="table-{esc(table.key)}"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>{foot_html}")
+    return (
+        f'<div class=table-wrap><table class=sortable id="table-{esc(table.key)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>{foot_html}"
+    )
 
 
 def filter_attrs(values: dict[str, str]) -> str:
@@ -256,7 +334,8 @@ def sort_attr(cell: Cell) -> str:
 
 def collapsed_html(table: PageTable, max_rows: int) -> str:
     """A table folded under its caption, its size and its CSV: open it to read it."""
-    return (f'<details class=table><summary><span class=cap>{esc(table.caption)}</span> '
-            f'<span class=shape>{esc(table.shape)}</span> {csv_link(table)}</summary>'
-            f"{table_markup(table, max_rows)}</details>")
-
+    return (
+        f"<details class=table><summary><span class=cap>{esc(table.caption)}</span> "
+        f"<span class=shape>{esc(table.shape)}</span> {csv_link(table)}</summary>"
+        f"{table_markup(table, max_rows)}</details>"
+    )

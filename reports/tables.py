@@ -68,14 +68,22 @@ PER_ROW_VALUES = ("estimate", "ci_low", "ci_high", "runner_up_estimate")
 def in_mib(frame: pl.DataFrame) -> pl.DataFrame:
     """Memory for reading: `X_bytes` columns become `X_mib`, and rows whose metric is `X_bytes`
     have their estimate and bounds in MiB under the metric `X_mib` (CSV keeps bytes)."""
-    renames = {c: c.replace("_bytes", "_mib") for c in frame.columns if "_bytes" in c and frame.schema[c].is_numeric()}
+    renames = {
+        c: c.replace("_bytes", "_mib")
+        for c in frame.columns
+        if "_bytes" in c and frame.schema[c].is_numeric()
+    }
     frame = frame.with_columns(pl.col(c) / MIB for c in renames).rename(renames)
     if "metric" in frame.columns and frame.schema["metric"] == pl.String:
         is_bytes = pl.col("metric").str.ends_with("_bytes")
         frame = frame.with_columns(
-            *(pl.when(is_bytes).then(pl.col(c) / MIB).otherwise(pl.col(c)).alias(c)
-              for c in PER_ROW_VALUES if c in frame.columns and frame.schema[c].is_numeric()),
-            pl.col("metric").str.replace(r"_bytes$", "_mib"))
+            *(
+                pl.when(is_bytes).then(pl.col(c) / MIB).otherwise(pl.col(c)).alias(c)
+                for c in PER_ROW_VALUES
+                if c in frame.columns and frame.schema[c].is_numeric()
+            ),
+            pl.col("metric").str.replace(r"_bytes$", "_mib"),
+        )
     return frame
 
 
@@ -97,8 +105,10 @@ def report_table(frame: pl.DataFrame) -> pl.DataFrame:
             low, high = (frame[c].to_list() for c in pairs[column])
             cells[column + label] = [format_interval(v, lo, hi) for v, lo, hi in zip(values, low, high)]
         else:
-            cells[column] = [format_number(v) if isinstance(v, (int, float)) else (MISSING if v is None else str(v))
-                             for v in values]
+            cells[column] = [
+                format_number(v) if isinstance(v, (int, float)) else (MISSING if v is None else str(v))
+                for v in values
+            ]
     return pl.DataFrame(cells, schema={c: pl.String for c in cells})
 
 
@@ -130,10 +140,20 @@ def to_markdown(frame: pl.DataFrame) -> str:
 
 
 LATEX_SPECIALS = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
     # OT1-encoded text fonts print these three as other glyphs
-    "|": r"\textbar{}", "<": r"\textless{}", ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
 }
 
 
@@ -146,12 +166,18 @@ def to_latex(frame: pl.DataFrame, *, caption: str, label: str) -> str:
     formatted = report_table(frame)
     spec = "".join("r" if right else "l" for right in right_aligned(frame, formatted))
     lines = [
-        r"\begin{table}[ht]", r"\centering",
-        rf"\caption{{{latex_escape(caption)}}}", rf"\label{{{latex_escape(label)}}}",
-        rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
-        " & ".join(latex_escape(c) for c in formatted.columns) + r" \\", r"\midrule",
+        r"\begin{table}[ht]",
+        r"\centering",
+        rf"\caption{{{latex_escape(caption)}}}",
+        rf"\label{{{latex_escape(label)}}}",
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        " & ".join(latex_escape(c) for c in formatted.columns) + r" \\",
+        r"\midrule",
         *(" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in formatted.iter_rows()),
-        r"\bottomrule", r"\end{tabular}", r"\end{table}",
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -180,6 +206,8 @@ def write_tables(tables: dict[str, tuple[str, pl.DataFrame]], out_dir: Path, fmt
     written = []
     for key, (caption, frame) in tables.items():
         path = folder / f"{key}{TABLE_SUFFIX[fmt]}"
-        path.write_text(render_table(frame, fmt, caption=caption, label=f"tab:edgestats-{key}"), encoding="utf-8")
+        path.write_text(
+            render_table(frame, fmt, caption=caption, label=f"tab:edgestats-{key}"), encoding="utf-8"
+        )
         written.append(path)
     return written

@@ -15,8 +15,8 @@ from typing import Any
 
 from edgestats.formatting import format_interval, format_number
 
-DEFAULT_LIMIT = 40   # rows per table; --limit N, --all; --json has everything
-PIPED_WIDTH = 200    # piped without COLUMNS: whole rows in logs, wrapped by no one
+DEFAULT_LIMIT = 40  # rows per table; --limit N, --all; --json has everything
+PIPED_WIDTH = 200  # piped without COLUMNS: whole rows in logs, wrapped by no one
 # Kept longest when the width is short, most needed first: the figure and what a row is. Other
 # columns go first, right to left; then these, from the end of this list.
 KEY_COLUMNS = ("estimate [ci]", "metric", "model", "framework", "device", "note", "runtime")
@@ -24,7 +24,7 @@ KEY_COLUMNS = ("estimate [ci]", "metric", "model", "framework", "device", "note"
 
 @dataclass
 class TextOptions:
-    limit: int | None = DEFAULT_LIMIT   # None: every row
+    limit: int | None = DEFAULT_LIMIT  # None: every row
     collected_devices: frozenset[str] = frozenset()
 
 
@@ -57,7 +57,10 @@ def readable(frame):
 
     frame = bytes_as_mib(frame)
     if {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
-        shown = [format_interval(e, lo, hi) for e, lo, hi in frame.select("estimate", "ci_low", "ci_high").iter_rows()]
+        shown = [
+            format_interval(e, lo, hi)
+            for e, lo, hi in frame.select("estimate", "ci_low", "ci_high").iter_rows()
+        ]
         frame = frame.with_columns(pl.Series("estimate [ci]", shown, dtype=pl.String))
         frame = frame.drop("estimate", "ci_low", "ci_high", "level", "method", strict=False)
     frame = frame.select([c for c in frame.columns if frame[c].null_count() < frame.height])
@@ -78,12 +81,19 @@ def bytes_as_mib(frame):
     if "metric" in frame.columns and {"estimate", "ci_low", "ci_high"} <= set(frame.columns):
         is_bytes = pl.col("metric").cast(pl.String).str.ends_with("_bytes").fill_null(False)
         frame = frame.with_columns(
-            *(pl.when(is_bytes).then(pl.col(c) / mib).otherwise(pl.col(c)).alias(c) for c in ("estimate", "ci_low", "ci_high")),
-            pl.when(is_bytes).then(pl.col("metric").cast(pl.String).str.replace(r"_bytes$", "_mib"))
-            .otherwise(pl.col("metric").cast(pl.String)).alias("metric"))
+            *(
+                pl.when(is_bytes).then(pl.col(c) / mib).otherwise(pl.col(c)).alias(c)
+                for c in ("estimate", "ci_low", "ci_high")
+            ),
+            pl.when(is_bytes)
+            .then(pl.col("metric").cast(pl.String).str.replace(r"_bytes$", "_mib"))
+            .otherwise(pl.col("metric").cast(pl.String))
+            .alias("metric"),
+        )
     byte_columns = [c for c in frame.columns if c.endswith("_bytes") and frame[c].dtype.is_numeric()]
-    return frame.with_columns(*((pl.col(c) / mib).alias(c.removesuffix("_bytes") + "_mib") for c in byte_columns)
-                              ).drop(byte_columns)
+    return frame.with_columns(
+        *((pl.col(c) / mib).alias(c.removesuffix("_bytes") + "_mib") for c in byte_columns)
+    ).drop(byte_columns)
 
 
 def collected_first(frame, collected_devices: frozenset[str]):
@@ -106,25 +116,37 @@ def drop_order(header: list[str], labels: set[str]) -> list[int]:
     (quantiles), runtime before the figures, medians last; then the labels that say what a row
     is, right to left. Never the estimate, the metric or the note marks."""
     right_to_left = list(reversed(range(len(header))))
-    counts = [i for i in right_to_left if header[i] not in labels and (header[i] == "n" or header[i].startswith("n_"))]
-    figures = [i for i in right_to_left if header[i] not in labels and i not in counts and header[i] != "estimate [ci]"]
-    figures.sort(key=lambda i: "median" in header[i])   # stable: right to left, medians last
+    counts = [
+        i
+        for i in right_to_left
+        if header[i] not in labels and (header[i] == "n" or header[i].startswith("n_"))
+    ]
+    figures = [
+        i
+        for i in right_to_left
+        if header[i] not in labels and i not in counts and header[i] != "estimate [ci]"
+    ]
+    figures.sort(key=lambda i: "median" in header[i])  # stable: right to left, medians last
     minor = [i for i, h in enumerate(header) if h == "runtime"]
-    kept = ("estimate [ci]", "metric", "note")   # note: its marks are what the footnotes below refer to
+    kept = ("estimate [ci]", "metric", "note")  # note: its marks are what the footnotes below refer to
     rest = [i for i in right_to_left if header[i] in labels and i not in minor and header[i] not in kept]
     if "estimate [ci]" in header:
         return counts + figures + minor + rest
     return counts + minor + figures + rest
 
 
-def fit_columns(header: list[str], rows: list[list[str]], width: int, labels: set[str]) -> tuple[list[int], bool]:
+def fit_columns(
+    header: list[str], rows: list[list[str]], width: int, labels: set[str]
+) -> tuple[list[int], bool]:
     """Indices of the columns to show, and whether the estimate column stays on one line: all
     columns that fit, each at least as wide as its longest word (rich's minimum), leaving out
     columns in drop_order. The interval is kept whole if that costs no label but runtime; else
     it wraps at its spaces."""
     words = [max(longest_word([h]), longest_word([r[i] for r in rows]), 1) + 3 for i, h in enumerate(header)]
-    whole = [max([len(h)] + [len(r[i]) for r in rows]) + 3 if h == "estimate [ci]" else words[i]
-             for i, h in enumerate(header)]
+    whole = [
+        max([len(h)] + [len(r[i]) for r in rows]) + 3 if h == "estimate [ci]" else words[i]
+        for i, h in enumerate(header)
+    ]
     order = drop_order(header, labels)
     shown: list[int] = []
     for need, one_line in ((whole, True), (words, False)):
@@ -143,13 +165,19 @@ def fit_columns(header: list[str], rows: list[list[str]], width: int, labels: se
 def constants_in_title(title: str, header: list[str], rows: list[list[str]]):
     """A column with one value in every row shown goes into the title (", device vm"): room
     for the others. Returns (title, header, rows) without those columns."""
-    same = [i for i, h in enumerate(header) if len(rows) > 1 and h not in ("estimate [ci]", "metric", "note")
-            and len({r[i] for r in rows}) == 1]
+    same = [
+        i
+        for i, h in enumerate(header)
+        if len(rows) > 1 and h not in ("estimate [ci]", "metric", "note") and len({r[i] for r in rows}) == 1
+    ]
     if not same:
         return title, header, rows
     title += " — " + ", ".join(f"{header[i]} {rows[0][i]}" for i in same if rows[0][i])
-    return (title, [h for i, h in enumerate(header) if i not in same],
-            [[c for i, c in enumerate(r) if i not in same] for r in rows])
+    return (
+        title,
+        [h for i, h in enumerate(header) if i not in same],
+        [[c for i, c in enumerate(r) if i not in same] for r in rows],
+    )
 
 
 def print_footnotes(console, notes: list[str]) -> None:
@@ -178,36 +206,53 @@ def print_frame(console, title: str, frame, options: TextOptions) -> None:
     total = frame.height
     if options.limit is not None:
         frame = frame.head(options.limit)
-    frame, notes = readable(frame)   # after the limit: footnotes for the rows shown only
+    frame, notes = readable(frame)  # after the limit: footnotes for the rows shown only
     header = list(frame.columns)
     labels = {c for c in header if frame[c].dtype == pl.String or frame[c].dtype == pl.Categorical}
     rows = [[cell_text(v) for v in row] for row in frame.iter_rows()]
     title, header, rows = constants_in_title(title, header, rows)
     shown, interval_whole = fit_columns(header, rows, console.width, labels)
-    console.print(Text(title, style="bold"))   # the console's width, not the table's
+    console.print(Text(title, style="bold"))  # the console's width, not the table's
     table = Table()
-    for i in shown:   # Text: DB strings and "[low, high]" are never read as markup
+    for i in shown:  # Text: DB strings and "[low, high]" are never read as markup
         cells = [row[i] for row in rows]
         # rich squeezes the widest wrapable column first, below its longest word if it must:
         # a column of single words is kept whole (no_wrap); fit_columns made room for it
         estimate = header[i] == "estimate [ci]"
-        table.add_column(Text(header[i]), justify="right" if estimate or header[i] not in labels else "left",
-                         min_width=longest_word(cells + [header[i]]),
-                         no_wrap=all(" " not in c for c in cells) or (estimate and interval_whole))
+        table.add_column(
+            Text(header[i]),
+            justify="right" if estimate or header[i] not in labels else "left",
+            min_width=longest_word(cells + [header[i]]),
+            no_wrap=all(" " not in c for c in cells) or (estimate and interval_whole),
+        )
     for row in rows:
         table.add_row(*(Text(row[i]) for i in shown))
     console.print(table)
     print_footnotes(console, notes)
     left_out = [header[i] for i in range(len(header)) if i not in shown]
     if left_out:
-        console.print(Padding(Text(f"not shown at {console.width} columns: {', '.join(left_out)} (--json, or a wider "
-                                   "terminal)"), (0, 0, 0, 2)))
+        console.print(
+            Padding(
+                Text(
+                    f"not shown at {console.width} columns: {', '.join(left_out)} (--json, or a wider "
+                    "terminal)"
+                ),
+                (0, 0, 0, 2),
+            )
+        )
     if total > frame.height:
-        console.print(Padding(Text(f"… {total - frame.height} more rows: --all shows them, --json has everything, or "
-                                   "narrow with --where / --only"), (0, 0, 0, 2)))
+        console.print(
+            Padding(
+                Text(
+                    f"… {total - frame.height} more rows: --all shows them, --json has everything, or "
+                    "narrow with --where / --only"
+                ),
+                (0, 0, 0, 2),
+            )
+        )
 
 
-MAX_REASONS = 5   # per analysis: the reasons some groups got no figures (--json has all)
+MAX_REASONS = 5  # per analysis: the reasons some groups got no figures (--json has all)
 
 
 def print_results(results: dict[str, Any], options: TextOptions, console=None) -> None:
@@ -220,7 +265,9 @@ def print_results(results: dict[str, Any], options: TextOptions, console=None) -
     for name, result in results.items():
         shown = {k: f for k, f in result.frames.items() if f.height and k not in result.chart_only}
         if not result.available and not shown:
-            reason = result.entries[0].get("reason", "not enough data") if result.entries else "not enough data"
+            reason = (
+                result.entries[0].get("reason", "not enough data") if result.entries else "not enough data"
+            )
             console.print(Text.assemble((name, "bold"), f": skipped — {reason}"))
             continue
         for part, frame in shown.items():
@@ -229,12 +276,16 @@ def print_results(results: dict[str, Any], options: TextOptions, console=None) -
         for line in reasons[:MAX_REASONS]:
             console.print(Text(f"note: {name}: {line}"))
         if len(reasons) > MAX_REASONS:
-            console.print(Text(f"note: {name}: {len(reasons) - MAX_REASONS} more such notes (--json has them)"))
+            console.print(
+                Text(f"note: {name}: {len(reasons) - MAX_REASONS} more such notes (--json has them)")
+            )
         for note in dict.fromkeys(result.notes):
             console.print(Text(f"note: {note}"))
 
 
 def entry_reason(entry: dict) -> str:
-    """"(dataset MNIST, training_time_s) not enough data: ...": which group a reason is for."""
-    where = [f"{k} {v}" for k, v in (entry.get("group") or {}).items()] + ([entry["response"]] if entry.get("response") else [])
+    """ "(dataset MNIST, training_time_s) not enough data: ...": which group a reason is for."""
+    where = [f"{k} {v}" for k, v in (entry.get("group") or {}).items()] + (
+        [entry["response"]] if entry.get("response") else []
+    )
     return f"({', '.join(where)}) {entry['reason']}" if where else entry["reason"]

@@ -14,16 +14,31 @@ MIB = 1024 * 1024
 
 # suffix -> (unit shown, factor applied to the value); longest suffixes first.
 SUFFIX_UNITS = (
-    ("_per_s", "/s", 1.0), ("_bytes", "MiB", 1 / MIB), ("_pct", "%", 1.0), ("_ms", "ms", 1.0),
-    ("_mb", "MB", 1.0), ("_j", "J", 1.0), ("_w", "W", 1.0), ("_s", "s", 1.0),
+    ("_per_s", "/s", 1.0),
+    ("_bytes", "MiB", 1 / MIB),
+    ("_pct", "%", 1.0),
+    ("_ms", "ms", 1.0),
+    ("_mb", "MB", 1.0),
+    ("_j", "J", 1.0),
+    ("_w", "W", 1.0),
+    ("_s", "s", 1.0),
 )
 
 # Names a reader knows better than the column's.
 LABELS = {
-    "latency_median_ms": "median latency", "latency_p90_ms": "p90 latency", "latency_p99_ms": "p99 latency",
-    "latency_mean_ms": "mean latency", "throughput_per_s": "throughput", "rss_peak_bytes": "peak memory",
-    "rss_mean_bytes": "mean memory", "energy_per_inference_j": "energy / inference", "n_runs": "runs",
-    "batch_size": "batch", "num_workers": "workers", "share_of_total": "share", "n_latencies": "latencies",
+    "latency_median_ms": "median latency",
+    "latency_p90_ms": "p90 latency",
+    "latency_p99_ms": "p99 latency",
+    "latency_mean_ms": "mean latency",
+    "throughput_per_s": "throughput",
+    "rss_peak_bytes": "peak memory",
+    "rss_mean_bytes": "mean memory",
+    "energy_per_inference_j": "energy / inference",
+    "n_runs": "runs",
+    "batch_size": "batch",
+    "num_workers": "workers",
+    "share_of_total": "share",
+    "n_latencies": "latencies",
 }
 
 
@@ -36,7 +51,7 @@ def unit_of(name: str) -> tuple[str, float]:
 
 
 def label_of(name: str) -> str:
-    """"latency_median_ms" -> "median latency (ms)", "rss_peak_bytes" -> "peak memory (MiB)"."""
+    """ "latency_median_ms" -> "median latency (ms)", "rss_peak_bytes" -> "peak memory (MiB)"."""
     unit, _ = unit_of(name)
     if name in LABELS:
         base = LABELS[name]

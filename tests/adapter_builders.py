@@ -18,8 +18,14 @@ def adapter_class(framework: str) -> type[Adapter]:
 
 
 def config(framework: str, runtime: str | None = None, **kw) -> RunConfig:
-    return RunConfig(framework=framework, model=kw.pop("model", "cnn9"), runtime=runtime,
-                     batch_size=kw.pop("batch_size", 2), threads=kw.pop("threads", 2), **kw)
+    return RunConfig(
+        framework=framework,
+        model=kw.pop("model", "cnn9"),
+        runtime=runtime,
+        batch_size=kw.pop("batch_size", 2),
+        threads=kw.pop("threads", 2),
+        **kw,
+    )
 
 
 def run_phases(cfg: RunConfig, cache: Path):
@@ -32,5 +38,3 @@ def run_phases(cfg: RunConfig, cache: Path):
     out1 = np.asarray(adapter.infer(adapter.load_input()))
     out2 = np.asarray(adapter.infer(adapter.load_input()))
     return adapter, versions, info, out1, out2
-
-

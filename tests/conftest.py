@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from builders import make_results_db, write_inference_run, write_training_run  # noqa: F401  (re-exported)
 
 # Two xdist workers on two cores each start framework processes whose OpenMP threads (PyTorch's
@@ -62,8 +61,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     grouped = [item for item in items if item.get_closest_marker("xdist_group")]
     if config.getvalue("loadgroup") and grouped and "@" not in grouped[0].nodeid:
-        raise pytest.UsageError("pytest-xdist's --dist loadgroup left the xdist_group tests ungrouped (pytest "
-                                f"{pytest.__version__} with this pytest-xdist): install with constraints.txt (pytest<9)")
+        raise pytest.UsageError(
+            "pytest-xdist's --dist loadgroup left the xdist_group tests ungrouped (pytest "
+            f"{pytest.__version__} with this pytest-xdist): install with constraints.txt (pytest<9)"
+        )
     heavy_modules = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
 
     def group_rank(item: pytest.Item) -> int:
@@ -90,8 +91,11 @@ def pytest_runtest_call(item: pytest.Item):
     result = yield
     new = frameworks_loaded() - item.stash.get(_LOADED_AT_SETUP, frozenset())
     if new and item.get_closest_marker("frameworks") is None:
-        pytest.fail(f"{item.nodeid} imported {', '.join(sorted(new))}: mark it @pytest.mark.frameworks "
-                    "so the fast lane leaves it out", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} imported {', '.join(sorted(new))}: mark it @pytest.mark.frameworks "
+            "so the fast lane leaves it out",
+            pytrace=False,
+        )
     return result
 
 
@@ -107,8 +111,10 @@ def pytest_make_collect_report(collector: pytest.Collector):
         new = frameworks_loaded() - before
         if new:
             report.outcome = "failed"
-            report.longrepr = (f"{collector.path}: importing this module loads {', '.join(sorted(new))}; "
-                               "import it inside the @pytest.mark.frameworks tests that need it")
+            report.longrepr = (
+                f"{collector.path}: importing this module loads {', '.join(sorted(new))}; "
+                "import it inside the @pytest.mark.frameworks tests that need it"
+            )
     return report
 
 
@@ -116,7 +122,9 @@ def pytest_make_collect_report(collector: pytest.Collector):
 def results_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Built once per session (per xdist worker): creating a DB runs every migration."""
     path = make_results_db(tmp_path_factory.mktemp("results-template") / "results.duckdb")
-    assert not Path(f"{path}.wal").exists(), "the builder left a WAL: a copy of the file alone would miss rows"
+    assert not Path(f"{path}.wal").exists(), (
+        "the builder left a WAL: a copy of the file alone would miss rows"
+    )
     return path
 
 

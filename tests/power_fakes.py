@@ -10,8 +10,8 @@ from pathlib import Path
 
 from edgestats.collectors.power.base import PowerSource
 
-PACKAGE_MAX_UJ = 262143328850   # max_energy_range_uj of a package zone on Skylake and later
-DRAM_MAX_UJ = 65712999613       # dram zones use a different energy unit
+PACKAGE_MAX_UJ = 262143328850  # max_energy_range_uj of a package zone on Skylake and later
+DRAM_MAX_UJ = 65712999613  # dram zones use a different energy unit
 
 
 def write(path: Path, text: str) -> None:
@@ -21,10 +21,11 @@ def write(path: Path, text: str) -> None:
 
 # -- fake trees --------------------------------------------------------------------------------
 
+
 def make_rapl_tree(root: Path, zones: dict[str, tuple[str, int, int]]) -> Path:
     """/sys/class/powercap with zones {folder: (name, energy_uj, max_energy_range_uj)}."""
     base = root / "sys/class/powercap"
-    write(base / "intel-rapl/enabled", "1")            # the control type: not a zone
+    write(base / "intel-rapl/enabled", "1")  # the control type: not a zone
     write(base / "intel-rapl-mmio:0/name", "package-0")  # MMIO duplicate of the package: ignored
     write(base / "intel-rapl-mmio:0/energy_uj", "5")
     for folder, (name, energy_uj, max_uj) in zones.items():
@@ -36,7 +37,7 @@ def make_rapl_tree(root: Path, zones: dict[str, tuple[str, int, int]]) -> Path:
 
 
 LAPTOP_ZONES = {
-    "intel-rapl:0": ("package-0", 262143000000, PACKAGE_MAX_UJ),   # 0.33 J before it wraps
+    "intel-rapl:0": ("package-0", 262143000000, PACKAGE_MAX_UJ),  # 0.33 J before it wraps
     "intel-rapl:0:0": ("core", 123456789012, PACKAGE_MAX_UJ),
     "intel-rapl:0:1": ("uncore", 2345678901, PACKAGE_MAX_UJ),
     "intel-rapl:0:2": ("dram", 65712900000, DRAM_MAX_UJ),
@@ -81,8 +82,8 @@ def make_ina3221_hwmon_tree(root: Path, mv_ma: list[tuple[int, int]], enabled=(1
         write(hwmon / f"curr{n}_input", str(ma))
         write(hwmon / f"in{n}_enable", str(on))
         write(hwmon / f"shunt{n}_resistor", "5000")
-        write(hwmon / f"in{n + 3}_input", str(ma * 5))       # shunt voltage, uV: not a rail
-    write(hwmon / "in7_label", "sum of shunt voltages")        # labelled, but no curr7: not a rail
+        write(hwmon / f"in{n + 3}_input", str(ma * 5))  # shunt voltage, uV: not a rail
+    write(hwmon / "in7_label", "sum of shunt voltages")  # labelled, but no curr7: not a rail
     write(hwmon / "in7_input", "11520")
     write(hwmon / "curr4_input", "2304")
     return hwmon
@@ -90,8 +91,14 @@ def make_ina3221_hwmon_tree(root: Path, mv_ma: list[tuple[int, int]], enabled=(1
 
 # -- NVML --------------------------------------------------------------------------------------
 
-NVML_FUNCTIONS = ("nvmlInit", "nvmlShutdown", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex",
-                  "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetPowerUsage")
+NVML_FUNCTIONS = (
+    "nvmlInit",
+    "nvmlShutdown",
+    "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetTotalEnergyConsumption",
+    "nvmlDeviceGetPowerUsage",
+)
 
 
 def fake_pynvml(energy_mj: list[list[int] | None], power_mw: list[list[int]], init_error: str | None = None):
@@ -129,17 +136,21 @@ def fake_pynvml(energy_mj: list[list[int] | None], power_mw: list[list[int]], in
 
 # -- external meter CSV ------------------------------------------------------------------------
 
+
 def write_csv(tmp_path: Path, text: str, name: str = "meter.csv") -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
 
 
-UNIX_CSV = "timestamp,power_w,voltage_v\n1700000001.0,4.0,5.1\n1700000000.0,2.0,5.1\n1700000002.0,4.0,5.1\n" \
-           "1700000003.0,1.0,5.0\n"
+UNIX_CSV = (
+    "timestamp,power_w,voltage_v\n1700000001.0,4.0,5.1\n1700000000.0,2.0,5.1\n1700000002.0,4.0,5.1\n"
+    "1700000003.0,1.0,5.0\n"
+)
 
 
 # -- a power source that is no built-in one --------------------------------------------------------
+
 
 class FakeBoardSource(PowerSource):
     """A source as a new board's module would define it: usable where `<root>/fakeboard` exists,
@@ -164,8 +175,13 @@ def register_fake_board(monkeypatch) -> None:
     """Add FakeBoardSource to the power registry (last, tried by auto) for one test."""
     from edgestats.registry import power as registry
 
-    entry = registry.PowerSourceEntry("fakeboard", "Fake board", "power_fakes:FakeBoardSource",
-                                      "a fake board's power rail", "docs/power-sources.md#rapl")
+    entry = registry.PowerSourceEntry(
+        "fakeboard",
+        "Fake board",
+        "power_fakes:FakeBoardSource",
+        "a fake board's power rail",
+        "docs/power-sources.md#rapl",
+    )
     sources = (*registry.POWER_SOURCES, entry)
     monkeypatch.setattr(registry, "POWER_SOURCES", sources)
     monkeypatch.setattr(registry, "_BY_NAME", {e.name: e for e in sources})

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from analysis_builders import import_sample
+from builders import make_results_db
 from typer.testing import CliRunner
 
 import edgestats
-from analysis_builders import import_sample
-from builders import make_results_db
 from edgestats.analysis.load import AnalysisInputError
 from edgestats.cli import app
 from edgestats.errors import DatabaseError, QueryError
@@ -27,7 +27,7 @@ runner = CliRunner()
 
 def cli_json(*args: str) -> dict | list:
     result = runner.invoke(app, list(args))
-    assert result.exit_code in (0, 1), result.output   # compare exits 1 on a regression
+    assert result.exit_code in (0, 1), result.output  # compare exits 1 on a regression
     return json.loads(result.stdout)
 
 
@@ -45,51 +45,97 @@ def six_runs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def threads_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return import_sample(tmp_path_factory.mktemp("api") / "threads.duckdb", "dlaas_threads_server2.csv", "training")
+    return import_sample(
+        tmp_path_factory.mktemp("api") / "threads.duckdb", "dlaas_threads_server2.csv", "training"
+    )
 
 
 # -- analyze -------------------------------------------------------------------------------------
 
+
 def test_every_analysis_matches_the_cli_json(six_runs_db):
     api = edgestats.open(six_runs_db).analyze(resamples=200, seed=3, level=0.9)
     assert list(api) == ["summary", "breakdown", "energy", "tradeoff", "hyperparams", "pipeline"]
-    assert api.json() == cli_json("analyze", str(six_runs_db), "--json", "--resamples", "200", "--seed", "3",
-                                  "--level", "0.9")
+    assert api.json() == cli_json(
+        "analyze", str(six_runs_db), "--json", "--resamples", "200", "--seed", "3", "--level", "0.9"
+    )
     assert api["summary"].available and not api["energy"].available and "energy" in api["energy"].reason
 
 
 def test_one_analysis_with_groups_and_filters_matches_the_cli(six_runs_db):
-    summary = edgestats.open(six_runs_db).analyze("summary", by=["framework"], framework="onnxruntime",
-                                                  resamples=200, bca_max_n=50)
-    expected = cli_json("analyze", str(six_runs_db), "--only", "summary", "--by", "framework", "--framework",
-                        "onnxruntime", "--resamples", "200", "--bca-max-n", "50", "--json")
+    summary = edgestats.open(six_runs_db).analyze(
+        "summary", by=["framework"], framework="onnxruntime", resamples=200, bca_max_n=50
+    )
+    expected = cli_json(
+        "analyze",
+        str(six_runs_db),
+        "--only",
+        "summary",
+        "--by",
+        "framework",
+        "--framework",
+        "onnxruntime",
+        "--resamples",
+        "200",
+        "--bca-max-n",
+        "50",
+        "--json",
+    )
     assert summary.json() == expected["summary"]
     assert set(summary.frame["framework"].to_list()) == {"onnxruntime"}
-    assert isinstance(summary.frame, pl.DataFrame) and {"estimate", "ci_low", "ci_high", "level"} <= set(summary.frame.columns)
+    assert isinstance(summary.frame, pl.DataFrame) and {"estimate", "ci_low", "ci_high", "level"} <= set(
+        summary.frame.columns
+    )
     assert list(summary.frames) == ["metrics", "distribution", "ecdf", "variance"]
 
 
 def test_hyperparams_options_match_the_cli(threads_db):
-    hyper = edgestats.open(threads_db).analyze("hyperparams", response="training_time_s", factor="threads",
-                                               by="framework", best="min", where="threads IS NOT NULL", linear="threads")
-    expected = cli_json("analyze", str(threads_db), "--only", "hyperparams", "--response", "training_time_s",
-                        "--factor", "threads", "--by", "framework", "--best", "min", "--where", "threads IS NOT NULL",
-                        "--linear", "threads", "--json")
+    hyper = edgestats.open(threads_db).analyze(
+        "hyperparams",
+        response="training_time_s",
+        factor="threads",
+        by="framework",
+        best="min",
+        where="threads IS NOT NULL",
+        linear="threads",
+    )
+    expected = cli_json(
+        "analyze",
+        str(threads_db),
+        "--only",
+        "hyperparams",
+        "--response",
+        "training_time_s",
+        "--factor",
+        "threads",
+        "--by",
+        "framework",
+        "--best",
+        "min",
+        "--where",
+        "threads IS NOT NULL",
+        "--linear",
+        "threads",
+        "--json",
+    )
     assert hyper.json() == expected["hyperparams"]
     caffe = next(e for e in hyper.json() if e["group"] == {"framework": "Caffe-CPU"})
-    assert caffe["best"]["config"] == {"threads": 24}   # DLaaS Table XII: Caffe's fastest row, 543.92 s
+    assert caffe["best"]["config"] == {"threads": 24}  # DLaaS Table XII: Caffe's fastest row, 543.92 s
     assert "threads" in hyper.sentence
 
 
-@pytest.mark.parametrize("options, flags", [
-    ({"level": 1.5}, ["--level", "1.5"]),
-    ({"only": "nope"}, ["--only", "nope"]),
-    ({"by": "colour"}, ["--by", "colour"]),
-    ({"where": "1; DROP TABLE runs"}, ["--where", "1; DROP TABLE runs"]),
-    ({"noisy": "maybe"}, ["--noisy", "maybe"]),
-    ({"resamples": 10}, ["--resamples", "10"]),
-    ({"log": "threads", "linear": "threads"}, ["--log", "threads", "--linear", "threads"]),
-])
+@pytest.mark.parametrize(
+    "options, flags",
+    [
+        ({"level": 1.5}, ["--level", "1.5"]),
+        ({"only": "nope"}, ["--only", "nope"]),
+        ({"by": "colour"}, ["--by", "colour"]),
+        ({"where": "1; DROP TABLE runs"}, ["--where", "1; DROP TABLE runs"]),
+        ({"noisy": "maybe"}, ["--noisy", "maybe"]),
+        ({"resamples": 10}, ["--resamples", "10"]),
+        ({"log": "threads", "linear": "threads"}, ["--log", "threads", "--linear", "threads"]),
+    ],
+)
 def test_options_are_refused_with_the_cli_message(six_runs_db, options, flags):
     with pytest.raises(AnalysisInputError) as refused:
         edgestats.open(six_runs_db).analyze(**options)
@@ -97,6 +143,7 @@ def test_options_are_refused_with_the_cli_message(six_runs_db, options, flags):
 
 
 # -- charts --------------------------------------------------------------------------------------
+
 
 def test_charts_are_the_reports_charts(six_runs_db):
     summary = edgestats.open(six_runs_db).analyze("summary", resamples=200)
@@ -119,15 +166,24 @@ def test_chart_errors_name_what_is_missing(six_runs_db):
 
 # -- runs and sql --------------------------------------------------------------------------------
 
+
 def test_runs_are_the_runs_analyze_uses(six_runs_db):
     results = edgestats.open(six_runs_db)
     runs = results.runs(framework=["pytorch", "onnxruntime"], kind="inference")
     assert runs.height == 6 and "run_idx" not in runs.columns
-    ids = [r["run_id"] for r in cli_json("sql", str(six_runs_db), "SELECT CAST(run_id AS VARCHAR) AS run_id FROM runs "
-                                                                  "WHERE kind = 'inference'", "--format", "json")]
+    ids = [
+        r["run_id"]
+        for r in cli_json(
+            "sql",
+            str(six_runs_db),
+            "SELECT CAST(run_id AS VARCHAR) AS run_id FROM runs WHERE kind = 'inference'",
+            "--format",
+            "json",
+        )
+    ]
     assert sorted(runs["run_id"].to_list()) == sorted(ids)
     assert results.runs(where="framework = 'pytorch'")["framework"].unique().to_list() == ["pytorch"]
-    assert results.runs().height == 7   # the training run too
+    assert results.runs().height == 7  # the training run too
     with pytest.raises(AnalysisInputError, match="--where"):
         results.runs(where="no_such_column = 1")
 
@@ -136,8 +192,13 @@ def test_sql_matches_the_cli_and_keeps_repeated_names(six_runs_db):
     query = "SELECT framework, count(*) AS n, 1 AS x, 2 AS x FROM run_summary GROUP BY ALL ORDER BY ALL"
     frame = edgestats.open(six_runs_db).sql(query)
     assert frame.columns == ["framework", "n", "x", "x_1"]
-    rows = cli_json("sql", str(six_runs_db), "SELECT framework, count(*) AS n FROM run_summary GROUP BY ALL ORDER BY ALL",
-                    "--format", "json")
+    rows = cli_json(
+        "sql",
+        str(six_runs_db),
+        "SELECT framework, count(*) AS n FROM run_summary GROUP BY ALL ORDER BY ALL",
+        "--format",
+        "json",
+    )
     assert frame.select("framework", "n").to_dicts() == rows
 
 
@@ -152,25 +213,43 @@ def test_sql_is_sandboxed(six_runs_db, tmp_path):
     outside.write_text("a\n1\n2\n")
     with pytest.raises(QueryError):
         results.sql(f"SELECT * FROM read_csv('{outside}')")
-    assert results.sql(f"SELECT sum(a) AS total FROM read_csv('{outside}')", read=[outside])["total"].to_list() == [3]
+    assert results.sql(f"SELECT sum(a) AS total FROM read_csv('{outside}')", read=[outside])[
+        "total"
+    ].to_list() == [3]
 
 
 # -- compare -------------------------------------------------------------------------------------
 
+
 def test_compare_two_dbs_matches_the_cli(six_runs_db, tmp_path):
     after = make_results_db(tmp_path / "after.duckdb", n_runs=6, seed0=20)
     comparison = edgestats.open(six_runs_db).compare(other=edgestats.open(after), threshold=3)
-    assert comparison.json() == cli_json("compare", str(six_runs_db), str(after), "--threshold", "3", "--format", "json")
+    assert comparison.json() == cli_json(
+        "compare", str(six_runs_db), str(after), "--threshold", "3", "--format", "json"
+    )
     assert comparison.frame.height == sum(len(c["metrics"]) for c in comparison.json()["comparisons"]) > 0
     assert comparison.chart().to_dict()["facet"]["row"]["field"] == "quantity"
     assert edgestats.open(six_runs_db).compare(other=after, threshold=3).json() == comparison.json()
 
 
 def test_compare_two_selections_matches_the_cli(six_runs_db):
-    comparison = edgestats.open(six_runs_db).compare(a="framework = 'pytorch'", b="framework = 'onnxruntime'",
-                                                     where="kind = 'inference'", level=0.9)
-    expected = cli_json("compare", str(six_runs_db), "--a", "framework = 'pytorch'", "--b", "framework = 'onnxruntime'",
-                        "--where", "kind = 'inference'", "--level", "0.9", "--format", "json")
+    comparison = edgestats.open(six_runs_db).compare(
+        a="framework = 'pytorch'", b="framework = 'onnxruntime'", where="kind = 'inference'", level=0.9
+    )
+    expected = cli_json(
+        "compare",
+        str(six_runs_db),
+        "--a",
+        "framework = 'pytorch'",
+        "--b",
+        "framework = 'onnxruntime'",
+        "--where",
+        "kind = 'inference'",
+        "--level",
+        "0.9",
+        "--format",
+        "json",
+    )
     assert comparison.json() == expected
     assert bool(comparison.regressions) == expected["regression"]
     assert "against A" in comparison.sentence and "<table" in comparison._repr_html_()
@@ -182,11 +261,13 @@ def test_compare_refuses_what_the_cli_refuses(six_runs_db):
         results.compare(a="framework = 'pytorch'")
     with pytest.raises(AnalysisInputError) as refused:
         results.compare(a="framework = 'pytorch'", b="1; DROP TABLE runs")
-    assert f"error: {refused.value}" in cli_error("compare", str(six_runs_db), "--a", "framework = 'pytorch'",
-                                                  "--b", "1; DROP TABLE runs")
+    assert f"error: {refused.value}" in cli_error(
+        "compare", str(six_runs_db), "--a", "framework = 'pytorch'", "--b", "1; DROP TABLE runs"
+    )
 
 
 # -- what open accepts ---------------------------------------------------------------------------
+
 
 def test_a_list_of_dbs_is_read_as_the_lake_of_its_files(six_runs_db, tmp_path):
     other = make_results_db(tmp_path / "other.duckdb", device_name="pi5", n_runs=2, seed0=40)
@@ -197,7 +278,9 @@ def test_a_list_of_dbs_is_read_as_the_lake_of_its_files(six_runs_db, tmp_path):
         folder.mkdir()
         for name, path in (("a.duckdb", six_runs_db), ("b.duckdb", other)):
             (folder / name).write_bytes(path.read_bytes())
-        expected = cli_json("analyze", str(folder / "*.duckdb"), "--only", "summary", "--resamples", "200", "--json")
+        expected = cli_json(
+            "analyze", str(folder / "*.duckdb"), "--only", "summary", "--resamples", "200", "--json"
+        )
         assert both.analyze("summary", resamples=200).json() == expected["summary"]
         links = both.spec.parents[1]
         assert links.is_dir()
@@ -226,10 +309,14 @@ def test_open_reports_a_missing_db_at_once_with_the_cli_message(tmp_path):
 def test_importing_edgestats_stays_light():
     """`import edgestats` (every command, the measured worker) loads no API, polars or DuckDB; the
     API's names resolve on first use."""
-    code = ("import sys, edgestats; heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('polars', 'duckdb', 'altair', 'pyarrow') or m.startswith('edgestats.api')); print(heavy); "
-            "print(edgestats.open.__module__, 'open' in dir(edgestats))")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.splitlines()
+    code = (
+        "import sys, edgestats; heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('polars', 'duckdb', 'altair', 'pyarrow') or m.startswith('edgestats.api')); print(heavy); "
+        "print(edgestats.open.__module__, 'open' in dir(edgestats))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.splitlines()
     assert out == ["[]", "edgestats.api.results True"]
     with pytest.raises(AttributeError, match="no attribute 'opne'"):
         edgestats.opne  # noqa: B018

@@ -15,13 +15,17 @@ FRAMEWORKS = {"torch", "tensorflow", "onnxruntime", "ai_edge_litert", "keras"}
 
 
 def loaded_after(statement: str) -> set[str]:
-    code = f"import sys, json\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    code = (
+        f"import sys, json\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return set(json.loads(out.splitlines()[-1]))
 
 
 def test_collectors_and_store_do_not_import_the_analysis_stack():
-    loaded = loaded_after("import edgestats.collectors, edgestats.store.results, edgestats.collectors.host.facts, edgestats.collectors.host.probes")
+    loaded = loaded_after(
+        "import edgestats.collectors, edgestats.store.results, edgestats.collectors.host.facts, edgestats.collectors.host.probes"
+    )
     assert not loaded & ANALYSIS, f"device-side code imported {loaded & ANALYSIS}"
     assert not loaded & FRAMEWORKS, "frameworks are imported lazily, by the worker only"
 
@@ -33,7 +37,9 @@ def test_cli_startup_imports_no_framework():
 
 
 def test_reports_and_analysis_do_not_import_frameworks():
-    loaded = loaded_after("import edgestats.reports, edgestats.store.query, edgestats.exports.merge, edgestats.imports.importer")
+    loaded = loaded_after(
+        "import edgestats.reports, edgestats.store.query, edgestats.exports.merge, edgestats.imports.importer"
+    )
     assert not loaded & FRAMEWORKS
 
 
@@ -60,9 +66,9 @@ PACKAGES = {"edgestats": "edgestats", "collectors": "edgestats.collectors", "rep
 
 @dataclass(frozen=True)
 class Import:
-    path: str      # relative to the repo, as an assertion names it
+    path: str  # relative to the repo, as an assertion names it
     line: int
-    module: str    # absolute dotted name
+    module: str  # absolute dotted name
 
 
 def module_name(path: Path) -> str:
@@ -97,9 +103,13 @@ def imports_in(path: Path, name: str | None = None) -> list[Import]:
             found += [Import(rel, node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             found += [Import(rel, node.lineno, m) for m in absolute(node, name, path.name == "__init__.py")]
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str)
-              and ast.unparse(node.func) in ("importlib.import_module", "import_module", "__import__")):
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and ast.unparse(node.func) in ("importlib.import_module", "import_module", "__import__")
+        ):
             found.append(Import(rel, node.lineno, node.args[0].value))
     return found
 
@@ -115,7 +125,7 @@ def within(module: str, packages: set[str] | tuple[str, ...]) -> bool:
 
 
 def offenders(folder: str, forbidden: set[str], skip: tuple[str, ...] = ()) -> list[str]:
-    """"file:line imports module" for each import statement that reaches into `forbidden`, once per line."""
+    """ "file:line imports module" for each import statement that reaches into `forbidden`, once per line."""
     found: dict[tuple[str, int], str] = {}
     for path in sources(folder):
         if str(path.relative_to(REPO)).startswith(skip):
@@ -128,20 +138,31 @@ def offenders(folder: str, forbidden: set[str], skip: tuple[str, ...] = ()) -> l
 
 def test_the_source_reader_sees_nested_relative_and_string_imports(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from ..adapters import base\n    import importlib\n"
-                     "    importlib.import_module('edgestats.cli')\n")
+    probe.write_text(
+        "def f():\n    from ..adapters import base\n    import importlib\n"
+        "    importlib.import_module('edgestats.cli')\n"
+    )
     modules = {imp.module for imp in imports_in(probe, name="edgestats.collectors.power.probe")}
     assert {"edgestats.collectors.adapters", "edgestats.collectors.adapters.base", "edgestats.cli"} <= modules
 
 
 def test_nothing_outside_the_cli_imports_the_cli():
-    found = [o for folder in PACKAGES for o in offenders(folder, {"edgestats.cli"},
-                                                           skip=("edgestats/cli/", "edgestats/__main__.py"))]
+    found = [
+        o
+        for folder in PACKAGES
+        for o in offenders(folder, {"edgestats.cli"}, skip=("edgestats/cli/", "edgestats/__main__.py"))
+    ]
     assert not found, "only edgestats/cli/ and edgestats/__main__.py may import the CLI:\n" + "\n".join(found)
 
 
 def test_reports_do_not_open_the_db():
-    db = {"duckdb", "edgestats.store.results", "edgestats.store.database", "edgestats.store.query", "edgestats.store.migrations"}
+    db = {
+        "duckdb",
+        "edgestats.store.results",
+        "edgestats.store.database",
+        "edgestats.store.query",
+        "edgestats.store.migrations",
+    }
     found = offenders("reports", db)
     assert not found, "reports draw what the analysis layer loaded; they open no DB:\n" + "\n".join(found)
 
@@ -152,8 +173,14 @@ def test_collectors_import_no_analysis_or_reports():
 
 
 def test_registries_import_only_the_standard_library():
-    found = [f"{imp.path}:{imp.line} imports {imp.module}" for path in sources("edgestats/registry")
-             for imp in imports_in(path)
-             if imp.module.split(".")[0] not in sys.stdlib_module_names and not within(imp.module, {"edgestats.registry"})
-             and imp.module != "__future__"]
-    assert not found, "the registries are read by --help and the device side; stdlib only:\n" + "\n".join(found)
+    found = [
+        f"{imp.path}:{imp.line} imports {imp.module}"
+        for path in sources("edgestats/registry")
+        for imp in imports_in(path)
+        if imp.module.split(".")[0] not in sys.stdlib_module_names
+        and not within(imp.module, {"edgestats.registry"})
+        and imp.module != "__future__"
+    ]
+    assert not found, "the registries are read by --help and the device side; stdlib only:\n" + "\n".join(
+        found
+    )

@@ -32,8 +32,13 @@ def run_notebook() -> nbformat.NotebookNode:
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     notebook.cells.insert(0, nbformat.v4.new_code_cell(PROBE))
     # kernel_name python3 is ipykernel's own spec, which jupyter_client starts with sys.executable
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
+    client = NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+    )
     client.execute()
     return notebook
 
@@ -47,7 +52,7 @@ def test_the_example_notebook_runs_and_shows_frames_and_charts(tmp_path, monkeyp
     # to the user's home (tests/conftest.py), and the kernel inherits this environment.
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
-    notebook = run_notebook()   # raises CellExecutionError, with the cell and its traceback, on any error
+    notebook = run_notebook()  # raises CellExecutionError, with the cell and its traceback, on any error
     shown = outputs(notebook)
     assert not [o for o in shown if o["output_type"] == "error"]
     probe = "".join(o.get("text", "") for o in notebook.cells[0].outputs)

@@ -50,7 +50,11 @@ def help_text(*args: str) -> str:
     return " ".join(result.output.split())
 
 
-ENTRIES = [*(("runtime", e) for e in RUNTIMES), *(("power", e) for e in POWER_SOURCES), *(("analysis", e) for e in ANALYSES)]
+ENTRIES = [
+    *(("runtime", e) for e in RUNTIMES),
+    *(("power", e) for e in POWER_SOURCES),
+    *(("analysis", e) for e in ANALYSES),
+]
 
 
 @pytest.mark.parametrize("kind,entry", ENTRIES, ids=[f"{k}-{e.name}" for k, e in ENTRIES])
@@ -59,7 +63,9 @@ def test_entry_has_its_docs_section(kind, entry):
     path = REPO / file
     assert path.is_file(), f"{kind} {entry.name}: its docs file {file} does not exist"
     assert anchor in heading_slugs(path), f"{kind} {entry.name}: {file} has no heading with anchor #{anchor}"
-    assert section_text(path, anchor).strip(), f"{kind} {entry.name}: the section #{anchor} of {file} is empty"
+    assert section_text(path, anchor).strip(), (
+        f"{kind} {entry.name}: the section #{anchor} of {file} is empty"
+    )
 
 
 @pytest.mark.parametrize("kind,entry", ENTRIES, ids=[f"{k}-{e.name}" for k, e in ENTRIES])
@@ -76,7 +82,9 @@ def test_cli_help_lists_every_entry_from_the_registries():
             assert entry.spec in text, f"--power help does not list {entry.spec}"
     analyze = help_text("analyze")
     for entry in ANALYSES:
-        assert entry.name in analyze and entry.help in analyze, f"analyze --help lacks {entry.name}: {entry.help}"
+        assert entry.name in analyze and entry.help in analyze, (
+            f"analyze --help lacks {entry.name}: {entry.help}"
+        )
     doctor = help_text("doctor")
     for entry in RUNTIMES:
         assert entry.name in doctor, f"doctor --help does not list the probe {entry.name}"
@@ -102,9 +110,13 @@ def test_power_source_resolves(entry):
 def test_analysis_has_its_function_and_chart_builders(entry):
     assert callable(resolve(entry.analyse)), f"{entry.analyse} is not a function"
     section = resolve(entry.section)
-    assert callable(getattr(section, "figures", None)), f"{entry.section} has no figures(result) chart builder"
+    assert callable(getattr(section, "figures", None)), (
+        f"{entry.section} has no figures(result) chart builder"
+    )
     assert callable(getattr(section, "sentence", None)), f"{entry.section} has no sentence(result)"
-    assert set(entry.needs) <= set(FRAMES), f"{entry.name} needs unknown frames {set(entry.needs) - set(FRAMES)}"
+    assert set(entry.needs) <= set(FRAMES), (
+        f"{entry.name} needs unknown frames {set(entry.needs) - set(FRAMES)}"
+    )
 
 
 def test_the_demo_extra_installs_every_runtime_the_demo_sweeps_collect():

@@ -23,7 +23,7 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return result
 
 
-@pytest.mark.packaging   # a wheel build and a pip install: ~20 s
+@pytest.mark.packaging  # a wheel build and a pip install: ~20 s
 def test_wheel_installs_into_a_clean_venv_and_runs(tmp_path):
     dist = tmp_path / "dist"
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)])
@@ -31,8 +31,13 @@ def test_wheel_installs_into_a_clean_venv_and_runs(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"edgestats"}, f"the wheel puts {top_level} at the top of site-packages"
-    for expected in ("edgestats/schema/0001_initial.sql", "edgestats/schema/views.sql",
-                     "edgestats/collectors/__init__.py", "edgestats/reports/__init__.py", "edgestats/cli/__init__.py"):
+    for expected in (
+        "edgestats/schema/0001_initial.sql",
+        "edgestats/schema/views.sql",
+        "edgestats/collectors/__init__.py",
+        "edgestats/reports/__init__.py",
+        "edgestats/cli/__init__.py",
+    ):
         assert expected in names, f"{expected} missing from the wheel"
 
     venv = tmp_path / "venv"
@@ -44,6 +49,11 @@ def test_wheel_installs_into_a_clean_venv_and_runs(tmp_path):
     help_text = run([exe, "--help"], cwd=tmp_path).stdout
     assert "merge" in help_text and "import" in help_text
     db = tmp_path / "w.duckdb"
-    run([exe, "import", str(db), str(REPO / "sample_data" / "pcamp_inference.csv"), "--kind", "inference"], cwd=tmp_path)
-    out = run([exe, "sql", str(db), "SELECT count(*) AS n FROM run_summary", "--format", "csv"], cwd=tmp_path).stdout
+    run(
+        [exe, "import", str(db), str(REPO / "sample_data" / "pcamp_inference.csv"), "--kind", "inference"],
+        cwd=tmp_path,
+    )
+    out = run(
+        [exe, "sql", str(db), "SELECT count(*) AS n FROM run_summary", "--format", "csv"], cwd=tmp_path
+    ).stdout
     assert out.split() == ["n", "9"]

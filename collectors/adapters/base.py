@@ -30,10 +30,10 @@ from edgestats.registry.runtimes import runtime
 class ModelInfo:
     """What load_model learned about the model; stored on the run."""
 
-    params: int | None = None        # trainable parameters
-    flops: int | None = None         # FLOPs per inference of one sample, where computable
+    params: int | None = None  # trainable parameters
+    flops: int | None = None  # FLOPs per inference of one sample, where computable
     input_shape: tuple[int, ...] | None = None  # one sample, framework layout
-    file: str | None = None          # the model file loaded
+    file: str | None = None  # the model file loaded
     file_bytes: int | None = None
 
 
@@ -43,14 +43,14 @@ class Adapter:
     adapters of their own."""
 
     framework: str = ""
-    runtimes: tuple[str, ...] = ()   # the first is the default
+    runtimes: tuple[str, ...] = ()  # the first is the default
     # RunConfig fields, beyond prepare.ARTIFACT_FIELDS, that the prepared model file depends on:
     # ("batch_size",) for a runtime whose file fixes the batch (ExecuTorch's static shapes)
     artifact_fields: tuple[str, ...] = ()
 
     def __init__(self, config: RunConfig, artifact: Path | None = None):
         self.config = config
-        self.artifact = artifact     # the file prepare() made, or the user's model file
+        self.artifact = artifact  # the file prepare() made, or the user's model file
         self.runtime = config.runtime or self.runtimes[0]
 
     # -- availability, without importing the framework ------------------------------------------
@@ -68,8 +68,10 @@ class Adapter:
             return True, None
         if len(packages) == 1:
             return False, f"Python module {packages[0]!r} is not installed: {entry.install_hint}"
-        return False, (f"{entry.title}: none of the Python modules {names_text(packages)} is installed: "
-                       f"{entry.install_hint}")
+        return False, (
+            f"{entry.title}: none of the Python modules {names_text(packages)} is installed: "
+            f"{entry.install_hint}"
+        )
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -120,4 +122,3 @@ class Adapter:
     def environment(self) -> dict[str, Any]:
         """Math library, thread settings, devices: stored in runs.environment."""
         return {}
-

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from edgestats.collectors.adapters.inputs import ModelFileError
 from edgestats.collectors.runconfig import ACCELERATORS, PRECISIONS, RunConfig
@@ -25,6 +26,7 @@ SIDECAR_SUFFIX = ".meta.json"
 
 # -- config checks (no framework import) ---------------------------------------------------------
 
+
 def accelerator_problem(framework: str, config: RunConfig, supported: tuple[str, ...]) -> str | None:
     if config.accelerator in supported:
         return None
@@ -33,8 +35,9 @@ def accelerator_problem(framework: str, config: RunConfig, supported: tuple[str,
     return f"unknown accelerator {config.accelerator!r}; use one of {', '.join(supported)}"
 
 
-def precision_problem(framework: str, config: RunConfig, supported: tuple[str, ...],
-                      why_not: dict[str, str]) -> str | None:
+def precision_problem(
+    framework: str, config: RunConfig, supported: tuple[str, ...], why_not: dict[str, str]
+) -> str | None:
     """None if config.precision is in `supported`; else a message listing the valid values."""
     if config.precision in supported:
         return None
@@ -46,22 +49,29 @@ def precision_problem(framework: str, config: RunConfig, supported: tuple[str, .
     return f"{framework} has no precision {config.precision!r}; use one of {valid}"
 
 
-def model_problem(framework: str, config: RunConfig, suffixes: tuple[str, ...], allow_dir: bool = False) -> str | None:
+def model_problem(
+    framework: str, config: RunConfig, suffixes: tuple[str, ...], allow_dir: bool = False
+) -> str | None:
     """A model that is neither a zoo name nor a usable file of the right kind."""
     if is_zoo_model(config.model):
         return None
     path = Path(config.model)
     if not path.exists():
-        return (f"{config.model!r} is neither a zoo model (see `edgestats zoo`) nor an existing file; "
-                f"{framework} loads {', '.join(suffixes)} files")
+        return (
+            f"{config.model!r} is neither a zoo model (see `edgestats zoo`) nor an existing file; "
+            f"{framework} loads {', '.join(suffixes)} files"
+        )
     if path.is_dir():
-        return None if allow_dir else f"{framework} loads a model file ({', '.join(suffixes)}), not a directory"
+        return (
+            None if allow_dir else f"{framework} loads a model file ({', '.join(suffixes)}), not a directory"
+        )
     if path.suffix.lower() not in suffixes:
         return f"{framework} loads {', '.join(suffixes)} files, not {path.name!r}"
     return None
 
 
 # -- artifacts -------------------------------------------------------------------------------------
+
 
 def sidecar_path(artifact: Path) -> Path:
     return artifact.with_name(artifact.name + SIDECAR_SUFFIX)
@@ -135,8 +145,10 @@ def artifact_file(adapter: Any) -> Path:
     if adapter.artifact is not None:
         path = Path(adapter.artifact)
     elif is_zoo_model(adapter.config.model):
-        raise ModelFileError(f"zoo model {adapter.config.model!r} has no prepared file: run prepare() first "
-                             "(edgestats collect does this before each run)")
+        raise ModelFileError(
+            f"zoo model {adapter.config.model!r} has no prepared file: run prepare() first "
+            "(edgestats collect does this before each run)"
+        )
     else:
         path = Path(adapter.config.model)
     if not path.exists():
@@ -164,8 +176,10 @@ def resolve_input_shape(config: RunConfig, known: tuple[Any, ...] | None, what: 
         return shape
     if known and all(isinstance(d, int) and d > 0 for d in known):
         return tuple(int(d) for d in known)
-    raise ModelFileError(f"{what} does not fix its input shape ({known}); pass the shape of one sample "
-                         "as extra input_shape, e.g. [3, 224, 224] (NCHW) or [224, 224, 3] (NHWC)")
+    raise ModelFileError(
+        f"{what} does not fix its input shape ({known}); pass the shape of one sample "
+        "as extra input_shape, e.g. [3, 224, 224] (NCHW) or [224, 224, 3] (NHWC)"
+    )
 
 
 def zoo_flops(name: str, seed: int) -> int | None:

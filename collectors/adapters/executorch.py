@@ -36,16 +36,24 @@ USER_SUFFIXES = (".pte",)
 class ExecuTorchAdapter(Adapter):
     framework = "executorch"
     runtimes = ("executorch",)
-    artifact_fields = ("batch_size",)   # the program's input shape is static
+    artifact_fields = ("batch_size",)  # the program's input shape is static
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        return (super().check_config(config)
-                or common.accelerator_problem(cls.framework, config, ("cpu",))
-                or common.precision_problem(cls.framework, config, ("fp32",), {
+        return (
+            super().check_config(config)
+            or common.accelerator_problem(cls.framework, config, ("cpu",))
+            or common.precision_problem(
+                cls.framework,
+                config,
+                ("fp32",),
+                {
                     "int8": "XNNPACK int8 needs PT2E static quantization with calibration data; not offered",
-                    "fp16": "the XNNPACK delegate runs fp16 only from an fp16-exported model; not offered"})
-                or common.model_problem(cls.framework, config, USER_SUFFIXES))
+                    "fp16": "the XNNPACK delegate runs fp16 only from an fp16-exported model; not offered",
+                },
+            )
+            or common.model_problem(cls.framework, config, USER_SUFFIXES)
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
@@ -54,7 +62,7 @@ class ExecuTorchAdapter(Adapter):
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
-            return None   # the worker reads the user's .pte where it is
+            return None  # the worker reads the user's .pte where it is
         target = Path(cache_dir) / f"{config.model}-seed{config.seed}-b{config.batch_size}.fp32.xnnpack.pte"
         if not common.is_prepared(target):
             _export_zoo(config, target)
@@ -66,14 +74,14 @@ class ExecuTorchAdapter(Adapter):
         import numpy
         import torch
 
-        with warnings.catch_warnings():   # the bindings warn, on import, that their API is experimental
+        with warnings.catch_warnings():  # the bindings warn, on import, that their API is experimental
             warnings.filterwarnings("ignore", message="This API is experimental")
             import executorch
             from executorch.extension.pybindings import portable_lib
             from executorch.runtime import Runtime
 
         self.torch, self.np, self.portable_lib = torch, numpy, portable_lib
-        if self.config.threads:   # XNNPACK's kernels run on this pool; its default is one thread per core
+        if self.config.threads:  # XNNPACK's kernels run on this pool; its default is one thread per core
             portable_lib._unsafe_reset_threadpool(int(self.config.threads))
         self.et_runtime = Runtime.get()
         return {"executorch": _version(executorch), "torch": torch.__version__, "numpy": numpy.__version__}
@@ -85,26 +93,39 @@ class ExecuTorchAdapter(Adapter):
             program = self.et_runtime.load_program(path)
             self.method = program.load_method("forward")
         except Exception as exc:  # the bindings raise RuntimeError with the runtime's error code
-            raise ModelFileError(f"executorch cannot load {path.name}: "
-                                 f"{str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}") from None
+            raise ModelFileError(
+                f"executorch cannot load {path.name}: "
+                f"{str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}"
+            ) from None
         if self.method is None:
             raise ModelFileError(f"{path.name} has no method 'forward'")
         info = self.method.metadata
         if info.num_inputs() != 1:
-            raise ModelFileError(f"{path.name} takes {info.num_inputs()} inputs; edgestats feeds one image batch")
+            raise ModelFileError(
+                f"{path.name} takes {info.num_inputs()} inputs; edgestats feeds one image batch"
+            )
         planned = tuple(info.input_tensor_meta(0).sizes())
         self.planned_batch = planned[0] if planned else None
         if self.planned_batch is not None and self.config.batch_size > self.planned_batch:
-            raise ModelFileError(f"{path.name} takes batches of at most {self.planned_batch} (its planned input); "
-                                 f"run it with --batch-size {self.planned_batch} or export it for {self.config.batch_size}")
+            raise ModelFileError(
+                f"{path.name} takes batches of at most {self.planned_batch} (its planned input); "
+                f"run it with --batch-size {self.planned_batch} or export it for {self.config.batch_size}"
+            )
         self.program, self.model_path = program, path
         known = tuple(meta["input_shape"]) if meta.get("input_shape") else planned[1:]
         self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path))
+        return ModelInfo(
+            params=meta.get("params"),
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path),
+        )
 
     def load_input(self) -> Any:
-        return self.torch.from_numpy(self.np.ascontiguousarray(batch_for(self.config, self.input_shape, "NCHW")))
+        return self.torch.from_numpy(
+            self.np.ascontiguousarray(batch_for(self.config, self.input_shape, "NCHW"))
+        )
 
     def infer(self, batch: Any) -> Any:
         return self.method.execute([batch])[0]
@@ -114,13 +135,20 @@ class ExecuTorchAdapter(Adapter):
 
         meta = common.read_sidecar(getattr(self, "model_path", None))
         registry = self.et_runtime.backend_registry
-        return {"runtime": self.runtime, "version": _version(executorch), "torch": self.torch.__version__,
-                "device": "CPU", "backend": "XnnpackBackend (delegate)", "precision": self.config.precision,
-                "threads_requested": self.config.threads,
-                "threadpool_threads": self.portable_lib._threadpool_get_thread_count(),
-                "os_threads": common.os_threads(), "planned_batch": getattr(self, "planned_batch", None),
-                "xnnpack_available": registry.is_available("XnnpackBackend"),
-                "exporter": meta.get("exporter")}
+        return {
+            "runtime": self.runtime,
+            "version": _version(executorch),
+            "torch": self.torch.__version__,
+            "device": "CPU",
+            "backend": "XnnpackBackend (delegate)",
+            "precision": self.config.precision,
+            "threads_requested": self.config.threads,
+            "threadpool_threads": self.portable_lib._threadpool_get_thread_count(),
+            "os_threads": common.os_threads(),
+            "planned_batch": getattr(self, "planned_batch", None),
+            "xnnpack_available": registry.is_available("XnnpackBackend"),
+            "exporter": meta.get("exporter"),
+        }
 
 
 def _export_zoo(config: RunConfig, target: Path) -> None:
@@ -129,10 +157,13 @@ def _export_zoo(config: RunConfig, target: Path) -> None:
         import torch
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         from executorch.exir import to_edge_transform_and_lower
+
         from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
     except ImportError as exc:
-        raise FrameworkMissingError(f"exporting {config.model!r} to ExecuTorch needs PyTorch and executorch ({exc}): "
-                                    "pip install 'edgestats[executorch]' on this machine") from None
+        raise FrameworkMissingError(
+            f"exporting {config.model!r} to ExecuTorch needs PyTorch and executorch ({exc}): "
+            "pip install 'edgestats[executorch]' on this machine"
+        ) from None
     import executorch
 
     shape = zoo_model(config.model).input_shape_nchw(config.batch_size)
@@ -145,12 +176,18 @@ def _export_zoo(config: RunConfig, target: Path) -> None:
         lowered = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()]).to_executorch()
     with common.atomic_target(target) as tmp:
         tmp.write_bytes(lowered.buffer)
-    common.write_sidecar(target, model=config.model, seed=config.seed, params=count_params(model),
-                         flops=count_flops(model, (1, *shape[1:])), input_shape=list(shape[1:]),
-                         batch_size=config.batch_size,
-                         exporter=f"torch.export (torch {torch.__version__}, static batch {config.batch_size}) + "
-                                  "to_edge_transform_and_lower with "
-                                  f"XnnpackPartitioner (executorch {_version(executorch)}), fp32")
+    common.write_sidecar(
+        target,
+        model=config.model,
+        seed=config.seed,
+        params=count_params(model),
+        flops=count_flops(model, (1, *shape[1:])),
+        input_shape=list(shape[1:]),
+        batch_size=config.batch_size,
+        exporter=f"torch.export (torch {torch.__version__}, static batch {config.batch_size}) + "
+        "to_edge_transform_and_lower with "
+        f"XnnpackPartitioner (executorch {_version(executorch)}), fp32",
+    )
 
 
 @contextlib.contextmanager

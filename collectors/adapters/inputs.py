@@ -55,9 +55,11 @@ def load_image(path: str | Path, hw: tuple[int, int], layout: str, batch_size: i
     except FileNotFoundError:
         raise InputImageError(f"input image {str(path)!r} does not exist") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise InputImageError(f"input image {str(path)!r} cannot be decoded as an image ({exc}); "
-                              "pass a JPEG/PNG file Pillow can open") from None
-    pixels = np.asarray(rgb, dtype=np.float32) / 255.0                      # H, W, 3
+        raise InputImageError(
+            f"input image {str(path)!r} cannot be decoded as an image ({exc}); "
+            "pass a JPEG/PNG file Pillow can open"
+        ) from None
+    pixels = np.asarray(rgb, dtype=np.float32) / 255.0  # H, W, 3
     pixels = (pixels - np.asarray(IMAGENET_MEAN, np.float32)) / np.asarray(IMAGENET_STD, np.float32)
     if layout == "NCHW":
         pixels = pixels.transpose(2, 0, 1)
@@ -84,6 +86,8 @@ def batch_for(config: Any, sample_shape: tuple[int, ...], layout: str) -> Any:
     if config.input:
         channels = sample_shape[0] if layout == "NCHW" else sample_shape[-1]
         if channels != 3:
-            raise InputImageError(f"the model takes {channels}-channel input; --input decodes RGB images (3 channels)")
+            raise InputImageError(
+                f"the model takes {channels}-channel input; --input decodes RGB images (3 channels)"
+            )
         return load_image(config.input, hw, layout, config.batch_size)
     return synthetic_batch((config.batch_size, *sample_shape), config.seed)

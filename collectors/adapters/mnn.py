@@ -30,7 +30,9 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model
 
 USER_SUFFIXES = (".mnn",)
-PRECISION_MODE = "high"   # fp32 on every CPU: MNN's "normal" and "low" may use fp16/bf16 where the CPU has them
+PRECISION_MODE = (
+    "high"  # fp32 on every CPU: MNN's "normal" and "low" may use fp16/bf16 where the CPU has them
+)
 # its return value says nothing (True even for a missing input): success is the file and "Converted Success"
 CONVERT = "import sys, _tools; _tools.mnnconvert(sys.argv)"
 
@@ -41,12 +43,20 @@ class MNNAdapter(Adapter):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        return (super().check_config(config)
-                or common.accelerator_problem(cls.framework, config, ("cpu",))
-                or common.precision_problem(cls.framework, config, ("fp32",), {
+        return (
+            super().check_config(config)
+            or common.accelerator_problem(cls.framework, config, ("cpu",))
+            or common.precision_problem(
+                cls.framework,
+                config,
+                ("fp32",),
+                {
                     "int8": "MNN's int8 is offline quantization with calibration images (mnnquant); not offered",
-                    "fp16": "MNN computes fp16 only on CPUs with fp16 arithmetic (ARMv8.2), by precision mode"})
-                or common.model_problem(cls.framework, config, USER_SUFFIXES))
+                    "fp16": "MNN computes fp16 only on CPUs with fp16 arithmetic (ARMv8.2), by precision mode",
+                },
+            )
+            or common.model_problem(cls.framework, config, USER_SUFFIXES)
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
@@ -55,7 +65,7 @@ class MNNAdapter(Adapter):
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
-            return None   # the worker reads the user's .mnn where it is
+            return None  # the worker reads the user's .mnn where it is
         target = Path(cache_dir) / f"{config.model}-seed{config.seed}.fp32.mnn"
         if not common.is_prepared(target):
             _convert_zoo(config, Path(cache_dir), target)
@@ -80,19 +90,34 @@ class MNNAdapter(Adapter):
         if self.config.threads:
             self.runtime_config["numThread"] = int(self.config.threads)
         manager = mnn.nn.create_runtime_manager((self.runtime_config,))
-        try:   # empty names: the file's own inputs and outputs
+        try:  # empty names: the file's own inputs and outputs
             self.module = mnn.nn.load_module_from_file(str(path), [], [], runtime_manager=manager)
             self.info = self.module.get_info()
         except Exception as exc:  # MNN raises plain exceptions (or returns None) for a file it cannot read
-            raise ModelFileError(f"MNN cannot load {path.name}: {str(exc).splitlines()[0][:300] if str(exc) else exc!r}") from None
-        if self.module is None or len(self.info.get("inputNames", [])) != 1 or not self.info.get("outputNames"):
-            raise ModelFileError(f"{path.name}: edgestats feeds one image batch and reads one output "
-                                 f"(inputs {self.info.get('inputNames') if self.module else '?'})")
+            raise ModelFileError(
+                f"MNN cannot load {path.name}: {str(exc).splitlines()[0][:300] if str(exc) else exc!r}"
+            ) from None
+        if (
+            self.module is None
+            or len(self.info.get("inputNames", [])) != 1
+            or not self.info.get("outputNames")
+        ):
+            raise ModelFileError(
+                f"{path.name}: edgestats feeds one image batch and reads one output "
+                f"(inputs {self.info.get('inputNames') if self.module else '?'})"
+            )
         self.manager, self.model_path = manager, path
-        known = tuple(meta["input_shape"]) if meta.get("input_shape") else _file_input_shape(mnn, path, self.info)
+        known = (
+            tuple(meta["input_shape"]) if meta.get("input_shape") else _file_input_shape(mnn, path, self.info)
+        )
         self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path))
+        return ModelInfo(
+            params=meta.get("params"),
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path),
+        )
 
     def load_input(self) -> Any:
         batch = self.np.ascontiguousarray(batch_for(self.config, self.input_shape, "NCHW"))
@@ -101,21 +126,30 @@ class MNNAdapter(Adapter):
     def infer(self, batch: Any) -> Any:
         expr = self.mnn.expr
         out = self.module.forward([batch])[0]
-        if out.data_format == expr.NC4HW4:   # MNN's packed layout: back to what the model's caller sees
+        if out.data_format == expr.NC4HW4:  # MNN's packed layout: back to what the model's caller sees
             out = expr.convert(out, expr.NCHW)
-        return self.np.array(out.read())   # read() waits for the backend; the copy outlives the Var
+        return self.np.array(out.read())  # read() waits for the backend; the copy outlives the Var
 
     def environment(self) -> dict[str, Any]:
         mnn = self.mnn
         info = getattr(self, "info", None) or {}
         meta = common.read_sidecar(getattr(self, "model_path", None))
-        return {"runtime": self.runtime, "version": mnn.version(), "device": "CPU", "backend": "CPU",
-                "api": "MNN.nn module (load_module_from_file, runtime manager)",
-                "precision": self.config.precision, "precision_mode": PRECISION_MODE,
-                "threads_requested": self.config.threads,
-                "requested": getattr(self, "runtime_config", None), "os_threads": common.os_threads(),
-                "model_version": info.get("version"), "biz_code": info.get("bizCode"),
-                "converter": meta.get("converter"), "exporter": meta.get("exporter")}
+        return {
+            "runtime": self.runtime,
+            "version": mnn.version(),
+            "device": "CPU",
+            "backend": "CPU",
+            "api": "MNN.nn module (load_module_from_file, runtime manager)",
+            "precision": self.config.precision,
+            "precision_mode": PRECISION_MODE,
+            "threads_requested": self.config.threads,
+            "requested": getattr(self, "runtime_config", None),
+            "os_threads": common.os_threads(),
+            "model_version": info.get("version"),
+            "biz_code": info.get("bizCode"),
+            "converter": meta.get("converter"),
+            "exporter": meta.get("exporter"),
+        }
 
 
 def _convert_zoo(config: RunConfig, cache_dir: Path, target: Path) -> None:
@@ -126,18 +160,40 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, target: Path) -> None:
     try:
         import MNN
     except ImportError as exc:
-        raise FrameworkMissingError(f"converting {config.model!r} to MNN needs MNN ({exc}): "
-                                    "pip install 'edgestats[mnn]' on this machine") from None
+        raise FrameworkMissingError(
+            f"converting {config.model!r} to MNN needs MNN ({exc}): "
+            "pip install 'edgestats[mnn]' on this machine"
+        ) from None
     with common.atomic_target(target) as tmp:
-        done = subprocess.run([sys.executable, "-c", CONVERT, "-f", "ONNX", "--modelFile", str(onnx_file),
-                               "--MNNModel", str(tmp), "--bizCode", "edgestats"],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                CONVERT,
+                "-f",
+                "ONNX",
+                "--modelFile",
+                str(onnx_file),
+                "--MNNModel",
+                str(tmp),
+                "--bizCode",
+                "edgestats",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
         if done.returncode != 0 or not tmp.is_file() or "Converted Success" not in done.stdout:
             tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
-            raise ModelFileError(f"MNN's converter could not convert {onnx_file.name} (exit {done.returncode}): "
-                                 f"{tail[0][:300]}")
-    common.write_sidecar(target, **common.read_sidecar(onnx_file),
-                         converter=f"MNN converter {MNN.version()} (-f ONNX, fp32 weights) from the ONNX export")
+            raise ModelFileError(
+                f"MNN's converter could not convert {onnx_file.name} (exit {done.returncode}): "
+                f"{tail[0][:300]}"
+            )
+    common.write_sidecar(
+        target,
+        **common.read_sidecar(onnx_file),
+        converter=f"MNN converter {MNN.version()} (-f ONNX, fp32 weights) from the ONNX export",
+    )
 
 
 def _file_input_shape(mnn: Any, path: Path, info: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -145,5 +201,5 @@ def _file_input_shape(mnn: Any, path: Path, info: dict[str, Any]) -> tuple[Any, 
     try:
         var = mnn.expr.load_as_dict(str(path))[info["inputNames"][0]]
         return tuple(var.shape[1:]) if len(var.shape) > 1 else None
-    except Exception:   # a graph that stores no shape for its input: input_shape is then asked for
+    except Exception:  # a graph that stores no shape for its input: input_shape is then asked for
         return None

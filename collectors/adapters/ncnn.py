@@ -33,9 +33,22 @@ from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
 
 USER_SUFFIXES = (".param",)
 # ncnn's reduced-precision paths, all switched off so that fp32 is what runs
-HALF_OPTIONS = ("use_fp16_packed", "use_fp16_storage", "use_fp16_arithmetic", "use_bf16_packed", "use_bf16_storage")
-RECORDED_OPTIONS = ("num_threads", "lightmode", "use_packing_layout", "use_winograd_convolution",
-                    "use_sgemm_convolution", "use_vulkan_compute", *HALF_OPTIONS)
+HALF_OPTIONS = (
+    "use_fp16_packed",
+    "use_fp16_storage",
+    "use_fp16_arithmetic",
+    "use_bf16_packed",
+    "use_bf16_storage",
+)
+RECORDED_OPTIONS = (
+    "num_threads",
+    "lightmode",
+    "use_packing_layout",
+    "use_winograd_convolution",
+    "use_sgemm_convolution",
+    "use_vulkan_compute",
+    *HALF_OPTIONS,
+)
 
 
 class NcnnAdapter(Adapter):
@@ -44,12 +57,20 @@ class NcnnAdapter(Adapter):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        return (super().check_config(config)
-                or common.accelerator_problem(cls.framework, config, ("cpu",))
-                or common.precision_problem(cls.framework, config, ("fp32",), {
+        return (
+            super().check_config(config)
+            or common.accelerator_problem(cls.framework, config, ("cpu",))
+            or common.precision_problem(
+                cls.framework,
+                config,
+                ("fp32",),
+                {
                     "int8": "ncnn's int8 needs a calibration table from ncnn2table/ncnn2int8, which no pip wheel ships",
-                    "fp16": "ncnn's fp16 storage and arithmetic are CPU-dependent fast paths, not a model precision"})
-                or common.model_problem(cls.framework, config, USER_SUFFIXES))
+                    "fp16": "ncnn's fp16 storage and arithmetic are CPU-dependent fast paths, not a model precision",
+                },
+            )
+            or common.model_problem(cls.framework, config, USER_SUFFIXES)
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
@@ -58,7 +79,7 @@ class NcnnAdapter(Adapter):
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
-            return None   # the worker reads the user's .param and .bin where they are
+            return None  # the worker reads the user's .param and .bin where they are
         param = Path(cache_dir) / f"{config.model}-seed{config.seed}.fp32.ncnn.param"
         if not common.is_prepared(param):
             _convert_zoo(config, param)
@@ -86,20 +107,31 @@ class NcnnAdapter(Adapter):
             setattr(net.opt, option, False)
         net.opt.use_vulkan_compute = False
         if net.load_param(str(path)) != 0 or net.load_model(str(weights)) != 0:
-            raise ModelFileError(f"ncnn cannot load {path.name} with {weights.name} (not an ncnn .param/.bin pair?)")
+            raise ModelFileError(
+                f"ncnn cannot load {path.name} with {weights.name} (not an ncnn .param/.bin pair?)"
+            )
         inputs, outputs = list(net.input_names()), list(net.output_names())
         if len(inputs) != 1 or not outputs:
-            raise ModelFileError(f"{path.name} has {len(inputs)} inputs and {len(outputs)} outputs; "
-                                 "edgestats feeds one image and reads one output")
+            raise ModelFileError(
+                f"{path.name} has {len(inputs)} inputs and {len(outputs)} outputs; "
+                "edgestats feeds one image and reads one output"
+            )
         self.net, self.input_name, self.output_name, self.model_path = net, inputs[0], outputs[0], path
         known = tuple(meta["input_shape"]) if meta.get("input_shape") else _param_input_shape(path)
         self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path) + common.file_bytes(weights))
+        return ModelInfo(
+            params=meta.get("params"),
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path) + common.file_bytes(weights),
+        )
 
     def load_input(self) -> Any:
         # A Mat made from an array shares its memory: keep the samples alive as long as the Mats
-        self.samples = [self.np.ascontiguousarray(s) for s in batch_for(self.config, self.input_shape, "NCHW")]
+        self.samples = [
+            self.np.ascontiguousarray(s) for s in batch_for(self.config, self.input_shape, "NCHW")
+        ]
         return [self.ncnn.Mat(sample) for sample in self.samples]
 
     def infer(self, batch: Any) -> Any:
@@ -110,20 +142,29 @@ class NcnnAdapter(Adapter):
             status, out = extractor.extract(self.output_name)
             if status != 0:
                 raise RuntimeError(f"ncnn extract({self.output_name!r}) failed with status {status}")
-            outputs.append(self.np.array(out))   # a copy: the Mat's memory is the extractor's
+            outputs.append(self.np.array(out))  # a copy: the Mat's memory is the extractor's
         return self.np.stack(outputs)
 
     def environment(self) -> dict[str, Any]:
         ncnn = self.ncnn
         net = getattr(self, "net", None)
         meta = common.read_sidecar(getattr(self, "model_path", None))
-        return {"runtime": self.runtime, "version": ncnn.__version__, "device": "CPU", "backend": "ncnn CPU (Vulkan off)",
-                "precision": self.config.precision, "threads_requested": self.config.threads,
-                "os_threads": common.os_threads(),
-                "options": {name: getattr(net.opt, name) for name in RECORDED_OPTIONS} if net is not None else None,
-                "batch": "one extractor per sample (ncnn has no batch axis)",
-                "cpu_count": ncnn.get_cpu_count(), "physical_cpu_count": ncnn.get_physical_cpu_count(),
-                "converter": meta.get("converter")}
+        return {
+            "runtime": self.runtime,
+            "version": ncnn.__version__,
+            "device": "CPU",
+            "backend": "ncnn CPU (Vulkan off)",
+            "precision": self.config.precision,
+            "threads_requested": self.config.threads,
+            "os_threads": common.os_threads(),
+            "options": {name: getattr(net.opt, name) for name in RECORDED_OPTIONS}
+            if net is not None
+            else None,
+            "batch": "one extractor per sample (ncnn has no batch axis)",
+            "cpu_count": ncnn.get_cpu_count(),
+            "physical_cpu_count": ncnn.get_physical_cpu_count(),
+            "converter": meta.get("converter"),
+        }
 
 
 def _convert_zoo(config: RunConfig, param: Path) -> None:
@@ -131,10 +172,13 @@ def _convert_zoo(config: RunConfig, param: Path) -> None:
     try:
         import pnnx
         import torch
+
         from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
     except ImportError as exc:
-        raise FrameworkMissingError(f"converting {config.model!r} to ncnn needs PyTorch and pnnx ({exc}): "
-                                    "pip install 'edgestats[pnnx]' on this machine, or run from a model pack") from None
+        raise FrameworkMissingError(
+            f"converting {config.model!r} to ncnn needs PyTorch and pnnx ({exc}): "
+            "pip install 'edgestats[pnnx]' on this machine, or run from a model pack"
+        ) from None
     shape = zoo_model(config.model).input_shape_nchw(1)
     model = build_torch(config.model, seed=config.seed).eval()
     param.parent.mkdir(parents=True, exist_ok=True)
@@ -144,21 +188,39 @@ def _convert_zoo(config: RunConfig, param: Path) -> None:
     with tempfile.TemporaryDirectory(prefix=".pnnx-", dir=param.parent) as scratch:
         work = Path(scratch)
         with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # torch 2.13 deprecates torch.jit; the trace is what pnnx reads
+            warnings.simplefilter("ignore")  # torch 2.13 deprecates torch.jit; the trace is what pnnx reads
             torch.jit.trace(model, torch.zeros(shape)).save(str(work / "model.pt"))
         out_param, out_bin = work / "model.ncnn.param", work / "model.ncnn.bin"
-        done = subprocess.run([pnnx.EXEC_PATH, str(work / "model.pt"), f"inputshape=[{','.join(map(str, shape))}]f32",
-                               "fp16=0", f"ncnnparam={out_param}", f"ncnnbin={out_bin}"],
-                              cwd=work, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                pnnx.EXEC_PATH,
+                str(work / "model.pt"),
+                f"inputshape=[{','.join(map(str, shape))}]f32",
+                "fp16=0",
+                f"ncnnparam={out_param}",
+                f"ncnnbin={out_bin}",
+            ],
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or not (out_param.is_file() and out_bin.is_file()):
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise ModelFileError(f"pnnx could not convert {config.model!r} (exit {done.returncode}): {tail[0][:300]}")
+            raise ModelFileError(
+                f"pnnx could not convert {config.model!r} (exit {done.returncode}): {tail[0][:300]}"
+            )
         os.replace(out_bin, param.with_suffix(".bin"))
         os.replace(out_param, param)
-    common.write_sidecar(param, model=config.model, seed=config.seed, params=count_params(model),
-                         flops=count_flops(model, shape), input_shape=list(shape[1:]),
-                         converter=f"pnnx {importlib.metadata.version('pnnx')} (fp16=0: fp32 weights) from a "
-                                   f"TorchScript trace, torch {torch.__version__}")
+    common.write_sidecar(
+        param,
+        model=config.model,
+        seed=config.seed,
+        params=count_params(model),
+        flops=count_flops(model, shape),
+        input_shape=list(shape[1:]),
+        converter=f"pnnx {importlib.metadata.version('pnnx')} (fp16=0: fp32 weights) from a "
+        f"TorchScript trace, torch {torch.__version__}",
+    )
 
 
 def _param_input_shape(path: Path) -> tuple[int, ...] | None:
@@ -176,6 +238,10 @@ def _param_input_shape(path: Path) -> tuple[int, ...] | None:
 
 def probe_detail(ncnn: Any) -> dict[str, Any]:
     """doctor's facts about an imported ncnn: the CPU it sees and which kernels it can use."""
-    return {"cpu_count": ncnn.get_cpu_count(), "physical_cpu_count": ncnn.get_physical_cpu_count(),
-            "avx2": bool(ncnn.cpu_support_x86_avx2()), "neon": bool(ncnn.cpu_support_arm_neon()),
-            "vulkan_gpus": ncnn.get_gpu_count() if hasattr(ncnn, "get_gpu_count") else 0}
+    return {
+        "cpu_count": ncnn.get_cpu_count(),
+        "physical_cpu_count": ncnn.get_physical_cpu_count(),
+        "avx2": bool(ncnn.cpu_support_x86_avx2()),
+        "neon": bool(ncnn.cpu_support_arm_neon()),
+        "vulkan_gpus": ncnn.get_gpu_count() if hasattr(ncnn, "get_gpu_count") else 0,
+    }

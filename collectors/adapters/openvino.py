@@ -35,10 +35,12 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model
 
 CALIBRATION_SAMPLES = 32  # NNCF's statistics need a few dozen; more only lengthens prepare()
-CALIBRATION_SEED = 1_000_003   # far from the run seeds: the calibration set is not the measured input
-INT8_NOTE = (f"NNCF post-training static quantization (nncf.quantize, preset MIXED): int8 weights and activations, "
-             f"ranges calibrated on {CALIBRATION_SAMPLES} seeded synthetic inputs")
-HINT = "LATENCY"   # one request at a time, as edgestats measures: the plugin sizes its streams for it
+CALIBRATION_SEED = 1_000_003  # far from the run seeds: the calibration set is not the measured input
+INT8_NOTE = (
+    f"NNCF post-training static quantization (nncf.quantize, preset MIXED): int8 weights and activations, "
+    f"ranges calibrated on {CALIBRATION_SAMPLES} seeded synthetic inputs"
+)
+HINT = "LATENCY"  # one request at a time, as edgestats measures: the plugin sizes its streams for it
 USER_SUFFIXES = (".xml", ".onnx")
 
 
@@ -48,13 +50,22 @@ class OpenVINOAdapter(Adapter):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        return (super().check_config(config)
-                or common.accelerator_problem(cls.framework, config, ("cpu",))
-                or common.precision_problem(cls.framework, config, ("fp32", "int8"), {
-                    "fp16": "the CPU plugin computes fp16 IR in fp32 or bf16; no fp16 kernels to measure"})
-                or common.model_problem(cls.framework, config, USER_SUFFIXES)
-                or (None if is_zoo_model(config.model) or config.precision != "int8" else
-                    "openvino int8 quantizes zoo models; quantize your model with NNCF and pass that IR as fp32"))
+        return (
+            super().check_config(config)
+            or common.accelerator_problem(cls.framework, config, ("cpu",))
+            or common.precision_problem(
+                cls.framework,
+                config,
+                ("fp32", "int8"),
+                {"fp16": "the CPU plugin computes fp16 IR in fp32 or bf16; no fp16 kernels to measure"},
+            )
+            or common.model_problem(cls.framework, config, USER_SUFFIXES)
+            or (
+                None
+                if is_zoo_model(config.model) or config.precision != "int8"
+                else "openvino int8 quantizes zoo models; quantize your model with NNCF and pass that IR as fp32"
+            )
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
@@ -65,7 +76,7 @@ class OpenVINOAdapter(Adapter):
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
         if not is_zoo_model(config.model):
-            return None   # the worker reads the user's .xml or .onnx where it is
+            return None  # the worker reads the user's .xml or .onnx where it is
         cache_dir = Path(cache_dir)
         xml = cache_dir / f"{config.model}-seed{config.seed}.fp32.openvino.xml"
         if not common.is_prepared(xml):
@@ -76,7 +87,6 @@ class OpenVINOAdapter(Adapter):
         if not common.is_prepared(int8):
             _quantize(xml, int8)
         return int8
-
 
     # -- the measured phases ---------------------------------------------------------------------
 
@@ -95,12 +105,19 @@ class OpenVINOAdapter(Adapter):
         try:
             model = self.core.read_model(str(path))
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses with multi-line text
-            raise ModelFileError(f"openvino cannot read {path.name}: {str(exc).splitlines()[0][:300]}") from None
+            raise ModelFileError(
+                f"openvino cannot read {path.name}: {str(exc).splitlines()[0][:300]}"
+            ) from None
         if len(model.inputs) != 1:
-            raise ModelFileError(f"{path.name} has {len(model.inputs)} inputs; edgestats feeds one image batch")
+            raise ModelFileError(
+                f"{path.name} has {len(model.inputs)} inputs; edgestats feeds one image batch"
+            )
         partial = model.inputs[0].get_partial_shape()
-        known = tuple(meta["input_shape"]) if meta.get("input_shape") else tuple(
-            d.get_length() if d.is_static else None for d in list(partial)[1:])
+        known = (
+            tuple(meta["input_shape"])
+            if meta.get("input_shape")
+            else tuple(d.get_length() if d.is_static else None for d in list(partial)[1:])
+        )
         self.input_shape = common.resolve_input_shape(self.config, known, path.name)
         model.reshape([self.config.batch_size, *self.input_shape])
         self.compile_config = {"PERFORMANCE_HINT": HINT, "INFERENCE_PRECISION_HINT": "f32"}
@@ -109,8 +126,13 @@ class OpenVINOAdapter(Adapter):
         self.compiled = self.core.compile_model(model, "CPU", self.compile_config)
         self.request = self.compiled.create_infer_request()
         self.model_path = path
-        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path) + _weights_bytes(path))
+        return ModelInfo(
+            params=meta.get("params"),
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path) + _weights_bytes(path),
+        )
 
     def load_input(self) -> Any:
         return batch_for(self.config, self.input_shape, "NCHW")
@@ -120,23 +142,38 @@ class OpenVINOAdapter(Adapter):
 
     def environment(self) -> dict[str, Any]:
         ov = self.ov
-        env: dict[str, Any] = {"runtime": self.runtime, "version": ov.__version__, "device": "CPU",
-                               "precision": self.config.precision, "threads_requested": self.config.threads,
-                               "os_threads": common.os_threads(), "requested": getattr(self, "compile_config", None)}
+        env: dict[str, Any] = {
+            "runtime": self.runtime,
+            "version": ov.__version__,
+            "device": "CPU",
+            "precision": self.config.precision,
+            "threads_requested": self.config.threads,
+            "os_threads": common.os_threads(),
+            "requested": getattr(self, "compile_config", None),
+        }
         compiled = getattr(self, "compiled", None)
-        if compiled is not None:   # what the plugin chose, which may differ from what was asked
-            for key in ("PERFORMANCE_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS", "INFERENCE_PRECISION_HINT",
-                        "ENABLE_HYPER_THREADING", "SCHEDULING_CORE_TYPE"):
+        if compiled is not None:  # what the plugin chose, which may differ from what was asked
+            for key in (
+                "PERFORMANCE_HINT",
+                "INFERENCE_NUM_THREADS",
+                "NUM_STREAMS",
+                "INFERENCE_PRECISION_HINT",
+                "ENABLE_HYPER_THREADING",
+                "SCHEDULING_CORE_TYPE",
+            ):
                 try:
-                    value = compiled.get_property(key)   # an enum, an int, or an element Type
-                    env[key.lower()] = value.get_type_name() if hasattr(value, "get_type_name") else str(value)
-                except RuntimeError:   # a property this OpenVINO version does not have
+                    value = compiled.get_property(key)  # an enum, an int, or an element Type
+                    env[key.lower()] = (
+                        value.get_type_name() if hasattr(value, "get_type_name") else str(value)
+                    )
+                except RuntimeError:  # a property this OpenVINO version does not have
                     env[key.lower()] = None
         meta = common.read_sidecar(getattr(self, "model_path", None))
         env["converter"] = meta.get("converter")
         if self.config.precision == "int8":
             env["int8"] = meta.get("quantization", INT8_NOTE)
         return env
+
 
 def _convert_zoo(config: RunConfig, cache_dir: Path, xml: Path) -> None:
     """The zoo model's ONNX export (shared with onnxruntime) converted to an fp32 IR."""
@@ -146,11 +183,17 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, xml: Path) -> None:
     try:
         import openvino as ov
     except ImportError as exc:
-        raise FrameworkMissingError(f"converting {config.model!r} to OpenVINO IR needs openvino ({exc}): "
-                                    "pip install 'edgestats[openvino]' on this machine") from None
+        raise FrameworkMissingError(
+            f"converting {config.model!r} to OpenVINO IR needs openvino ({exc}): "
+            "pip install 'edgestats[openvino]' on this machine"
+        ) from None
     save_ir(ov, ov.convert_model(str(onnx_file)), xml)
-    common.write_sidecar(xml, **common.read_sidecar(onnx_file), converter=f"openvino.convert_model {ov.__version__} "
-                         "from the ONNX export, saved with compress_to_fp16=False")
+    common.write_sidecar(
+        xml,
+        **common.read_sidecar(onnx_file),
+        converter=f"openvino.convert_model {ov.__version__} "
+        "from the ONNX export, saved with compress_to_fp16=False",
+    )
 
 
 def _quantize(fp32_xml: Path, int8_xml: Path) -> None:
@@ -159,20 +202,24 @@ def _quantize(fp32_xml: Path, int8_xml: Path) -> None:
         import nncf
         import openvino as ov
     except ImportError as exc:
-        raise FrameworkMissingError(f"int8 for OpenVINO is NNCF post-training quantization ({exc}): "
-                                    "pip install 'edgestats[openvino]' on this machine") from None
+        raise FrameworkMissingError(
+            f"int8 for OpenVINO is NNCF post-training quantization ({exc}): "
+            "pip install 'edgestats[openvino]' on this machine"
+        ) from None
     from edgestats.collectors.adapters.inputs import synthetic_batch
 
     meta = common.read_sidecar(fp32_xml)
     sample = (1, *meta["input_shape"])
     calibration = [synthetic_batch(sample, CALIBRATION_SEED + i) for i in range(CALIBRATION_SAMPLES)]
-    nncf.set_log_level(logging.ERROR)   # its INFO lines, and below its progress bars, would flood collect's output
+    nncf.set_log_level(
+        logging.ERROR
+    )  # its INFO lines, and below its progress bars, would flood collect's output
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        quantized = nncf.quantize(ov.Core().read_model(str(fp32_xml)), nncf.Dataset(calibration),
-                                  subset_size=CALIBRATION_SAMPLES)
+        quantized = nncf.quantize(
+            ov.Core().read_model(str(fp32_xml)), nncf.Dataset(calibration), subset_size=CALIBRATION_SAMPLES
+        )
     save_ir(ov, quantized, int8_xml)
     common.write_sidecar(int8_xml, **meta, quantization=f"{INT8_NOTE} (nncf {nncf.__version__})")
-
 
 
 def save_ir(ov: Any, model: Any, xml: Path) -> None:
@@ -199,5 +246,7 @@ def _weights_bytes(path: Path) -> int:
 def probe_detail(ov: Any) -> dict[str, Any]:
     """doctor's facts about an imported OpenVINO: the devices its plugins see."""
     core = ov.Core()
-    return {"devices": list(core.available_devices),
-            "cpu": core.get_property("CPU", "FULL_DEVICE_NAME") if "CPU" in core.available_devices else None}
+    return {
+        "devices": list(core.available_devices),
+        "cpu": core.get_property("CPU", "FULL_DEVICE_NAME") if "CPU" in core.available_devices else None,
+    }

@@ -40,7 +40,7 @@ from edgestats.registry.runtimes import runtime
 
 ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator", "extra")
 MARKER = "artifact.json"  # written last: its presence means the cached model file is complete
-MARKER_FORMAT = 2         # 2: a path relative to the key's folder and the file's sha256
+MARKER_FORMAT = 2  # 2: a path relative to the key's folder and the file's sha256
 LOCK = ".lock"
 NO_ENTRY = "not cached yet"
 
@@ -52,7 +52,7 @@ def cache_key(config: RunConfig) -> str:
     data = {name: getattr(config, name) for name in ARTIFACT_FIELDS}
     try:
         fields = getattr(runtime(config.framework).adapter_class(), "artifact_fields", ())
-    except KeyError:   # not a registered framework: the sweep checks report it
+    except KeyError:  # not a registered framework: the sweep checks report it
         fields = ()
     data.update({name: getattr(config, name) for name in fields})
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
@@ -146,7 +146,9 @@ def prepare_cached(config: RunConfig, cache_root: Path) -> tuple[Path | None, st
         if problem is None:
             return (Path(artifact) if artifact else None), "hit"
         if problem != NO_ENTRY:
-            print(f"edgestats: rebuilding the cached model in {folder}: {problem}", file=sys.stderr, flush=True)
+            print(
+                f"edgestats: rebuilding the cached model in {folder}: {problem}", file=sys.stderr, flush=True
+            )
         _clear(folder)  # nothing there is vouched for by an artifact.json: build it all
         built = runtime(config.framework).adapter_class().prepare(config, folder)
         _write_marker(folder, built)

@@ -27,8 +27,9 @@ import contextlib
 import sys
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
@@ -37,8 +38,9 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
 
 SUFFIXES = (".pt", ".pth", ".ts")
-INT8_NOTE = ("dynamic quantization (torch.ao.quantization.quantize_dynamic, qint8): nn.Linear only; "
-             "Conv2d stays fp32")
+INT8_NOTE = (
+    "dynamic quantization (torch.ao.quantization.quantize_dynamic, qint8): nn.Linear only; Conv2d stays fp32"
+)
 
 
 @contextlib.contextmanager
@@ -77,20 +79,34 @@ class PyTorchAdapter(Adapter):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        problem = super().check_config(config) or common.accelerator_problem(cls.framework, config, ("cpu", "cuda"))
+        problem = super().check_config(config) or common.accelerator_problem(
+            cls.framework, config, ("cpu", "cuda")
+        )
         if problem:
             return problem
         if config.accelerator == "cuda":
             supported, why = ("fp32", "fp16"), {"int8": "torch dynamic quantization has CPU kernels only"}
         else:
-            supported, why = ("fp32", "int8"), {"fp16": "fp16 is a fast path on cuda only; on the CPU torch "
-                                                         "lacks or emulates half kernels (use --accelerator cuda)"}
+            supported, why = (
+                ("fp32", "int8"),
+                {
+                    "fp16": "fp16 is a fast path on cuda only; on the CPU torch "
+                    "lacks or emulates half kernels (use --accelerator cuda)"
+                },
+            )
         if config.runtime == "torch-compile":
-            supported, why = ("fp32",), {**why, "int8": "inductor does not compile torch's dynamically quantized "
-                                                         "modules; run int8 under torch-eager or torchscript",
-                                         "fp16": "measured under torch-eager and torchscript only"}
-        return (common.precision_problem(cls.framework, config, supported, why)
-                or common.model_problem(cls.framework, config, SUFFIXES))
+            supported, why = (
+                ("fp32",),
+                {
+                    **why,
+                    "int8": "inductor does not compile torch's dynamically quantized "
+                    "modules; run int8 under torch-eager or torchscript",
+                    "fp16": "measured under torch-eager and torchscript only",
+                },
+            )
+        return common.precision_problem(cls.framework, config, supported, why) or common.model_problem(
+            cls.framework, config, SUFFIXES
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
@@ -101,6 +117,7 @@ class PyTorchAdapter(Adapter):
         if not is_zoo_model(config.model):
             return None  # a user's file is loaded as it is
         import torch
+
         from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
 
         runtime = config.runtime or cls.runtimes[0]
@@ -112,9 +129,15 @@ class PyTorchAdapter(Adapter):
         if common.is_prepared(target):
             return target
         model = build_torch(config.model, seed=config.seed)
-        info = {"model": config.model, "seed": config.seed, "params": count_params(model),
-                "flops": count_flops(model, spec.input_shape_nchw(1)), "input_shape": list(spec.input_shape_nchw(1)[1:]),
-                "format": "torchscript" if script else "state_dict", "int8_in_file": quantized}
+        info = {
+            "model": config.model,
+            "seed": config.seed,
+            "params": count_params(model),
+            "flops": count_flops(model, spec.input_shape_nchw(1)),
+            "input_shape": list(spec.input_shape_nchw(1)[1:]),
+            "format": "torchscript" if script else "state_dict",
+            "int8_in_file": quantized,
+        }
         with common.atomic_target(target) as tmp:
             if script:
                 traced_model = _quantize(torch, model) if quantized else model
@@ -141,8 +164,10 @@ class PyTorchAdapter(Adapter):
             except RuntimeError as exc:  # only settable once per process, before parallel work
                 self._thread_notes["interop_threads_not_set"] = str(exc).splitlines()[0]
         if self.config.accelerator == "cuda" and not torch.cuda.is_available():
-            raise AcceleratorError(f"--accelerator cuda, but torch {torch.__version__} sees no CUDA device "
-                                   f"(built for CUDA {torch.version.cuda or 'none: a CPU-only wheel'})")
+            raise AcceleratorError(
+                f"--accelerator cuda, but torch {torch.__version__} sees no CUDA device "
+                f"(built for CUDA {torch.version.cuda or 'none: a CPU-only wheel'})"
+            )
         self.device = torch.device("cuda" if self.config.accelerator == "cuda" else "cpu")
         versions = {"torch": torch.__version__}
         if "numpy" in sys.modules:
@@ -159,8 +184,10 @@ class PyTorchAdapter(Adapter):
         int8 = self.config.precision == "int8"
         if _is_torchscript(path):
             if int8 and not meta.get("int8_in_file"):
-                raise ModelFileError(f"{path.name} is TorchScript, which torch cannot quantize after the fact; "
-                                     "quantize before scripting, or run fp32")
+                raise ModelFileError(
+                    f"{path.name} is TorchScript, which torch cannot quantize after the fact; "
+                    "quantize before scripting, or run fp32"
+                )
             with _quiet():
                 model = torch.jit.load(str(path), map_location="cpu")
             self.format = "torchscript"
@@ -168,21 +195,28 @@ class PyTorchAdapter(Adapter):
         else:
             arch = meta.get("model") or self.config.extra.get("architecture")
             if not arch:
-                raise ModelFileError(f"{path.name} is not TorchScript, so it holds weights without an architecture: "
-                                     "pass extra architecture=<zoo model> for a state_dict, or save the model "
-                                     "with torch.jit.save")
+                raise ModelFileError(
+                    f"{path.name} is not TorchScript, so it holds weights without an architecture: "
+                    "pass extra architecture=<zoo model> for a state_dict, or save the model "
+                    "with torch.jit.save"
+                )
             from edgestats.collectors.zoo.torch_models import build_torch
+
             model = build_torch(arch, seed=meta.get("seed", self.config.seed))
             try:
                 state = torch.load(str(path), map_location="cpu", weights_only=True)
                 model.load_state_dict(state)
             except Exception as exc:  # an unsafe pickle, or weights of another architecture
-                raise ModelFileError(f"cannot load {path.name} as a {arch} state_dict with weights_only=True: "
-                                     f"{str(exc).splitlines()[0][:300]}") from None
+                raise ModelFileError(
+                    f"cannot load {path.name} as a {arch} state_dict with weights_only=True: "
+                    f"{str(exc).splitlines()[0][:300]}"
+                ) from None
             self.format = "state_dict"
         if (self.format == "torchscript") != (self.runtime == "torchscript"):
-            raise ModelFileError(f"{path.name} is a {self.format} file, which runtime {self.runtime} does not run; "
-                                 f"use --runtime {'torchscript' if self.format == 'torchscript' else 'torch-eager'}")
+            raise ModelFileError(
+                f"{path.name} is a {self.format} file, which runtime {self.runtime} does not run; "
+                f"use --runtime {'torchscript' if self.format == 'torchscript' else 'torch-eager'}"
+            )
         model.eval()
         params = meta.get("params")
         if params is None:  # before quantization turns Linear weights into packed params
@@ -195,13 +229,20 @@ class PyTorchAdapter(Adapter):
         if self.runtime == "torch-compile":
             model = _compiled(torch, model, self.device.type)
         self.model = model
-        known = meta.get("input_shape") or (zoo_model(arch).input_shape_nchw(1)[1:] if arch and is_zoo_model(arch) else None)
+        known = meta.get("input_shape") or (
+            zoo_model(arch).input_shape_nchw(1)[1:] if arch and is_zoo_model(arch) else None
+        )
         self.input_shape = common.resolve_input_shape(self.config, tuple(known) if known else None, path.name)
-        return ModelInfo(params=params, flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path))
+        return ModelInfo(
+            params=params,
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path),
+        )
 
     @property
-    def compiles(self) -> bool:   # the worker's `compile` phase (base.Adapter)
+    def compiles(self) -> bool:  # the worker's `compile` phase (base.Adapter)
         return self.runtime == "torch-compile"
 
     def compile(self) -> None:
@@ -224,14 +265,20 @@ class PyTorchAdapter(Adapter):
     def environment(self) -> dict[str, Any]:
         torch = self.torch
         env: dict[str, Any] = {
-            "runtime": self.runtime, "model_format": getattr(self, "format", None),
-            "device": str(getattr(self, "device", "cpu")), "precision": self.config.precision,
-            "threads_requested": self.config.threads, "num_threads": torch.get_num_threads(),
-            "num_interop_threads": torch.get_num_interop_threads(), "os_threads": common.os_threads(),
-            "mkl_available": torch.backends.mkl.is_available(), "mkldnn_available": torch.backends.mkldnn.is_available(),
+            "runtime": self.runtime,
+            "model_format": getattr(self, "format", None),
+            "device": str(getattr(self, "device", "cpu")),
+            "precision": self.config.precision,
+            "threads_requested": self.config.threads,
+            "num_threads": torch.get_num_threads(),
+            "num_interop_threads": torch.get_num_interop_threads(),
+            "os_threads": common.os_threads(),
+            "mkl_available": torch.backends.mkl.is_available(),
+            "mkldnn_available": torch.backends.mkldnn.is_available(),
             "openmp_available": torch.backends.openmp.is_available(),
             "quantized_engine": torch.backends.quantized.engine,
-            "parallel_info": torch.__config__.parallel_info(), "config": torch.__config__.show(),
+            "parallel_info": torch.__config__.parallel_info(),
+            "config": torch.__config__.show(),
             **getattr(self, "_thread_notes", {}),
         }
         if self.config.precision == "int8":
@@ -239,8 +286,12 @@ class PyTorchAdapter(Adapter):
         if self.runtime == "torch-compile":
             env["compile"] = {**COMPILE_OPTIONS, "cxx": cxx_compiler()}
         if getattr(self, "device", None) is not None and self.device.type == "cuda":
-            env.update(cuda_device=torch.cuda.get_device_name(0), cudnn_enabled=torch.backends.cudnn.enabled,
-                       cudnn_benchmark=torch.backends.cudnn.benchmark, output="copied to host after synchronize")
+            env.update(
+                cuda_device=torch.cuda.get_device_name(0),
+                cudnn_enabled=torch.backends.cudnn.enabled,
+                cudnn_benchmark=torch.backends.cudnn.benchmark,
+                output="copied to host after synchronize",
+            )
         return env
 
 
@@ -262,12 +313,15 @@ def cxx_compiler() -> str | None:
 
 def _compiled(torch: Any, model: Any, device_type: str) -> Any:
     if device_type == "cpu" and cxx_compiler() is None:
-        raise ModelFileError("--runtime torch-compile on the CPU needs a C++ compiler (inductor builds the "
-                             "kernels it generates): apt install g++ (or set CXX), or use --runtime torch-eager")
+        raise ModelFileError(
+            "--runtime torch-compile on the CPU needs a C++ compiler (inductor builds the "
+            "kernels it generates): apt install g++ (or set CXX), or use --runtime torch-eager"
+        )
     return torch.compile(model, **COMPILE_OPTIONS)
 
 
 # -- doctor ----------------------------------------------------------------------------------------
+
 
 def _scriptable(x):  # TorchScript compiles from source, so this must live in a real file
     return x * 2 + 1
@@ -277,11 +331,14 @@ def probe_detail(torch: Any) -> dict[str, Any]:
     """doctor's facts about an imported torch: CUDA, threads, whether TorchScript still compiles."""
     from edgestats.collectors.host.probes import first_line
 
-    detail: dict[str, Any] = {"cuda_available": bool(torch.cuda.is_available()),
-                              "cuda_version": torch.version.cuda, "num_threads": torch.get_num_threads()}
+    detail: dict[str, Any] = {
+        "cuda_available": bool(torch.cuda.is_available()),
+        "cuda_version": torch.version.cuda,
+        "num_threads": torch.get_num_threads(),
+    }
     if detail["cuda_available"]:
         detail["cuda_device"] = torch.cuda.get_device_name(0)
-    detail["torch_compile_cxx"] = cxx_compiler()   # None: --runtime torch-compile cannot run on the CPU
+    detail["torch_compile_cxx"] = cxx_compiler()  # None: --runtime torch-compile cannot run on the CPU
     try:
         torch.jit.script(_scriptable)
         detail["torchscript"] = True

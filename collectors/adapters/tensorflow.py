@@ -40,17 +40,21 @@ class TensorFlowAdapter(Adapter):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        why = {"int8": "TensorFlow has no post-training int8 outside TFLite (use --framework tflite --precision int8)",
-               "fp16": "Keras mixed precision is fixed when a model is built and speeds up GPUs only; "
-                       "not offered by this adapter"}
-        return (super().check_config(config)
-                or common.accelerator_problem(cls.framework, config, ("cpu", "cuda"))
-                or common.precision_problem(cls.framework, config, ("fp32",), why)
-                or common.model_problem(cls.framework, config, SUFFIXES, allow_dir=True))
+        why = {
+            "int8": "TensorFlow has no post-training int8 outside TFLite (use --framework tflite --precision int8)",
+            "fp16": "Keras mixed precision is fixed when a model is built and speeds up GPUs only; "
+            "not offered by this adapter",
+        }
+        return (
+            super().check_config(config)
+            or common.accelerator_problem(cls.framework, config, ("cpu", "cuda"))
+            or common.precision_problem(cls.framework, config, ("fp32",), why)
+            or common.model_problem(cls.framework, config, SUFFIXES, allow_dir=True)
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        return ("tensorflow",) if is_zoo_model(config.model) else ()   # the Keras zoo model, built and saved
+        return ("tensorflow",) if is_zoo_model(config.model) else ()  # the Keras zoo model, built and saved
 
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
@@ -66,9 +70,14 @@ class TensorFlowAdapter(Adapter):
         with common.atomic_target(target) as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # Keras' own numpy-2 copy= warning
             model.save(str(tmp))
-        common.write_sidecar(target, model=config.model, seed=config.seed, params=count_params_keras(model),
-                             flops=common.zoo_flops(config.model, config.seed),
-                             input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]))
+        common.write_sidecar(
+            target,
+            model=config.model,
+            seed=config.seed,
+            params=count_params_keras(model),
+            flops=common.zoo_flops(config.model, config.seed),
+            input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
+        )
         return target
 
     # -- the measured phases ---------------------------------------------------------------------
@@ -83,14 +92,18 @@ class TensorFlowAdapter(Adapter):
         try:  # only before the TF runtime initialises (always so in a fresh worker)
             if threads:
                 tf.config.threading.set_intra_op_parallelism_threads(int(threads))
-                tf.config.threading.set_inter_op_parallelism_threads(int(self.config.extra.get("interop_threads", threads)))
+                tf.config.threading.set_inter_op_parallelism_threads(
+                    int(self.config.extra.get("interop_threads", threads))
+                )
             if self.config.accelerator == "cpu":  # TF would place ops on a GPU by default
                 tf.config.set_visible_devices([], "GPU")
         except RuntimeError as exc:
             self._thread_notes["threads_not_set"] = str(exc).splitlines()[0]
         if self.config.accelerator == "cuda" and not tf.config.list_physical_devices("GPU"):
-            raise AcceleratorError(f"--accelerator cuda, but tensorflow {tf.__version__} sees no GPU "
-                                   f"(built with CUDA: {tf.test.is_built_with_cuda()}; tensorflow-cpu never is)")
+            raise AcceleratorError(
+                f"--accelerator cuda, but tensorflow {tf.__version__} sees no GPU "
+                f"(built with CUDA: {tf.test.is_built_with_cuda()}; tensorflow-cpu never is)"
+            )
         import keras
 
         self.keras = keras
@@ -128,10 +141,18 @@ class TensorFlowAdapter(Adapter):
             self._call = lambda x: model(x, training=False)
         else:  # traced on the first inference; the free batch dimension means no retracing later
             spec = tf.TensorSpec((None, *self.input_shape), tf.float32)
-            self._call = tf.function(lambda x: model(x, training=False), input_signature=[spec],
-                                     jit_compile=bool(self.config.extra.get("jit_compile", False)))
-        return ModelInfo(params=params, flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path))
+            self._call = tf.function(
+                lambda x: model(x, training=False),
+                input_signature=[spec],
+                jit_compile=bool(self.config.extra.get("jit_compile", False)),
+            )
+        return ModelInfo(
+            params=params,
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path),
+        )
 
     def load_input(self) -> Any:
         return self.tf.constant(batch_for(self.config, self.input_shape, "NHWC"))
@@ -142,9 +163,12 @@ class TensorFlowAdapter(Adapter):
     def environment(self) -> dict[str, Any]:
         tf = self.tf
         env: dict[str, Any] = {
-            "runtime": self.runtime, "model_format": getattr(self, "format", None),
-            "precision": self.config.precision, "keras_backend": os.environ.get("KERAS_BACKEND"),
-            "jit_compile": bool(self.config.extra.get("jit_compile", False)) and self.runtime == "tf-function",
+            "runtime": self.runtime,
+            "model_format": getattr(self, "format", None),
+            "precision": self.config.precision,
+            "keras_backend": os.environ.get("KERAS_BACKEND"),
+            "jit_compile": bool(self.config.extra.get("jit_compile", False))
+            and self.runtime == "tf-function",
             "threads_requested": self.config.threads,
             "intra_op_parallelism_threads": tf.config.threading.get_intra_op_parallelism_threads(),
             "inter_op_parallelism_threads": tf.config.threading.get_inter_op_parallelism_threads(),
@@ -163,6 +187,7 @@ def _onednn_enabled() -> bool | None:
     TF_ENABLE_ONEDNN_OPTS=0. Asked of TF's private util when it has one, else None."""
     try:
         from tensorflow.python.util import _pywrap_util_port  # private, may move
+
         return bool(_pywrap_util_port.IsMklEnabled())
     except Exception:
         return None
@@ -170,5 +195,7 @@ def _onednn_enabled() -> bool | None:
 
 def probe_detail(tf: Any) -> dict[str, Any]:
     """doctor's facts about an imported TensorFlow: its GPUs and whether it was built with CUDA."""
-    return {"gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
-            "built_with_cuda": bool(tf.test.is_built_with_cuda())}
+    return {
+        "gpus": [d.name for d in tf.config.list_physical_devices("GPU")],
+        "built_with_cuda": bool(tf.test.is_built_with_cuda()),
+    }

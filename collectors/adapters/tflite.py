@@ -38,16 +38,20 @@ class TFLiteAdapter(Adapter):
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        why = {"fp16": "TFLite float16 quantization only stores weights as fp16; the CPU interpreter "
-                       "dequantizes them and computes in fp32, and no GPU delegate is wired in"}
-        return (super().check_config(config)
-                or common.accelerator_problem(cls.framework, config, ("cpu",))
-                or common.precision_problem(cls.framework, config, ("fp32", "int8"), why)
-                or common.model_problem(cls.framework, config, (".tflite",)))
+        why = {
+            "fp16": "TFLite float16 quantization only stores weights as fp16; the CPU interpreter "
+            "dequantizes them and computes in fp32, and no GPU delegate is wired in"
+        }
+        return (
+            super().check_config(config)
+            or common.accelerator_problem(cls.framework, config, ("cpu",))
+            or common.precision_problem(cls.framework, config, ("fp32", "int8"), why)
+            or common.model_problem(cls.framework, config, (".tflite",))
+        )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        return ("tensorflow",) if is_zoo_model(config.model) else ()   # the Keras zoo model, built and saved
+        return ("tensorflow",) if is_zoo_model(config.model) else ()  # the Keras zoo model, built and saved
 
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
@@ -60,10 +64,13 @@ class TFLiteAdapter(Adapter):
         os.environ["KERAS_BACKEND"] = "tensorflow"
         try:
             import tensorflow as tf
+
             from edgestats.collectors.zoo.keras_models import build_keras, count_params_keras
         except ImportError as exc:
-            raise FrameworkMissingError(f"converting zoo model {config.model!r} to .tflite needs TensorFlow ({exc}): "
-                                 "pip install 'edgestats[tensorflow]' on this machine, or pass a .tflite file") from None
+            raise FrameworkMissingError(
+                f"converting zoo model {config.model!r} to .tflite needs TensorFlow ({exc}): "
+                "pip install 'edgestats[tensorflow]' on this machine, or pass a .tflite file"
+            ) from None
         model = build_keras(config.model, seed=config.seed)
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
         if config.precision == "int8":
@@ -72,11 +79,16 @@ class TFLiteAdapter(Adapter):
             flatbuffer = converter.convert()
         with common.atomic_target(target) as tmp:
             tmp.write_bytes(flatbuffer)
-        common.write_sidecar(target, model=config.model, seed=config.seed, params=count_params_keras(model),
-                             flops=common.zoo_flops(config.model, config.seed),
-                             input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
-                             converter=f"tf.lite.TFLiteConverter.from_keras_model (tensorflow {tf.__version__})",
-                             quantization="dynamic-range int8 (Optimize.DEFAULT)" if config.precision == "int8" else None)
+        common.write_sidecar(
+            target,
+            model=config.model,
+            seed=config.seed,
+            params=count_params_keras(model),
+            flops=common.zoo_flops(config.model, config.seed),
+            input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
+            converter=f"tf.lite.TFLiteConverter.from_keras_model (tensorflow {tf.__version__})",
+            quantization="dynamic-range int8 (Optimize.DEFAULT)" if config.precision == "int8" else None,
+        )
         return target
 
     # -- the measured phases ---------------------------------------------------------------------
@@ -88,6 +100,7 @@ class TFLiteAdapter(Adapter):
                 if name == "tensorflow":
                     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
                     import tensorflow as tf  # tf.lite.Interpreter: deprecated for LiteRT, still there
+
                     self.interpreter_module, version = tf.lite, tf.__version__
                 else:
                     module = __import__(f"{name}.interpreter", fromlist=["Interpreter"])
@@ -126,8 +139,13 @@ class TFLiteAdapter(Adapter):
             interpreter.resize_tensor_input(self.input_detail["index"], wanted)
         interpreter.allocate_tensors()
         self.interpreter = interpreter
-        return ModelInfo(params=meta.get("params"), flops=meta.get("flops"), input_shape=self.input_shape,
-                         file=str(path), file_bytes=common.file_bytes(path))
+        return ModelInfo(
+            params=meta.get("params"),
+            flops=meta.get("flops"),
+            input_shape=self.input_shape,
+            file=str(path),
+            file_bytes=common.file_bytes(path),
+        )
 
     def load_input(self) -> Any:
         import numpy as np
@@ -137,7 +155,9 @@ class TFLiteAdapter(Adapter):
         if dtype != np.float32:  # a fully integer model: quantize the input as the model says
             scale, zero_point = self.input_detail["quantization"]
             if not scale:
-                raise ModelFileError(f"the model takes {np.dtype(dtype).name} input without quantization parameters")
+                raise ModelFileError(
+                    f"the model takes {np.dtype(dtype).name} input without quantization parameters"
+                )
             info = np.iinfo(dtype)
             batch = np.clip(np.round(batch / scale + zero_point), info.min, info.max).astype(dtype)
         return batch
@@ -149,13 +169,17 @@ class TFLiteAdapter(Adapter):
 
     def environment(self) -> dict[str, Any]:
         return {
-            "runtime": self.runtime, "interpreter": getattr(self, "backend", None),
+            "runtime": self.runtime,
+            "interpreter": getattr(self, "backend", None),
             "precision": self.config.precision,
             "threads_requested": self.config.threads,
             "num_threads": self.config.threads if self.config.threads else "interpreter default (-1)",
             "os_threads": common.os_threads(),
-            "delegate": ("XNNPACK (the interpreter's default CPU delegate)" if getattr(self, "xnnpack", True)
-                         else "none: builtin kernels (extra xnnpack=false)"),
+            "delegate": (
+                "XNNPACK (the interpreter's default CPU delegate)"
+                if getattr(self, "xnnpack", True)
+                else "none: builtin kernels (extra xnnpack=false)"
+            ),
             "input_dtype": getattr(getattr(self, "input_detail", {}).get("dtype"), "__name__", None),
             "tensors": len(self.interpreter.get_tensor_details()) if hasattr(self, "interpreter") else None,
         }

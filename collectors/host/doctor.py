@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from edgestats.version import __version__
 from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, probe_names, run_probes
 from edgestats.collectors.power.selection import auto_entries, describe_sources
+from edgestats.version import __version__
 
 # Section order and titles of the text output, by probe kind.
 _SECTIONS = {
@@ -30,9 +30,28 @@ _SECTIONS = {
     "analysis": "Analysis stack (edgestats analyze)",
     "module": "Other modules (--module)",
 }
-_DEVICE_ROWS = ("hostname", "device_id", "board", "arch", "cpu", "memory", "gpu", "os", "kernel", "power_mode")
+_DEVICE_ROWS = (
+    "hostname",
+    "device_id",
+    "board",
+    "arch",
+    "cpu",
+    "memory",
+    "gpu",
+    "os",
+    "kernel",
+    "power_mode",
+)
 
-__all__ = ["DEFAULT_TIMEOUT_S", "doctor_report", "noise_lines", "only_help", "power_lines", "probe_names", "render_text"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "doctor_report",
+    "noise_lines",
+    "only_help",
+    "power_lines",
+    "probe_names",
+    "render_text",
+]
 
 
 class ProbeProgress(Protocol):
@@ -49,9 +68,15 @@ def only_help() -> str:
     return f"Run only these probes (repeatable): {', '.join(probe_names())}."
 
 
-def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None, modules: Iterable[str] = (),
-                  timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None,
-                  progress: ProbeProgress | None = None) -> dict[str, Any]:
+def doctor_report(
+    root: Path = Path("/"),
+    *,
+    probes: Iterable[str] | None = None,
+    modules: Iterable[str] = (),
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_workers: int | None = None,
+    progress: ProbeProgress | None = None,
+) -> dict[str, Any]:
     """Device facts plus one probe result per framework/tool (all registered ones by default).
 
     `modules` adds ad-hoc import checks for any module name; `timeout_s` bounds each probe;
@@ -64,8 +89,14 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
     from edgestats.collectors.telemetry.session import describe_sensors
 
     jobs = max_workers or default_jobs()
-    results = run_probes(probes, modules=modules, timeout_s=timeout_s, max_workers=jobs,
-                         on_start=progress.start if progress else None, on_done=progress.done if progress else None)
+    results = run_probes(
+        probes,
+        modules=modules,
+        timeout_s=timeout_s,
+        max_workers=jobs,
+        on_start=progress.start if progress else None,
+        on_done=progress.done if progress else None,
+    )
     return {
         "edgestats_version": __version__,
         "python": {"version": platform.python_version(), "executable": sys.executable},
@@ -83,7 +114,10 @@ def doctor_report(root: Path = Path("/"), *, probes: Iterable[str] | None = None
 def render_text(report: dict[str, Any]) -> str:
     """The report as aligned plain-ASCII text (edge boards' consoles are not always UTF-8)."""
     python = report["python"]
-    lines = [f"edgestats {report['edgestats_version']} (Python {python['version']}, {python['executable']})", ""]
+    lines = [
+        f"edgestats {report['edgestats_version']} (Python {python['version']}, {python['executable']})",
+        "",
+    ]
     lines += _device_lines(report["device"])
     probes = list(report["probes"].values())
     # One column layout for all sections, so versions and times line up down the page.
@@ -97,8 +131,11 @@ def render_text(report: dict[str, Any]) -> str:
     lines += noise_lines(report.get("noise", []))
     if report["probes"]:
         jobs = report["probe_jobs"]
-        lines += ["", f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
-                      "importing at a time (--jobs 1 for uncontended times)."]
+        lines += [
+            "",
+            f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
+            "importing at a time (--jobs 1 for uncontended times).",
+        ]
     return "\n".join(lines)
 
 
@@ -109,16 +146,21 @@ def _device_lines(device: dict[str, Any]) -> list[str]:
         "device_id": device.get("device_id"),
         "board": facts.get("board"),
         "arch": device.get("arch"),
-        "cpu": _join_known(device.get("cpu_model"),
-                           f"{device['cores']} logical CPUs" if device.get("cores") else None),
+        "cpu": _join_known(
+            device.get("cpu_model"), f"{device['cores']} logical CPUs" if device.get("cores") else None
+        ),
         "memory": _gib(device.get("mem_total_bytes")),
         "gpu": device.get("gpu"),
-        "os": _join_known(device.get("os"), f"L4T {facts['l4t_release']}" if facts.get("l4t_release") else None),
+        "os": _join_known(
+            device.get("os"), f"L4T {facts['l4t_release']}" if facts.get("l4t_release") else None
+        ),
         "kernel": device.get("kernel"),
         "power_mode": _power_mode(device, facts),
     }
     width = max(len(k) for k in _DEVICE_ROWS)
-    return ["Device"] + [f"  {k.replace('_', ' '):<{width}}  {values[k] if values[k] else '-'}" for k in _DEVICE_ROWS]
+    return ["Device"] + [
+        f"  {k.replace('_', ' '):<{width}}  {values[k] if values[k] else '-'}" for k in _DEVICE_ROWS
+    ]
 
 
 def power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) -> list[str]:
@@ -131,7 +173,7 @@ def power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) ->
         for s in sources:
             if not s["usable"]:
                 state = f"no   {s['reason']}"
-            elif s.get("takes_path"):   # read from a file given by --power NAME:PATH: nothing to probe
+            elif s.get("takes_path"):  # read from a file given by --power NAME:PATH: nothing to probe
                 state = f"yes  {s['reason'] or ''}"
             else:
                 state = f"yes  rails: {', '.join(s['rails'])}"
@@ -139,7 +181,9 @@ def power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) ->
     if sensors:
         width = max(len(s["name"]) for s in sensors)
         lines += ["", "Sensors (sampled by collect --sample-hz)"]
-        lines += [f"  {s['name']:<{width}}  {'yes' if s['usable'] else 'no '}  {s['detail']}" for s in sensors]
+        lines += [
+            f"  {s['name']:<{width}}  {'yes' if s['usable'] else 'no '}  {s['detail']}" for s in sensors
+        ]
     return lines
 
 

@@ -27,13 +27,26 @@ SYSTEM_ROOT = Path("/")
 # ARM "CPU implementer" / "CPU part" codes -> core names (from the kernel's cputype.h).
 # aarch64 cpuinfo has no "model name", so this is the only way to name the core.
 _ARM_PARTS = {
-    ("0x41", "0xb76"): "ARM1176", ("0x41", "0xc07"): "Cortex-A7", ("0x41", "0xc08"): "Cortex-A8",
-    ("0x41", "0xc09"): "Cortex-A9", ("0x41", "0xc0f"): "Cortex-A15", ("0x41", "0xd03"): "Cortex-A53",
-    ("0x41", "0xd04"): "Cortex-A35", ("0x41", "0xd05"): "Cortex-A55", ("0x41", "0xd07"): "Cortex-A57",
-    ("0x41", "0xd08"): "Cortex-A72", ("0x41", "0xd09"): "Cortex-A73", ("0x41", "0xd0a"): "Cortex-A75",
-    ("0x41", "0xd0b"): "Cortex-A76", ("0x41", "0xd0c"): "Neoverse-N1", ("0x41", "0xd0d"): "Cortex-A77",
-    ("0x41", "0xd41"): "Cortex-A78", ("0x41", "0xd42"): "Cortex-A78AE", ("0x41", "0xd4b"): "Cortex-A78C",
-    ("0x4e", "0x003"): "NVIDIA Denver 2", ("0x4e", "0x004"): "NVIDIA Carmel",
+    ("0x41", "0xb76"): "ARM1176",
+    ("0x41", "0xc07"): "Cortex-A7",
+    ("0x41", "0xc08"): "Cortex-A8",
+    ("0x41", "0xc09"): "Cortex-A9",
+    ("0x41", "0xc0f"): "Cortex-A15",
+    ("0x41", "0xd03"): "Cortex-A53",
+    ("0x41", "0xd04"): "Cortex-A35",
+    ("0x41", "0xd05"): "Cortex-A55",
+    ("0x41", "0xd07"): "Cortex-A57",
+    ("0x41", "0xd08"): "Cortex-A72",
+    ("0x41", "0xd09"): "Cortex-A73",
+    ("0x41", "0xd0a"): "Cortex-A75",
+    ("0x41", "0xd0b"): "Cortex-A76",
+    ("0x41", "0xd0c"): "Neoverse-N1",
+    ("0x41", "0xd0d"): "Cortex-A77",
+    ("0x41", "0xd41"): "Cortex-A78",
+    ("0x41", "0xd42"): "Cortex-A78AE",
+    ("0x41", "0xd4b"): "Cortex-A78C",
+    ("0x4e", "0x003"): "NVIDIA Denver 2",
+    ("0x4e", "0x004"): "NVIDIA Carmel",
 }
 
 # Jetson SoC (last "nvidia,tegraNNN" entry of the device-tree `compatible`) -> its GPU.
@@ -65,8 +78,8 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
     device_id, id_source = device_id_for(root, hostname)
     facts = {
         "board": board,
-        "cpu_hardware": cpu["hardware"],       # SoC family as the kernel names it, e.g. BCM2835
-        "board_revision": cpu["revision"],     # Raspberry Pi revision code, e.g. c03114
+        "cpu_hardware": cpu["hardware"],  # SoC family as the kernel names it, e.g. BCM2835
+        "board_revision": cpu["revision"],  # Raspberry Pi revision code, e.g. c03114
         "cpu_governor": governor,
         "cpu_max_freq_khz": read_int(root / "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"),
         "cpus_online": read_text(root / "sys/devices/system/cpu/online"),
@@ -74,7 +87,7 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
         "swap_total_bytes": meminfo.get("SwapTotal"),
         "nvpmodel_id": nvpmodel["id"],
         "nvpmodel_name": nvpmodel["name"],
-        "soc": soc,                            # Jetson: tegra194 etc.
+        "soc": soc,  # Jetson: tegra194 etc.
         "l4t_release": read_l4t_release(root),
         "os_id": os_release.get("ID"),
         "os_version_id": os_release.get("VERSION_ID"),
@@ -102,12 +115,15 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
 
 # -- file helpers ------------------------------------------------------------------------------
 
+
 def read_cpu_frequency_state(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
     """Per-run CPU frequency settings (they can change between runs): governor and cur/max kHz."""
     cpufreq = root / "sys/devices/system/cpu/cpu0/cpufreq"
-    return {"cpu_governor": read_text(cpufreq / "scaling_governor"),
-            "cpu_cur_khz": read_int(cpufreq / "scaling_cur_freq"),
-            "cpu_max_khz": read_int(cpufreq / "scaling_max_freq")}
+    return {
+        "cpu_governor": read_text(cpufreq / "scaling_governor"),
+        "cpu_cur_khz": read_int(cpufreq / "scaling_cur_freq"),
+        "cpu_max_khz": read_int(cpufreq / "scaling_max_freq"),
+    }
 
 
 def read_text(path: Path) -> str | None:
@@ -140,6 +156,7 @@ def _join(*parts: str | None) -> str | None:
 
 
 # -- parsers (pure: text in, dict out) ------------------------------------------------------------
+
 
 def parse_cpuinfo(text: str | None) -> dict[str, Any]:
     """CPU model, logical CPU count and board fields from /proc/cpuinfo (x86 or ARM)."""
@@ -216,6 +233,7 @@ def parse_nvpmodel_conf(text: str | None) -> tuple[dict[int, str], int | None]:
 
 # -- readers (one fact or group of facts each) -------------------------------------------------
 
+
 def read_hostname(root: Path) -> str | None:
     if root == SYSTEM_ROOT:
         return socket.gethostname() or None
@@ -225,7 +243,9 @@ def read_hostname(root: Path) -> str | None:
 def read_board_model(root: Path, cpu: dict[str, Any]) -> str | None:
     """The board's name: device-tree model (Pi, Jetson), cpuinfo "Model" (older Pi kernels),
     else DMI vendor + product (PCs)."""
-    model = read_text(root / "proc/device-tree/model") or read_text(root / "sys/firmware/devicetree/base/model")
+    model = read_text(root / "proc/device-tree/model") or read_text(
+        root / "sys/firmware/devicetree/base/model"
+    )
     if model:
         return model
     if cpu["board_model"]:
@@ -237,7 +257,8 @@ def read_board_model(root: Path, cpu: dict[str, Any]) -> str | None:
 def read_tegra_soc(root: Path) -> str | None:
     """'tegra194' etc. from the device-tree `compatible` list (NUL-separated), if a Jetson."""
     raw = read_bytes(root / "proc/device-tree/compatible") or read_bytes(
-        root / "sys/firmware/devicetree/base/compatible")
+        root / "sys/firmware/devicetree/base/compatible"
+    )
     for entry in (raw or b"").decode("utf-8", errors="replace").split("\0"):
         if entry.startswith("nvidia,tegra"):
             return entry.split(",", 1)[1]
@@ -257,7 +278,9 @@ def read_nvpmodel(root: Path) -> dict[str, Any]:
 
 def read_l4t_release(root: Path) -> str | None:
     """Jetson Linux version ('R35.4.1') from /etc/nv_tegra_release: it fixes CUDA/TensorRT versions."""
-    match = re.search(r"R(\d+)\s*\(release\),\s*REVISION:\s*([\d.]+)", read_text(root / "etc/nv_tegra_release") or "")
+    match = re.search(
+        r"R(\d+)\s*\(release\),\s*REVISION:\s*([\d.]+)", read_text(root / "etc/nv_tegra_release") or ""
+    )
     return f"R{match.group(1)}.{match.group(2)}" if match else None
 
 
@@ -291,8 +314,12 @@ def read_nvml_gpus() -> tuple[list[str], dict[str, Any]]:
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
         names = [_as_str(pynvml.nvmlDeviceGetName(h)) for h in handles]
         memory = [int(pynvml.nvmlDeviceGetMemoryInfo(h).total) for h in handles]
-        return names, {"nvml": "ok", "gpu_names": names, "gpu_mem_total_bytes": memory,
-                       "nvidia_driver": _as_str(pynvml.nvmlSystemGetDriverVersion())}
+        return names, {
+            "nvml": "ok",
+            "gpu_names": names,
+            "gpu_mem_total_bytes": memory,
+            "nvidia_driver": _as_str(pynvml.nvmlSystemGetDriverVersion()),
+        }
     except Exception as exc:
         return [], {"nvml": f"query failed: {exc}"}
     finally:

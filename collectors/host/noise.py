@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from edgestats.collectors.telemetry.noise import (PI_THROTTLED_NOW, SYSTEM_ROOT, NoiseThresholds, cpu_count, during,
-                                                  read_state)
+from edgestats.collectors.telemetry.noise import (
+    PI_THROTTLED_NOW,
+    SYSTEM_ROOT,
+    NoiseThresholds,
+    cpu_count,
+    during,
+    read_state,
+)
 from edgestats.collectors.telemetry.procfs import CLK_TCK
 
-DOCTOR_WINDOW_S = 0.5      # how long doctor watches the machine for background CPU
-BUSY_PROCESS_PCT = 5.0     # a process using more than this % of one core in the window is listed
+DOCTOR_WINDOW_S = 0.5  # how long doctor watches the machine for background CPU
+BUSY_PROCESS_PCT = 5.0  # a process using more than this % of one core in the window is listed
 MAX_BUSY_LISTED = 5
 
 
@@ -36,14 +43,15 @@ def process_cpu_ticks(root: Path) -> dict[int, tuple[str, int]]:
             raw = (Path(entry.path) / "stat").read_bytes()
         except OSError:
             continue  # ended since the listing
-        name = raw[raw.index(b"(") + 1:raw.rindex(b")")].decode("utf-8", "replace")
-        fields = raw[raw.rindex(b")") + 2:].split()
+        name = raw[raw.index(b"(") + 1 : raw.rindex(b")")].decode("utf-8", "replace")
+        fields = raw[raw.rindex(b")") + 2 :].split()
         found[int(entry.name)] = (name, int(fields[11]) + int(fields[12]))
     return found
 
 
-def busy_processes(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]],
-                   seconds: float) -> list[tuple[int, str, float]]:
+def busy_processes(
+    before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]], seconds: float
+) -> list[tuple[int, str, float]]:
     """(pid, name, % of one core) of the processes busier than BUSY_PROCESS_PCT, busiest first."""
     busy = []
     for pid, (name, ticks) in after.items():
@@ -59,61 +67,101 @@ def _settings_checks(state) -> list[dict[str, Any]]:
     if not governors:
         governor = _check("governor", None, "no cpufreq here (a VM, or a board with fixed clocks)")
     else:
-        governor = _check("governor", governors == ["performance"], ", ".join(governors),
-                          "clocks follow the load, so the first inferences run slower: "
-                          "sudo cpupower frequency-set -g performance")
+        governor = _check(
+            "governor",
+            governors == ["performance"],
+            ", ".join(governors),
+            "clocks follow the load, so the first inferences run slower: "
+            "sudo cpupower frequency-set -g performance",
+        )
     if state.turbo is None:
         turbo = _check("turbo", None, "no boost control (cpufreq/boost, intel_pstate/no_turbo)")
     else:
-        turbo = _check("turbo", not state.turbo, "on" if state.turbo else "off",
-                       "clocks then depend on temperature and on how many cores are busy: "
-                       "echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo "
-                       "(or echo 0 to /sys/devices/system/cpu/cpufreq/boost)")
+        turbo = _check(
+            "turbo",
+            not state.turbo,
+            "on" if state.turbo else "off",
+            "clocks then depend on temperature and on how many cores are busy: "
+            "echo 1 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo "
+            "(or echo 0 to /sys/devices/system/cpu/cpufreq/boost)",
+        )
     return [governor, turbo]
 
 
-def _load_checks(before, after, figures: dict[str, Any], busy: list, limits: NoiseThresholds) -> list[dict[str, Any]]:
+def _load_checks(
+    before, after, figures: dict[str, Any], busy: list, limits: NoiseThresholds
+) -> list[dict[str, Any]]:
     cpus = cpu_count(before)
     pct = figures.get("outside_cpu_pct")
     listed = "; ".join(f"{name} (pid {pid}) {p:.0f} %" for pid, name, p in busy)
-    background = _check("background CPU", None if pct is None else pct <= limits.cpu_pct,
-                        "cannot tell: /proc/stat missing, or unchanged while watching" if pct is None else
-                        f"{pct:.0f} % of {cpus} CPUs used by other processes" + (f": {listed}" if listed else ""),
-                        f"a run is flagged noisy above {limits.cpu_pct:g} %: stop the busy processes")
+    background = _check(
+        "background CPU",
+        None if pct is None else pct <= limits.cpu_pct,
+        "cannot tell: /proc/stat missing, or unchanged while watching"
+        if pct is None
+        else f"{pct:.0f} % of {cpus} CPUs used by other processes" + (f": {listed}" if listed else ""),
+        f"a run is flagged noisy above {limits.cpu_pct:g} %: stop the busy processes",
+    )
     load = before.loadavg
     load_ok = None if load is None else load[0] <= limits.load_per_cpu * cpus
-    load_check = _check("load average", load_ok, "unknown" if load is None else
-                        f"{load[0]:g} {load[1]:g} {load[2]:g} (1, 5, 15 min) on {cpus} CPUs",
-                        "more runnable tasks than CPUs: wait for them or stop them")
+    load_check = _check(
+        "load average",
+        load_ok,
+        "unknown" if load is None else f"{load[0]:g} {load[1]:g} {load[2]:g} (1, 5, 15 min) on {cpus} CPUs",
+        "more runnable tasks than CPUs: wait for them or stop them",
+    )
     used = after.swap_used_bytes
     swapping = (figures.get("swap_bytes") or 0) > 0
-    swap = _check("swap", None if used is None else not used and not swapping,
-                  "no swap information" if used is None else
-                  f"{used / 2**20:.0f} MiB in use" + (", swapping now" if swapping else ""),
-                  "pages of a run may be swapped out: free memory, or sudo swapoff -a && sudo swapon -a")
+    swap = _check(
+        "swap",
+        None if used is None else not used and not swapping,
+        "no swap information"
+        if used is None
+        else f"{used / 2**20:.0f} MiB in use" + (", swapping now" if swapping else ""),
+        "pages of a run may be swapped out: free memory, or sudo swapoff -a && sudo swapon -a",
+    )
     return [background, load_check, swap]
 
 
 def _thermal_checks(state, limits: NoiseThresholds) -> list[dict[str, Any]]:
     checks = []
     hot = state.temp_max_c
-    checks.append(_check("temperature", None if hot is None else hot < limits.temp_c,
-                         "no sensor" if hot is None else f"hottest sensor {hot:.0f} C",
-                         f"at {limits.temp_c:g} C and above runs are flagged noisy: cool the device, add --cooldown"))
+    checks.append(
+        _check(
+            "temperature",
+            None if hot is None else hot < limits.temp_c,
+            "no sensor" if hot is None else f"hottest sensor {hot:.0f} C",
+            f"at {limits.temp_c:g} C and above runs are flagged noisy: cool the device, add --cooldown",
+        )
+    )
     if state.throttle_count is not None:
-        checks.append(_check("thermal throttling", state.throttle_count == 0,
-                             f"{state.throttle_count} throttle events since boot (thermal_throttle counters)",
-                             "the CPU has been clocked down for heat: improve cooling; runs that throttle are flagged"))
+        checks.append(
+            _check(
+                "thermal throttling",
+                state.throttle_count == 0,
+                f"{state.throttle_count} throttle events since boot (thermal_throttle counters)",
+                "the CPU has been clocked down for heat: improve cooling; runs that throttle are flagged",
+            )
+        )
     if state.pi_throttled is not None:
-        checks.append(_check("firmware throttling", not state.pi_throttled & PI_THROTTLED_NOW,
-                             f"get_throttled {state.pi_throttled:#x}",
-                             "under-voltage or heat: use the official power supply, cool the board"))
+        checks.append(
+            _check(
+                "firmware throttling",
+                not state.pi_throttled & PI_THROTTLED_NOW,
+                f"get_throttled {state.pi_throttled:#x}",
+                "under-voltage or heat: use the official power supply, cool the board",
+            )
+        )
     return checks
 
 
-def noise_checks(root: Path = SYSTEM_ROOT, *, window_s: float = DOCTOR_WINDOW_S,
-                 limits: NoiseThresholds = NoiseThresholds(),
-                 sleep: Callable[[float], None] = time.sleep) -> list[dict[str, Any]]:
+def noise_checks(
+    root: Path = SYSTEM_ROOT,
+    *,
+    window_s: float = DOCTOR_WINDOW_S,
+    limits: NoiseThresholds = NoiseThresholds(),
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[dict[str, Any]]:
     """Every check, after watching the machine for `window_s`."""
     root = Path(root)
     before, procs_before = read_state(root), process_cpu_ticks(root)
@@ -121,4 +169,8 @@ def noise_checks(root: Path = SYSTEM_ROOT, *, window_s: float = DOCTOR_WINDOW_S,
     after, procs_after = read_state(root), process_cpu_ticks(root)
     figures = during(before, after)
     busy = busy_processes(procs_before, procs_after, max(after.t_s - before.t_s, window_s))
-    return _settings_checks(after) + _load_checks(before, after, figures, busy, limits) + _thermal_checks(after, limits)
+    return (
+        _settings_checks(after)
+        + _load_checks(before, after, figures, busy, limits)
+        + _thermal_checks(after, limits)
+    )

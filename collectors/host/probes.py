@@ -35,9 +35,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from edgestats.errors import EdgestatsError
 from edgestats.registry import resolve
@@ -62,11 +63,11 @@ class Probe:
     """What to import and how to describe it. Plain data, so it can be sent to the child."""
 
     name: str
-    kind: str                     # framework | tool | analysis | module
-    modules: tuple[str, ...]      # tried in order; the first that imports is the one used
-    extra: str | None = None      # the pip extra of edgestats that installs it
-    detail: str | None = None     # "module:function" run in the child on the imported module; a
-                                  # module without that function gives no detail
+    kind: str  # framework | tool | analysis | module
+    modules: tuple[str, ...]  # tried in order; the first that imports is the one used
+    extra: str | None = None  # the pip extra of edgestats that installs it
+    detail: str | None = None  # "module:function" run in the child on the imported module; a
+    # module without that function gives no detail
 
 
 # The probes that are no plug-in: tools and the analysis stack, optional extras whose absence
@@ -82,8 +83,10 @@ OTHER_PROBES: tuple[Probe, ...] = (
 
 def framework_probes() -> list[Probe]:
     """One probe per registered runtime: what `collect` can measure."""
-    return [Probe(entry.name, "framework", entry.imports, entry.extra, entry.probe_detail)
-            for entry in runtime_registry.RUNTIMES]
+    return [
+        Probe(entry.name, "framework", entry.imports, entry.extra, entry.probe_detail)
+        for entry in runtime_registry.RUNTIMES
+    ]
 
 
 def all_probes() -> dict[str, Probe]:
@@ -110,10 +113,16 @@ def module_probe(module: str) -> Probe:
 
 # -- parent side -------------------------------------------------------------------------------
 
-def run_probes(names: Iterable[str] | None = None, *, modules: Iterable[str] = (),
-               timeout_s: float = DEFAULT_TIMEOUT_S, max_workers: int | None = None,
-               on_start: Callable[[list[str]], None] | None = None,
-               on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, dict[str, Any]]:
+
+def run_probes(
+    names: Iterable[str] | None = None,
+    *,
+    modules: Iterable[str] = (),
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_workers: int | None = None,
+    on_start: Callable[[list[str]], None] | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Run the named probes (all by default) plus ad-hoc module probes, concurrently.
 
     `on_start` gets the probe names before any runs, `on_done` each result as it finishes (from
@@ -155,21 +164,31 @@ def run_probe(probe: Probe, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str
     """
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD_CODE, json.dumps(asdict(probe))],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        errors="replace", start_new_session=True,  # own process group: a timeout kills its children too
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # own process group: a timeout kills its children too
     )
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         with contextlib.suppress(subprocess.TimeoutExpired):  # a grandchild that left the group
-            proc.communicate(timeout=5)                        # may still hold the pipes
-        return _unavailable(probe, f"importing {probe.modules[0]} did not finish within {timeout_s:g} s "
-                                   "(hung, or very slow here: raise --timeout)")
+            proc.communicate(timeout=5)  # may still hold the pipes
+        return _unavailable(
+            probe,
+            f"importing {probe.modules[0]} did not finish within {timeout_s:g} s "
+            "(hung, or very slow here: raise --timeout)",
+        )
     result = _parse_child_output(out)
     if result is None:
-        return _unavailable(probe, f"the probe process {_describe_exit(proc.returncode)} while importing "
-                                   f"{probe.modules[0]}{_last_line(err)}")
+        return _unavailable(
+            probe,
+            f"the probe process {_describe_exit(proc.returncode)} while importing "
+            f"{probe.modules[0]}{_last_line(err)}",
+        )
     return result
 
 
@@ -184,7 +203,7 @@ def _parse_child_output(out: str) -> dict[str, Any] | None:
     for line in reversed(out.splitlines()):
         if line.startswith(_MARKER):
             try:
-                return json.loads(line[len(_MARKER):])
+                return json.loads(line[len(_MARKER) :])
             except json.JSONDecodeError:
                 return None
     return None
@@ -206,8 +225,16 @@ def _last_line(stderr: str) -> str:
 
 def _result(probe: Probe, **fields: Any) -> dict[str, Any]:
     """A probe result with every key present, so JSON consumers never miss one."""
-    base = {"name": probe.name, "kind": probe.kind, "available": False, "version": None,
-            "import_s": None, "import_cpu_s": None, "detail": {}, "reason": None}
+    base = {
+        "name": probe.name,
+        "kind": probe.kind,
+        "available": False,
+        "version": None,
+        "import_s": None,
+        "import_cpu_s": None,
+        "detail": {},
+        "reason": None,
+    }
     return {**base, **fields}
 
 
@@ -220,6 +247,7 @@ def install_hint(probe: Probe) -> str:
 
 
 # -- child side (runs in the fresh interpreter) -----------------------------------------------
+
 
 def child_main(spec_json: str) -> None:
     """Entry point of the probe process: probe, print one marked JSON line."""
@@ -251,8 +279,14 @@ def probe_here(probe: Probe) -> dict[str, Any]:
             continue
         except Exception as exc:  # the import worked; only the extra facts are missing
             detail = {"detail_error": f"{type(exc).__name__}: {first_line(exc)}"}
-        return _result(probe, available=True, version=version_of(module_name), import_s=round(import_s, 4),
-                       import_cpu_s=round(import_cpu_s, 4), detail={"module": module_name, **detail})
+        return _result(
+            probe,
+            available=True,
+            version=version_of(module_name),
+            import_s=round(import_s, 4),
+            import_cpu_s=round(import_cpu_s, 4),
+            detail={"module": module_name, **detail},
+        )
     hint = install_hint(probe) if all(f.startswith("No module named") for f in failures) else ""
     return _unavailable(probe, "; ".join(failures) + hint)
 
@@ -284,4 +318,3 @@ def version_of(module_name: str) -> str | None:
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
-

@@ -81,8 +81,9 @@ def _cumulative_from_counter(samples: Sequence[tuple[int, float]]) -> Cumulative
     return CumulativeEnergy(t_ns, joules)
 
 
-def series_by_metric(t_ns: Iterable[int], metrics: Iterable[str], values: Iterable[float],
-                     wanted: set[str]) -> dict[str, list[tuple[int, float]]]:
+def series_by_metric(
+    t_ns: Iterable[int], metrics: Iterable[str], values: Iterable[float], wanted: set[str]
+) -> dict[str, list[tuple[int, float]]]:
     """(t_ns, value) per wanted metric, time-ordered, finite values only."""
     out: dict[str, list[tuple[int, float]]] = {m: [] for m in wanted}
     for t, m, v in zip(t_ns, metrics, values):
@@ -99,7 +100,7 @@ def device_energy(samples: Any, rails: Sequence[str]) -> tuple[CumulativeEnergy 
     if not rails:
         return None, "the power source reported no rails"
     wanted = {f"{ENERGY_PREFIX}{r}" for r in rails} | {f"{POWER_PREFIX}{r}" for r in rails}
-    if hasattr(samples, "to_pydict"):   # Arrow: keep only the power rows before leaving Arrow
+    if hasattr(samples, "to_pydict"):  # Arrow: keep only the power rows before leaving Arrow
         import pyarrow.compute as pc
 
         samples = samples.filter(pc.is_in(samples["metric"], value_set=pa_strings(wanted))).to_pydict()
@@ -133,7 +134,9 @@ def sum_series(series: Sequence[CumulativeEnergy]) -> CumulativeEnergy:
     return CumulativeEnergy(t_ns, [sum(s.at(t) for s in series) for t in t_ns])
 
 
-def phase_energy_rows(series: CumulativeEnergy | None, phases: Sequence[dict], reason: str | None) -> dict[str, list]:
+def phase_energy_rows(
+    series: CumulativeEnergy | None, phases: Sequence[dict], reason: str | None
+) -> dict[str, list]:
     """Columns of `phase_energies` (seq, phase, energy_gross_j, unavailable_reason) per phase."""
     rows: dict[str, list] = {"seq": [], "phase": [], "energy_gross_j": [], "unavailable_reason": []}
     for p in phases:
@@ -144,8 +147,10 @@ def phase_energy_rows(series: CumulativeEnergy | None, phases: Sequence[dict], r
             else:
                 energy = series.between(p["start_ns"], p["end_ns"])
                 if energy is None:
-                    why = (f"the power samples ({_span(series)}) do not cover this phase's window; "
-                           "the sampler starts after the worker is spawned")
+                    why = (
+                        f"the power samples ({_span(series)}) do not cover this phase's window; "
+                        "the sampler starts after the worker is spawned"
+                    )
         rows["seq"].append(p["seq"])
         rows["phase"].append(p["phase"])
         rows["energy_gross_j"].append(energy)
@@ -153,15 +158,17 @@ def phase_energy_rows(series: CumulativeEnergy | None, phases: Sequence[dict], r
     return rows
 
 
-def inference_energies(series: CumulativeEnergy | None, starts_ns: Sequence[int | None],
-                       latencies_ns: Sequence[int]) -> list[float | None]:
+def inference_energies(
+    series: CumulativeEnergy | None, starts_ns: Sequence[int | None], latencies_ns: Sequence[int]
+) -> list[float | None]:
     """Gross joules over each inference's [start, start + latency] window (None: not covered)."""
     ends_ns = [None if s is None else s + ns for s, ns in zip(starts_ns, latencies_ns)]
     return window_energies(series, starts_ns, ends_ns)
 
 
-def window_energies(series: CumulativeEnergy | None, starts_ns: Sequence[int | None],
-                    ends_ns: Sequence[int | None]) -> list[float | None]:
+def window_energies(
+    series: CumulativeEnergy | None, starts_ns: Sequence[int | None], ends_ns: Sequence[int | None]
+) -> list[float | None]:
     """Gross joules over each [start, end] window (None: no series, an open window, not covered)."""
     if series is None:
         return [None] * len(starts_ns)
@@ -176,6 +183,7 @@ def _span(series: CumulativeEnergy) -> str:
 
 # -- idle baseline -------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class BaselineStats:
     mean_power_w: float
@@ -184,7 +192,9 @@ class BaselineStats:
     seconds: float
 
 
-def baseline_stats(series: CumulativeEnergy, start_ns: int | None = None, end_ns: int | None = None) -> BaselineStats:
+def baseline_stats(
+    series: CumulativeEnergy, start_ns: int | None = None, end_ns: int | None = None
+) -> BaselineStats:
     """Idle power over a window: the mean is energy / time (exact for counters, time-weighted for
     uneven samples); the spread is the std of the per-interval mean powers, n their number."""
     powers = series.interval_powers_w(start_ns, end_ns)

@@ -15,13 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from edgestats.contracts import ENERGY_PREFIX, POWER_PREFIX
 from edgestats.errors import EdgestatsError
 
 SYSTEM_ROOT = Path("/")
-
 
 
 class PowerSourceError(EdgestatsError):
@@ -32,14 +30,16 @@ class PowerSourceError(EdgestatsError):
 class PowerReading:
     """One read of every rail. Cumulative `energy_j` counts from the source's first read."""
 
-    t_ns: int                                             # CLOCK_MONOTONIC, from the sampler
+    t_ns: int  # CLOCK_MONOTONIC, from the sampler
     energy_j: dict[str, float] = field(default_factory=dict)
     power_w: dict[str, float] = field(default_factory=dict)
 
     def metrics(self) -> list[tuple[str, float]]:
         """(metric, value) pairs as the samples table stores them: energy_j:<rail>, power_w:<rail>."""
-        return [*((ENERGY_PREFIX + rail, joules) for rail, joules in self.energy_j.items()),
-                *((POWER_PREFIX + rail, watts) for rail, watts in self.power_w.items())]
+        return [
+            *((ENERGY_PREFIX + rail, joules) for rail, joules in self.energy_j.items()),
+            *((POWER_PREFIX + rail, watts) for rail, watts in self.power_w.items()),
+        ]
 
 
 class PowerSource:
@@ -52,8 +52,8 @@ class PowerSource:
     """
 
     name: str = ""
-    live = True   # False: samples come from a file after the run (external meter), not from read()
-    path: Path | None = None   # the file a source that takes --power NAME:PATH reads
+    live = True  # False: samples come from a file after the run (external meter), not from read()
+    path: Path | None = None  # the file a source that takes --power NAME:PATH reads
 
     def __init__(self, root: Path = SYSTEM_ROOT):
         self.root = Path(root)

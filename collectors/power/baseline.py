@@ -16,10 +16,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgestats.collectors.power.attribution import BaselineStats, baseline_stats, cumulative_from_power, device_energy
+from edgestats.collectors.power.attribution import (
+    BaselineStats,
+    baseline_stats,
+    cumulative_from_power,
+    device_energy,
+)
 from edgestats.collectors.power.base import PowerSource, PowerSourceError
-from edgestats.collectors.power.selection import path_source_hint, select_power_source
 from edgestats.collectors.power.meter_csv import ClockAnchor
+from edgestats.collectors.power.selection import path_source_hint, select_power_source
 from edgestats.errors import EdgestatsError
 
 
@@ -31,15 +36,16 @@ class BaselineError(EdgestatsError):
 class Baseline:
     stats: BaselineStats
     rails: list[str]
-    measured_at: dt.datetime      # the window's start, UTC
+    measured_at: dt.datetime  # the window's start, UTC
 
 
-def measure_live(source: PowerSource, seconds: float, hz: float, *,
-                 on_progress: Callable[[float], None] | None = None) -> Baseline:
+def measure_live(
+    source: PowerSource, seconds: float, hz: float, *, on_progress: Callable[[float], None] | None = None
+) -> Baseline:
     """Read a live source at `hz` for `seconds` on fixed deadlines, then reduce the readings."""
     rails = source.total_rails()
     period_ns = round(1e9 / hz)
-    measured_at = dt.datetime.now(dt.timezone.utc)
+    measured_at = dt.datetime.now(dt.UTC)
     t0 = time.monotonic_ns()
     columns: dict[str, list] = {"t_ns": [], "metric": [], "value": []}
     k = 0
@@ -61,15 +67,20 @@ def measure_live(source: PowerSource, seconds: float, hz: float, *,
             on_progress((t - t0) / 1e9)
         if t - t0 >= seconds * 1e9:
             break
-        k = max(k + 1, (time.monotonic_ns() - t0) // period_ns + 1)   # skip deadlines already past
+        k = max(k + 1, (time.monotonic_ns() - t0) // period_ns + 1)  # skip deadlines already past
     series, why = device_energy(columns, rails)
     if series is None:
         raise BaselineError(f"{source.name}: {why}")
     return Baseline(baseline_stats(series), rails, measured_at)
 
 
-def measure_meter(source, seconds: float, *, start_unix_s: float | None = None,
-                  on_progress: Callable[[float], None] | None = None) -> Baseline:
+def measure_meter(
+    source,
+    seconds: float,
+    *,
+    start_unix_s: float | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> Baseline:
     """An external meter's idle window: wait `seconds` (the meter logs meanwhile) unless the
     window was recorded before (`start_unix_s`, host wall-clock seconds)."""
     anchor = ClockAnchor.now()
@@ -90,21 +101,31 @@ def measure_meter(source, seconds: float, *, start_unix_s: float | None = None,
         raise BaselineError(str(exc)) from exc
     series = cumulative_from_power(rows)
     if not series.covers(start_ns, end_ns):
-        logged = (f"{anchor.to_unix_s(rows[0][0]):.1f}-{anchor.to_unix_s(rows[-1][0]):.1f}" if rows else "nothing")
+        logged = (
+            f"{anchor.to_unix_s(rows[0][0]):.1f}-{anchor.to_unix_s(rows[-1][0]):.1f}" if rows else "nothing"
+        )
         raise BaselineError(
             f"{source.path} does not cover the idle window {start_unix_s:.1f}-{start_unix_s + seconds:.1f} "
             f"(Unix s, this host's clock; the log covers {logged} there). Give --start with a time the meter "
-            "logged while the device was idle, or --clock-offset if the meter's clock differs from this host's")
+            "logged while the device was idle, or --clock-offset if the meter's clock differs from this host's"
+        )
     try:
         stats = baseline_stats(series, start_ns, end_ns)
     except ValueError as exc:
         raise BaselineError(f"{source.path}: {exc}; log at a higher rate or give a longer --seconds") from exc
-    return Baseline(stats, source.total_rails(), dt.datetime.fromtimestamp(start_unix_s, dt.timezone.utc))
+    return Baseline(stats, source.total_rails(), dt.datetime.fromtimestamp(start_unix_s, dt.UTC))
 
 
-def record_baseline(db_path, power_spec: str = "auto", seconds: float = 60.0, hz: float = 10.0, *,
-                    clock_offset_s: float = 0.0, start_unix_s: float | None = None,
-                    on_progress: Callable[[float], None] | None = None) -> dict:
+def record_baseline(
+    db_path,
+    power_spec: str = "auto",
+    seconds: float = 60.0,
+    hz: float = 10.0,
+    *,
+    clock_offset_s: float = 0.0,
+    start_unix_s: float | None = None,
+    on_progress: Callable[[float], None] | None = None,
+) -> dict:
     """Measure this device's idle power with the chosen source and store it in `db_path`.
     Returns the stored baselines row."""
     from edgestats.collectors.host.facts import read_device_facts
@@ -117,13 +138,17 @@ def record_baseline(db_path, power_spec: str = "auto", seconds: float = 60.0, hz
     source, name, reasons = select_power_source(power_spec, clock_offset_s=clock_offset_s)
     if source is None:
         tried = "; ".join(f"{n}: {why}" for n, why in reasons.items()) or "--power none"
-        raise BaselineError(f"no power source to measure idle power with ({tried}). Give one with --power, "
-                            f"e.g. {path_source_hint()}")
+        raise BaselineError(
+            f"no power source to measure idle power with ({tried}). Give one with --power, "
+            f"e.g. {path_source_hint()}"
+        )
     try:
         if source.live:
             if start_unix_s is not None:
-                raise BaselineError(f"--start works with a source that reads a log ({path_source_hint()}); "
-                                    f"{name} is read live, now")
+                raise BaselineError(
+                    f"--start works with a source that reads a log ({path_source_hint()}); "
+                    f"{name} is read live, now"
+                )
             baseline = measure_live(source, seconds, hz, on_progress=on_progress)
         else:
             baseline = measure_meter(source, seconds, start_unix_s=start_unix_s, on_progress=on_progress)
@@ -132,8 +157,15 @@ def record_baseline(db_path, power_spec: str = "auto", seconds: float = 60.0, hz
     stats = baseline.stats
     with Store.open(db_path) as store:
         device_id = store.register_device(read_device_facts())
-        row = {"device_id": device_id, "measured_at": baseline.measured_at, "seconds": stats.seconds,
-               "source": source.label, "mean_power_w": stats.mean_power_w, "std_power_w": stats.std_power_w,
-               "n": stats.n, "rails": baseline.rails}
+        row = {
+            "device_id": device_id,
+            "measured_at": baseline.measured_at,
+            "seconds": stats.seconds,
+            "source": source.label,
+            "mean_power_w": stats.mean_power_w,
+            "std_power_w": stats.std_power_w,
+            "n": stats.n,
+            "rails": baseline.rails,
+        }
         row["baseline_id"] = store.write_baseline(row)
     return row

@@ -28,7 +28,7 @@ class EnergyCounter:
     def __init__(self, max_range_uj: int):
         self.max_range_uj = max_range_uj
         self._last_uj: int | None = None
-        self._total_uj = 0   # int: microjoules stay exact however long the run
+        self._total_uj = 0  # int: microjoules stay exact however long the run
 
     def update(self, raw_uj: int) -> float:
         if self._last_uj is not None:
@@ -51,8 +51,10 @@ def _check_covered(times: list[float], start: float, end: float) -> None:
         raise ValueError(f"window ends ({end}) before it starts ({start})")
     if not times or times[0] > start or times[-1] < end:
         span = f"[{times[0]}, {times[-1]}]" if times else "no samples"
-        raise ValueError(f"samples {span} do not cover the window [{start}, {end}]; "
-                         "sampling must start before and stop after it")
+        raise ValueError(
+            f"samples {span} do not cover the window [{start}, {end}]; "
+            "sampling must start before and stop after it"
+        )
 
 
 def value_at(samples: Sequence[tuple[float, float]], t: float) -> float:

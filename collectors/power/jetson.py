@@ -42,7 +42,7 @@ class JetsonSource(PowerSource):
         # Looked up at construction, so tests can monkeypatch the module's read_sysfs_text.
         self._reader = reader or read_sysfs_text
         self.driver: str | None = None
-        self._rails: dict[str, Callable[[], float]] = {}   # rail -> reads its power in W
+        self._rails: dict[str, Callable[[], float]] = {}  # rail -> reads its power in W
 
     def is_available(self) -> tuple[bool, str | None]:
         base = self.root / DRIVERS
@@ -56,8 +56,10 @@ class JetsonSource(PowerSource):
             return False, f"cannot read the INA3221 power monitor: {e}"
         if not channels:
             self.driver = None
-            return False, (f"no INA3221 power monitor under {base}/ina3221 or {base}/ina3221x "
-                           "(not a Jetson, or a module without one, such as the Nano 2GB)")
+            return False, (
+                f"no INA3221 power monitor under {base}/ina3221 or {base}/ina3221x "
+                "(not a Jetson, or a module without one, such as the Nano 2GB)"
+            )
         for label, device, power in channels:
             # Boards with two monitors (AGX) could repeat a label: keep both, by I2C address.
             rail = label if label not in self._rails else f"{label}@{device}"
@@ -96,12 +98,17 @@ def _hwmon_channels(driver: Path, reader: Reader) -> list[tuple[str, str, Callab
             match = _LABEL_RE.match(label_file.name)
             n = match and match.group(1)
             if not n or not (folder / f"curr{n}_input").exists():
-                continue    # in7 "sum of shunt voltages" has a label but no current
+                continue  # in7 "sum of shunt voltages" has a label but no current
             enable = folder / f"in{n}_enable"
             if enable.exists() and reader(enable) == "0":
-                continue    # switched-off channel: its registers hold stale values
-            channels.append((reader(label_file), device, _volts_times_amps(
-                reader, folder / f"in{n}_input", folder / f"curr{n}_input")))
+                continue  # switched-off channel: its registers hold stale values
+            channels.append(
+                (
+                    reader(label_file),
+                    device,
+                    _volts_times_amps(reader, folder / f"in{n}_input", folder / f"curr{n}_input"),
+                )
+            )
     return channels
 
 
@@ -117,8 +124,13 @@ def _iio_channels(driver: Path, reader: Reader) -> list[tuple[str, str, Callable
                 continue
             n = match.group(1)
             power_file = folder / f"in_power{n}_input"
-            power = (_milliwatts(reader, power_file) if power_file.exists() else _volts_times_amps(
-                reader, folder / f"in_voltage{n}_input", folder / f"in_current{n}_input"))
+            power = (
+                _milliwatts(reader, power_file)
+                if power_file.exists()
+                else _volts_times_amps(
+                    reader, folder / f"in_voltage{n}_input", folder / f"in_current{n}_input"
+                )
+            )
             channels.append((reader(name_file), device, power))
     return channels
 

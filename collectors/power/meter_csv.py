@@ -19,7 +19,7 @@ import csv
 import math
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from edgestats.collectors.power.base import PowerReading, PowerSource, PowerSourceError
@@ -55,25 +55,26 @@ def parse_timestamp_s(text: str) -> float:
         return float(text)
     except ValueError:
         pass
-    if text[-1:] in ("Z", "z"):   # fromisoformat accepts "Z" only from Python 3.11
+    if text[-1:] in ("Z", "z"):  # fromisoformat accepts "Z" only from Python 3.11
         text = text[:-1] + "+00:00"
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
 
 
 def load_meter_csv(path: Path) -> list[tuple[float, float]]:
     """(unix seconds, watts) sorted by time; PowerSourceError naming the line of any bad value."""
     try:
-        with open(path, newline="", encoding="utf-8-sig") as f:   # -sig: spreadsheet BOMs
+        with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: spreadsheet BOMs
             rows = csv.reader(f)
             header = [name.strip().lower() for name in next(rows, [])]
             missing = [c for c in EXPECTED_COLUMNS if c not in header]
             if missing:
                 raise PowerSourceError(
                     f"{path}: the header has columns {header}; expected {list(EXPECTED_COLUMNS)} "
-                    f"(missing {missing}; other columns are ignored)")
+                    f"(missing {missing}; other columns are ignored)"
+                )
             t_col, p_col = header.index("timestamp"), header.index("power_w")
             samples = [_parse_row(path, rows.line_num, row, t_col, p_col) for row in rows if any(row)]
     except OSError as e:
@@ -91,8 +92,9 @@ def _parse_row(path: Path, line: int, row: list[str], t_col: int, p_col: int) ->
     try:
         t_s = parse_timestamp_s(row[t_col])
     except ValueError:
-        raise PowerSourceError(f"{path} line {line}: timestamp {row[t_col]!r} is neither Unix seconds "
-                               "nor ISO 8601") from None
+        raise PowerSourceError(
+            f"{path} line {line}: timestamp {row[t_col]!r} is neither Unix seconds nor ISO 8601"
+        ) from None
     try:
         power_w = float(row[p_col])
     except ValueError:
@@ -113,7 +115,7 @@ class CsvMeterSource(PowerSource):
         self.path = Path(path)
         self.clock_offset_s = clock_offset_s
         self.anchor = anchor or ClockAnchor.now()
-        self._samples: list[tuple[float, float]] = []   # meter's own clock
+        self._samples: list[tuple[float, float]] = []  # meter's own clock
 
     def load(self) -> None:
         self._samples = load_meter_csv(self.path)
@@ -128,8 +130,9 @@ class CsvMeterSource(PowerSource):
     def rails(self) -> list[str]:
         return [RAIL]
 
-    def samples_between(self, unix_start_s: float, unix_end_s: float,
-                        clock_offset_s: float | None = None) -> list[tuple[float, float]]:
+    def samples_between(
+        self, unix_start_s: float, unix_end_s: float, clock_offset_s: float | None = None
+    ) -> list[tuple[float, float]]:
         """(host unix seconds, watts) inside the window plus the nearest sample either side of it,
         so integrating over exactly [start, end] can interpolate at both edges."""
         if not self._samples:
@@ -139,15 +142,16 @@ class CsvMeterSource(PowerSource):
         times = [t for t, _ in shifted]
         first = max(bisect.bisect_right(times, unix_start_s) - 1, 0)
         last = min(bisect.bisect_left(times, unix_end_s), len(times) - 1)
-        return shifted[first:last + 1]
+        return shifted[first : last + 1]
 
     def energy_j(self, unix_start_s: float, unix_end_s: float, clock_offset_s: float | None = None) -> float:
         """Joules over a wall-clock window; ValueError if the log does not cover it."""
         samples = self.samples_between(unix_start_s, unix_end_s, clock_offset_s)
         return integrate_trapezoid(samples, unix_start_s, unix_end_s)
 
-    def samples_monotonic_ns(self, start_ns: int, end_ns: int,
-                             anchor: ClockAnchor | None = None) -> list[tuple[int, float]]:
+    def samples_monotonic_ns(
+        self, start_ns: int, end_ns: int, anchor: ClockAnchor | None = None
+    ) -> list[tuple[int, float]]:
         """The samples around a monotonic window, on the monotonic clock (for integrate_power_w)."""
         anchor = anchor or self.anchor
         samples = self.samples_between(anchor.to_unix_s(start_ns), anchor.to_unix_s(end_ns))

@@ -23,7 +23,7 @@ class NvmlSource(PowerSource):
     name = "nvml"
 
     def __init__(self, root: Path = SYSTEM_ROOT, *, nvml: ModuleType | Any | None = None):
-        super().__init__(root)    # NVML reads no files: root only keeps the interface uniform
+        super().__init__(root)  # NVML reads no files: root only keeps the interface uniform
         self._nvml = nvml
         self._initialised = False
         self._handles: list[tuple[str, Any]] = []
@@ -50,13 +50,14 @@ class NvmlSource(PowerSource):
             energy = self._probe(handle, nvml.nvmlDeviceGetTotalEnergyConsumption)
             power = self._probe(handle, nvml.nvmlDeviceGetPowerUsage)
             if energy is None and power is None:
-                continue   # e.g. consumer boards that report neither: leave the rail out
+                continue  # e.g. consumer boards that report neither: leave the rail out
             self._has_energy[rail] = energy is not None
             self._has_power[rail] = power is not None
             self._handles.append((rail, handle))
         if not self._handles:
-            return False, (f"NVML sees {count} GPU(s) but none reports energy or power"
-                           if count else "NVML sees no GPU")
+            return False, (
+                f"NVML sees {count} GPU(s) but none reports energy or power" if count else "NVML sees no GPU"
+            )
         return True, None
 
     def _probe(self, handle: Any, function: Any) -> int | None:
@@ -96,7 +97,7 @@ class NvmlSource(PowerSource):
             try:
                 self._nvml.nvmlShutdown()
             except self._nvml.NVMLError:
-                pass   # already shut down by someone else sharing the library: nothing to release
+                pass  # already shut down by someone else sharing the library: nothing to release
 
 
 def probe_detail(pynvml: Any) -> dict[str, Any]:
@@ -107,10 +108,14 @@ def probe_detail(pynvml: Any) -> dict[str, Any]:
     try:
         pynvml.nvmlInit()
     except Exception as exc:
-        raise Unusable(f"nvmlInit failed: {exc} (no NVIDIA driver here; Jetson boards have no NVML)") from None
+        raise Unusable(
+            f"nvmlInit failed: {exc} (no NVIDIA driver here; Jetson boards have no NVML)"
+        ) from None
     try:
         driver = pynvml.nvmlSystemGetDriverVersion()
-        return {"driver_version": driver.decode() if isinstance(driver, bytes) else driver,
-                "device_count": int(pynvml.nvmlDeviceGetCount())}
+        return {
+            "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+            "device_count": int(pynvml.nvmlDeviceGetCount()),
+        }
     finally:
         pynvml.nvmlShutdown()

@@ -44,7 +44,7 @@ class _Zone:
         self.rail = ""
         self.counter: EnergyCounter | None = None
         self.energy_path = folder / "energy_uj"
-        self.fd = -1   # energy_uj kept open (default reader only): one pread per read
+        self.fd = -1  # energy_uj kept open (default reader only): one pread per read
 
 
 class RaplSource(PowerSource):
@@ -63,14 +63,16 @@ class RaplSource(PowerSource):
             return False, f"{base} does not exist: {_no_powercap_cause(platform.machine())}"
         zones = _find_zones(base)
         if not zones:
-            return False, (f"no intel-rapl zones in {base}: not an Intel/AMD CPU with RAPL, or its driver "
-                           "is not loaded (sudo modprobe intel_rapl_msr)")
+            return False, (
+                f"no intel-rapl zones in {base}: not an Intel/AMD CPU with RAPL, or its driver "
+                "is not loaded (sudo modprobe intel_rapl_msr)"
+            )
         denied: list[Path] = []
         for zone in zones:
             try:
                 zone.name = self._reader(zone.folder / "name")
                 max_range_uj = int(self._reader(zone.folder / "max_energy_range_uj"))
-                self._reader(zone.folder / "energy_uj")     # the root-only one: try it now
+                self._reader(zone.folder / "energy_uj")  # the root-only one: try it now
             except PermissionError:
                 denied.append(zone.folder / "energy_uj")
                 continue
@@ -97,7 +99,7 @@ class RaplSource(PowerSource):
             try:
                 zone.fd = os.open(zone.energy_path, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
-                zone.fd = -1   # read through the reader, which raises the helpful error
+                zone.fd = -1  # read through the reader, which raises the helpful error
 
     def close(self) -> None:
         self._opened = False
@@ -130,7 +132,9 @@ class RaplSource(PowerSource):
                 # int() takes the bytes as they are, trailing newline included
                 raw_uj = int(os.pread(zone.fd, 32, 0) if zone.fd >= 0 else self._reader(zone.energy_path))
             except PermissionError as e:
-                raise PowerSourceError(f"permission denied reading {zone.energy_path}. {PERMISSION_HELP}") from e
+                raise PowerSourceError(
+                    f"permission denied reading {zone.energy_path}. {PERMISSION_HELP}"
+                ) from e
             energy_j[zone.rail] = zone.counter.update(raw_uj)
         return energy_j, {}
 

@@ -12,8 +12,9 @@ from edgestats.collectors.power.base import SYSTEM_ROOT, PowerSource, PowerSourc
 from edgestats.registry import power as registry
 
 
-def select_power_source(spec: str, root: Path = SYSTEM_ROOT, *, clock_offset_s: float = 0.0
-                        ) -> tuple[PowerSource | None, str, dict[str, str]]:
+def select_power_source(
+    spec: str, root: Path = SYSTEM_ROOT, *, clock_offset_s: float = 0.0
+) -> tuple[PowerSource | None, str, dict[str, str]]:
     """(source or None, chosen name, {source: why it was not used}) for a `--power` value.
 
     `auto` returns the first available of the registry's auto sources (reasons for those tried
@@ -35,7 +36,9 @@ def select_power_source(spec: str, root: Path = SYSTEM_ROOT, *, clock_offset_s: 
             raise PowerSourceError(f"--power {name} needs the meter's file: --power {entry.spec}")
         source = entry.source_class()(Path(path), clock_offset_s=clock_offset_s)
     elif path:
-        raise PowerSourceError(f"--power {spec}: {name} reads this device and takes no path; use --power {name}")
+        raise PowerSourceError(
+            f"--power {spec}: {name} reads this device and takes no path; use --power {name}"
+        )
     else:
         source = entry.source_class()(root)
     ok, why = source.is_available()
@@ -76,12 +79,26 @@ def describe_sources(root: Path = SYSTEM_ROOT) -> list[dict[str, Any]]:
     rows = []
     for entry in registry.POWER_SOURCES:
         if entry.takes_path:
-            rows.append({"name": entry.name, "usable": True, "rails": entry.source_class()(Path()).rails(),
-                         "takes_path": True, "reason": f"{entry.help}, used only when given: --power {entry.spec}"})
+            rows.append(
+                {
+                    "name": entry.name,
+                    "usable": True,
+                    "rails": entry.source_class()(Path()).rails(),
+                    "takes_path": True,
+                    "reason": f"{entry.help}, used only when given: --power {entry.spec}",
+                }
+            )
             continue
         source = entry.source_class()(root)
         ok, why = source.is_available()
-        rows.append({"name": entry.name, "usable": ok, "reason": why, "rails": source.rails() if ok else [],
-                     "takes_path": False})
+        rows.append(
+            {
+                "name": entry.name,
+                "usable": ok,
+                "reason": why,
+                "rails": source.rails() if ok else [],
+                "takes_path": False,
+            }
+        )
         source.close()
     return rows

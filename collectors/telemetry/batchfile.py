@@ -22,8 +22,9 @@ from edgestats.collectors.telemetry.sampler import SampleBatch
 def write_batch(path: Path, batch: SampleBatch) -> bool:
     """Write `batch` atomically; False when it could not be written (the run is still stored now,
     only a later recovery would lack the samples)."""
-    table = batch.to_arrow().replace_schema_metadata({
-        "unavailable": json.dumps(batch.unavailable), "stats": json.dumps(batch.stats, default=str)})
+    table = batch.to_arrow().replace_schema_metadata(
+        {"unavailable": json.dumps(batch.unavailable), "stats": json.dumps(batch.stats, default=str)}
+    )
     staging = path.with_name(f".{path.name}.new")
     try:
         with pa.OSFile(str(staging), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
@@ -46,7 +47,11 @@ def read_batch(path: Path) -> SampleBatch | None:
     metrics = table.column("metric").to_pylist()
     names = list(dict.fromkeys(metrics))
     code = {name: i for i, name in enumerate(names)}
-    return SampleBatch(t_ns=array("q", table.column("t_ns").to_pylist()), codes=array("i", [code[m] for m in metrics]),
-                       names=names, value=array("d", table.column("value").to_pylist()),
-                       unavailable=[tuple(u) for u in json.loads(meta.get(b"unavailable", b"[]"))],
-                       stats=json.loads(meta.get(b"stats", b"{}")))
+    return SampleBatch(
+        t_ns=array("q", table.column("t_ns").to_pylist()),
+        codes=array("i", [code[m] for m in metrics]),
+        names=names,
+        value=array("d", table.column("value").to_pylist()),
+        unavailable=[tuple(u) for u in json.loads(meta.get(b"unavailable", b"[]"))],
+        stats=json.loads(meta.get(b"stats", b"{}")),
+    )

@@ -5,9 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgestats.collectors.telemetry.procfs import (CLK_TCK, MAX_FAILS, PAGE_SIZE, Emit, Note, ProcFile, cpu_pcts, Descendants,
-                                         parse_block_stat, parse_diskstats, parse_pid_io, parse_pid_stat,
-                                         parse_proc_stat, parse_smaps_rollup_uss, physical_disks)
+from edgestats.collectors.telemetry.procfs import (
+    CLK_TCK,
+    MAX_FAILS,
+    PAGE_SIZE,
+    Descendants,
+    Emit,
+    Note,
+    ProcFile,
+    cpu_pcts,
+    parse_block_stat,
+    parse_diskstats,
+    parse_pid_io,
+    parse_pid_stat,
+    parse_proc_stat,
+    parse_smaps_rollup_uss,
+    physical_disks,
+)
 
 
 class Unavailable(Exception):
@@ -15,6 +29,7 @@ class Unavailable(Exception):
 
 
 # -- reader groups: sensors read together in one tick ---------------------------------------------
+
 
 class Group:
     """Sensors read together. budget None: every tick; else a fraction of one core's wall time."""
@@ -135,8 +150,11 @@ class ProcessTree(Group):
                     proc.io.close()
                     proc.io = None
             last = proc.last
-            d = ([user - last[0], system - last[1], blkio - last[2], rb - last[3], ro - last[4], wb - last[5]]
-                 if last is not None else [user, system, blkio, rb, ro, wb])
+            d = (
+                [user - last[0], system - last[1], blkio - last[2], rb - last[3], ro - last[4], wb - last[5]]
+                if last is not None
+                else [user, system, blkio, rb, ro, wb]
+            )
             deltas.append((pid, d))
             for i in range(6):  # a counter that went down (a closed io file) adds nothing
                 if d[i] > 0:
@@ -223,6 +241,7 @@ class Uss(Group):
             try:
                 if self.psutil:
                     import psutil
+
                     total += psutil.Process(pid).memory_full_info().uss
                 else:
                     if proc.smaps is None:
@@ -261,8 +280,9 @@ class SysCpu(Group):
             prev = self.prev = {k: prev.get(k, v) for k, v in cur.items()}
             self.names = None
         if self.names is None:
-            self.names = tuple(n for k in cur for n in (
-                self.TOTAL if k == "cpu" else (f"cpu_core{k[3:]}_pct",)))
+            self.names = tuple(
+                n for k in cur for n in (self.TOTAL if k == "cpu" else (f"cpu_core{k[3:]}_pct",))
+            )
         values: list[float] = []
         for label, now in cur.items():
             if label == "cpu":
@@ -271,7 +291,9 @@ class SysCpu(Group):
             # cpu_pcts(...)[3] without its other three figures: the same arithmetic, fewer objects
             was = prev[label]
             total = sum(now) - sum(was)
-            values.append((total - (now[3] - was[3]) - (now[4] - was[4])) * (100.0 / total) if total > 0 else 0.0)
+            values.append(
+                (total - (now[3] - was[3]) - (now[4] - was[4])) * (100.0 / total) if total > 0 else 0.0
+            )
         self.prev = cur
         emit(self.names, values)
 
@@ -314,8 +336,7 @@ class SysDisk(Group):
 class SysfsGauges(Group):
     """Small sysfs value files (temperatures, Jetson GPU load) times a scale; budgeted."""
 
-    def __init__(self, name: str, inputs: list[tuple[str, Path]], scale: float, budget: float,
-                 note: Note):
+    def __init__(self, name: str, inputs: list[tuple[str, Path]], scale: float, budget: float, note: Note):
         super().__init__()
         self.name, self.scale, self.budget, self.note = name, scale, budget, note
         self.files: list[list] = []  # [metric, ProcFile, consecutive failures]

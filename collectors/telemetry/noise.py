@@ -24,17 +24,23 @@ import glob
 import os
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from edgestats.collectors.host.facts import parse_meminfo, read_int, read_text
-from edgestats.collectors.telemetry.procfs import CLK_TCK, parse_millidegrees, parse_proc_stat, temperature_inputs
+from edgestats.collectors.telemetry.procfs import (
+    CLK_TCK,
+    parse_millidegrees,
+    parse_proc_stat,
+    temperature_inputs,
+)
 
 SYSTEM_ROOT = Path("/")
 ON_NOISE = ("warn", "wait", "fail")
-DEFAULT_WAIT_S = 120.0     # --on-noise wait: the longest wait for a quiet machine before each run
-WAIT_WINDOW_S = 1.0        # the window over which "quiet" is judged while waiting
+DEFAULT_WAIT_S = 120.0  # --on-noise wait: the longest wait for a quiet machine before each run
+WAIT_WINDOW_S = 1.0  # the window over which "quiet" is judged while waiting
 # Raspberry Pi firmware's get_throttled bits that mean "now": under-voltage, frequency capped,
 # throttled, soft temperature limit (bits 16-19 say "since boot", which one run cannot change).
 PI_THROTTLED_NOW = 0xF
@@ -45,10 +51,10 @@ PI_THROTTLED = "sys/devices/platform/soc/soc:firmware/get_throttled"
 class NoiseThresholds:
     """Above these a run is noisy (docs/cli/collect.md "Noise sentinel" says why each)."""
 
-    cpu_pct: float = 10.0            # CPU used outside the run's tree, % of all CPUs, over the run
-    swap_bytes: int = 1 << 20        # swapped in + out during the run
-    temp_c: float = 80.0             # hottest sensor, before, during or after the run
-    load_per_cpu: float = 2.0        # 1-minute load average before the run, per CPU
+    cpu_pct: float = 10.0  # CPU used outside the run's tree, % of all CPUs, over the run
+    swap_bytes: int = 1 << 20  # swapped in + out during the run
+    temp_c: float = 80.0  # hottest sensor, before, during or after the run
+    load_per_cpu: float = 2.0  # 1-minute load average before the run, per CPU
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,7 @@ class MachineState:
     t_s: float
     cpu_busy_ticks: int | None = None
     cpu_all_ticks: int | None = None
-    own_cpu_s: float | None = None          # this process + its reaped children (0 under a fake root)
+    own_cpu_s: float | None = None  # this process + its reaped children (0 under a fake root)
     loadavg: list[float] | None = None
     runnable: int | None = None
     swap_in_pages: int | None = None
@@ -163,7 +169,7 @@ def read_state(root: Path = SYSTEM_ROOT) -> MachineState:
     root = Path(root)
     # under a fake root nothing of ours runs on that machine: all its busy time is "outside"
     state = MachineState(t_s=time.monotonic(), own_cpu_s=own_cpu_seconds() if root == SYSTEM_ROOT else 0.0)
-    stat = (root / "proc/stat")
+    stat = root / "proc/stat"
     try:
         cpu = parse_proc_stat(stat.read_bytes()).get("cpu")
     except OSError:
@@ -202,8 +208,13 @@ def outside_cpu(before: MachineState, after: MachineState) -> dict[str, float] |
     # tick-sampled (/proc/stat) against precise (getrusage) accounting: clip the small negatives
     outside_s = max(busy_s - own_s, 0.0)
     wall_s = max(after.t_s - before.t_s, 1e-9)
-    return {"outside_cpu_s": outside_s, "outside_cpu_cores": outside_s / wall_s, "own_cpu_s": own_s,
-            "outside_cpu_pct": 100.0 * outside_s / capacity_s, "seconds": wall_s}
+    return {
+        "outside_cpu_s": outside_s,
+        "outside_cpu_cores": outside_s / wall_s,
+        "own_cpu_s": own_s,
+        "outside_cpu_pct": 100.0 * outside_s / capacity_s,
+        "seconds": wall_s,
+    }
 
 
 def _delta(before: int | None, after: int | None) -> int | None:
@@ -212,16 +223,27 @@ def _delta(before: int | None, after: int | None) -> int | None:
 
 def during(before: MachineState, after: MachineState, temps_c: list[float] = ()) -> dict[str, Any]:
     """The figures of the window between two states (temps_c: the sampler's readings within it)."""
-    swap = [_delta(before.swap_in_pages, after.swap_in_pages), _delta(before.swap_out_pages, after.swap_out_pages)]
+    swap = [
+        _delta(before.swap_in_pages, after.swap_in_pages),
+        _delta(before.swap_out_pages, after.swap_out_pages),
+    ]
     hottest = [t for t in (before.temp_max_c, after.temp_max_c, *temps_c) if t is not None]
-    return {**(outside_cpu(before, after) or {}),
-            "swap_bytes": sum(swap) * os.sysconf("SC_PAGE_SIZE") if None not in swap else None,
-            "throttle_events": _delta(before.throttle_count, after.throttle_count),
-            "temp_max_c": max(hottest) if hottest else None}
+    return {
+        **(outside_cpu(before, after) or {}),
+        "swap_bytes": sum(swap) * os.sysconf("SC_PAGE_SIZE") if None not in swap else None,
+        "throttle_events": _delta(before.throttle_count, after.throttle_count),
+        "temp_max_c": max(hottest) if hottest else None,
+    }
 
 
-def judge(before: MachineState, after: MachineState, figures: dict[str, Any],
-          limits: NoiseThresholds, *, load: bool = True) -> list[str]:
+def judge(
+    before: MachineState,
+    after: MachineState,
+    figures: dict[str, Any],
+    limits: NoiseThresholds,
+    *,
+    load: bool = True,
+) -> list[str]:
     """Why the window between `before` and `after` was noisy ([] = quiet), one short phrase each.
     `load` False leaves the load average out (it lags by a minute: no use to judge a 1 s window)."""
     reasons, cpus = [], cpu_count(before)
@@ -229,9 +251,13 @@ def judge(before: MachineState, after: MachineState, figures: dict[str, Any],
     if pct is not None and pct > limits.cpu_pct:
         reasons.append(f"other processes used {pct:.0f} % of {cpus} CPUs (> {limits.cpu_pct:g} %)")
     if load and before.loadavg and before.loadavg[0] > limits.load_per_cpu * cpus:
-        reasons.append(f"load average {before.loadavg[0]:g} before the run (> {limits.load_per_cpu:g} per CPU)")
+        reasons.append(
+            f"load average {before.loadavg[0]:g} before the run (> {limits.load_per_cpu:g} per CPU)"
+        )
     if (figures.get("swap_bytes") or 0) > limits.swap_bytes:
-        reasons.append(f"swapped {figures['swap_bytes'] / 2**20:.1f} MiB (> {limits.swap_bytes / 2**20:g} MiB)")
+        reasons.append(
+            f"swapped {figures['swap_bytes'] / 2**20:.1f} MiB (> {limits.swap_bytes / 2**20:g} MiB)"
+        )
     if (figures.get("throttle_events") or 0) > 0:
         reasons.append(f"{figures['throttle_events']} thermal throttle events")
     if any((s.pi_throttled or 0) & PI_THROTTLED_NOW for s in (before, after)):
@@ -252,19 +278,36 @@ def batch_temperatures(batch: Any) -> list[float]:
     return [v for name in batch.names if name.startswith("temp_c:") for _, v in batch.series(name)]
 
 
-def noise_record(before: MachineState, after: MachineState, limits: NoiseThresholds,
-                 temps_c: list[float] = (), waited: dict[str, Any] | None = None) -> dict[str, Any]:
+def noise_record(
+    before: MachineState,
+    after: MachineState,
+    limits: NoiseThresholds,
+    temps_c: list[float] = (),
+    waited: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """runs.environment.noise: the raw states, the run's figures, the thresholds and the verdict."""
     figures = during(before, after, temps_c)
     reasons = judge(before, after, figures, limits)
-    return {"before": before.as_dict(), "after": after.as_dict(), "during": figures,
-            "thresholds": asdict(limits), "reasons": reasons, "noisy": bool(reasons),
-            **({"wait": waited} if waited else {})}
+    return {
+        "before": before.as_dict(),
+        "after": after.as_dict(),
+        "during": figures,
+        "thresholds": asdict(limits),
+        "reasons": reasons,
+        "noisy": bool(reasons),
+        **({"wait": waited} if waited else {}),
+    }
 
 
-def wait_until_quiet(limits: NoiseThresholds, max_wait_s: float, *, root: Path = SYSTEM_ROOT,
-                     window_s: float = WAIT_WINDOW_S, sleep: Callable[[float], None] = time.sleep,
-                     on_busy: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
+def wait_until_quiet(
+    limits: NoiseThresholds,
+    max_wait_s: float,
+    *,
+    root: Path = SYSTEM_ROOT,
+    window_s: float = WAIT_WINDOW_S,
+    sleep: Callable[[float], None] = time.sleep,
+    on_busy: Callable[[list[str]], None] | None = None,
+) -> dict[str, Any]:
     """--on-noise wait: judge successive windows of `window_s` until one is quiet or `max_wait_s`
     has passed; `on_busy(reasons)` once, after the first busy window. {waited_s, quiet, reasons
     (of the last window)}."""

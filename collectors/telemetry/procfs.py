@@ -14,14 +14,14 @@ system groups take a `root` so tests run them on fake trees.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 Emit = Callable[[tuple, list], None]  # (metric names, their values): one call per group and tick
 Note = Callable[[str, str], None]
 MAX_FAILS = 5  # consecutive failed reads after which a sensor is no longer read
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")       # unit of the times in /proc/PID/stat and /proc/stat
+CLK_TCK = os.sysconf("SC_CLK_TCK")  # unit of the times in /proc/PID/stat and /proc/stat
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -50,6 +50,7 @@ class ProcFile:
 
 # -- parsers ---------------------------------------------------------------------------------------
 
+
 def parse_pid_stat(raw: bytes, blkio: bool = True) -> tuple[int, int, int, int, int, bool]:
     """/proc/PID/stat -> (ppid, user ticks, system ticks, rss pages, blkio-delay ticks, exited).
 
@@ -59,11 +60,18 @@ def parse_pid_stat(raw: bytes, blkio: bool = True) -> tuple[int, int, int, int, 
     child's times there when it is waited for, so the sum over a tree stays continuous. The
     command name may hold spaces and ')' so fields are counted after the last ')'.
     """
-    f = raw[raw.rindex(b")") + 2:].split(None, 40 if blkio else 22)  # split no further than needed
+    f = raw[raw.rindex(b")") + 2 :].split(None, 40 if blkio else 22)  # split no further than needed
     # f[0] = state (field 3), f[1] = ppid (4), f[11..14] = utime stime cutime cstime (14-17),
     # f[21] = rss (24), f[39] = delayacct_blkio_ticks (42)
     ticks = int(f[39]) if blkio and len(f) > 39 else 0
-    return int(f[1]), int(f[11]) + int(f[13]), int(f[12]) + int(f[14]), int(f[21]), ticks, f[0] in (b"Z", b"X")
+    return (
+        int(f[1]),
+        int(f[11]) + int(f[13]),
+        int(f[12]) + int(f[14]),
+        int(f[21]),
+        ticks,
+        f[0] in (b"Z", b"X"),
+    )
 
 
 def parse_pid_io(raw: bytes) -> tuple[int, int, int]:
@@ -113,8 +121,7 @@ def cpu_pcts(prev: tuple[int, ...], cur: tuple[int, ...]) -> tuple[float, float,
     if total <= 0:
         return 0.0, 0.0, 0.0, 0.0
     scale = 100.0 / total
-    return ((d[0] + d[1]) * scale, (d[2] + d[5] + d[6]) * scale, d[4] * scale,
-            (total - d[3] - d[4]) * scale)
+    return ((d[0] + d[1]) * scale, (d[2] + d[5] + d[6]) * scale, d[4] * scale, (total - d[3] - d[4]) * scale)
 
 
 def parse_diskstats(raw: bytes, disks: frozenset[str] | None) -> tuple[int, int]:
@@ -143,6 +150,7 @@ def parse_millidegrees(raw: bytes) -> float:
 
 
 # -- discovery -------------------------------------------------------------------------------------
+
 
 def physical_disks(root: Path) -> frozenset[str] | None:
     """Whole disks backed by a device (sda, nvme0n1, mmcblk0, vda): /sys/block entries with a
@@ -185,9 +193,13 @@ def temperature_inputs(root: Path) -> tuple[list[tuple[str, Path]], str]:
 
 
 # Jetson iGPU load (per mille), across L4T releases; NVML does not exist there.
-JETSON_GPU_LOAD = ("sys/devices/gpu.0/load", "sys/devices/platform/gpu.0/load",
-                   "sys/devices/platform/17000000.ga10b/load", "sys/devices/platform/17000000.gv11b/load",
-                   "sys/devices/platform/bus@0/17000000.gpu/load")
+JETSON_GPU_LOAD = (
+    "sys/devices/gpu.0/load",
+    "sys/devices/platform/gpu.0/load",
+    "sys/devices/platform/17000000.ga10b/load",
+    "sys/devices/platform/17000000.gv11b/load",
+    "sys/devices/platform/bus@0/17000000.gpu/load",
+)
 
 
 def jetson_gpu_load(root: Path) -> Path | None:
@@ -208,7 +220,7 @@ class Descendants:
 
     def __init__(self, proc: str = "/proc"):
         self.proc = proc
-        self.fds: dict[str, int] = {}   # children file -> fd, for the threads seen last time
+        self.fds: dict[str, int] = {}  # children file -> fd, for the threads seen last time
         self.seen: set[str] = set()
 
     def __call__(self, pid: int) -> list[int]:
@@ -220,6 +232,7 @@ class Descendants:
             kids = self.children(todo.pop())
             if kids is None:
                 import psutil  # scans every /proc/*/stat: ~1 ms, so only as the fallback
+
                 try:
                     return [c.pid for c in psutil.Process(pid).children(recursive=True)]
                 except psutil.Error:

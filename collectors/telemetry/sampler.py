@@ -33,14 +33,23 @@ import select
 import threading
 import time
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from edgestats.collectors.power.base import PowerReading
 from edgestats.collectors.telemetry import procfs
+from edgestats.collectors.telemetry.groups import (
+    Group,
+    ProcessTree,
+    SysCpu,
+    SysDisk,
+    SysfsGauges,
+    Unavailable,
+    Uss,
+)
 from edgestats.collectors.telemetry.procfs import MAX_FAILS, Emit
-from edgestats.collectors.telemetry.groups import Group, ProcessTree, SysCpu, SysDisk, SysfsGauges, Unavailable, Uss
 
 SYSTEM_ROOT = Path("/")
 
@@ -61,11 +70,16 @@ class SampleBatch:
 
     def to_arrow(self):
         import pyarrow as pa
+
         n = len(self.value)
         codes = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(self.codes)])
-        return pa.table({"t_ns": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.t_ns)]),
-                         "metric": pa.array(self.names, pa.string()).take(codes),
-                         "value": pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(self.value)])})
+        return pa.table(
+            {
+                "t_ns": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(self.t_ns)]),
+                "metric": pa.array(self.names, pa.string()).take(codes),
+                "value": pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(self.value)]),
+            }
+        )
 
     def series(self, metric: str) -> list[tuple[int, float]]:
         """(t_ns, value) of one metric, in time order."""
@@ -102,10 +116,12 @@ class Nvml(Group):
         except Exception as exc:
             self.close()
             raise Unavailable(f"NVML query failed: {exc}") from None
-        queries = {"gpu_util_pct": lambda h: pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
-                   "gpu_mem_bytes": lambda h: pynvml.nvmlDeviceGetMemoryInfo(h).used,
-                   "gpu_power_w": lambda h: pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,       # mW
-                   "gpu_energy_j": lambda h: pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3}  # mJ
+        queries = {
+            "gpu_util_pct": lambda h: pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
+            "gpu_mem_bytes": lambda h: pynvml.nvmlDeviceGetMemoryInfo(h).used,
+            "gpu_power_w": lambda h: pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,  # mW
+            "gpu_energy_j": lambda h: pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3,
+        }  # mJ
         self.calls = [(f"{m}:gpu{i}", fn, h) for i, h in enumerate(handles) for m, fn in queries.items()]
         if not self.calls:
             self.close()
@@ -156,7 +172,7 @@ class Extra(Group):
                 names = self._names[rails] = tuple(m for m, _ in reading.metrics())
             emit(names, [*map(float, energy.values()), *map(float, power.values())])
             return
-        if hasattr(reading, "metrics"):   # a PowerReading's subclass
+        if hasattr(reading, "metrics"):  # a PowerReading's subclass
             pairs = reading.metrics()
         else:
             pairs = list(reading.items() if isinstance(reading, dict) else reading)
@@ -172,8 +188,18 @@ class Sampler:
     refreshes still count, through its parent's totals; its memory does not).
     """
 
-    def __init__(self, pid: int, hz: float = 10.0, *, root: Path = SYSTEM_ROOT, extra_sources: Iterable[Any] = (),
-                 budget: float = 0.005, uss_budget: float = 0.002, tree_refresh_s: float = 0.25, gpu: bool = True):
+    def __init__(
+        self,
+        pid: int,
+        hz: float = 10.0,
+        *,
+        root: Path = SYSTEM_ROOT,
+        extra_sources: Iterable[Any] = (),
+        budget: float = 0.005,
+        uss_budget: float = 0.002,
+        tree_refresh_s: float = 0.25,
+        gpu: bool = True,
+    ):
         if not hz > 0:
             raise ValueError(f"sampling rate must be positive, got {hz}")
         self.pid, self.hz, self.root, self.budget = pid, float(hz), Path(root), budget
@@ -190,7 +216,9 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self.groups: list[Group] = []
         self.batch: SampleBatch | None = None
-        self.ticks = self.missed = self.t0 = self.t_last = self.cpu_ns = self.tick_ns_sum = self.tick_ns_max = 0
+        self.ticks = self.missed = self.t0 = self.t_last = self.cpu_ns = self.tick_ns_sum = (
+            self.tick_ns_max
+        ) = 0
 
     def note(self, sensor: str, reason: str) -> None:
         """Record a sensor as unavailable, once."""
@@ -201,8 +229,11 @@ class Sampler:
     def _build(self) -> list[Group]:
         live_iowait = procfs.delayacct_enabled(SYSTEM_ROOT)
         if not live_iowait:
-            self.note("cpu_iowait_pct", "per-process I/O wait needs kernel delay accounting: "
-                                        "sysctl -w kernel.task_delayacct=1 (sys_cpu_iowait_pct is recorded)")
+            self.note(
+                "cpu_iowait_pct",
+                "per-process I/O wait needs kernel delay accounting: "
+                "sysctl -w kernel.task_delayacct=1 (sys_cpu_iowait_pct is recorded)",
+            )
         self.tree = ProcessTree(self.pid, self.note, int(self.tree_refresh_s * 1e9), live_iowait)
         groups: list[Group] = [self.tree]
         for name, make in (("sys_cpu", SysCpu), ("sys_io", SysDisk)):
@@ -251,7 +282,9 @@ class Sampler:
         metric codes are looked up once."""
         codes = self._codes_of.get(names)
         if codes is None:
-            codes = self._codes_of[names] = array("i", [self._index.setdefault(n, len(self._index)) for n in names])
+            codes = self._codes_of[names] = array(
+                "i", [self._index.setdefault(n, len(self._index)) for n in names]
+            )
         self._codes.extend(codes)
         self._values.extend(values)
 
@@ -351,23 +384,40 @@ class Sampler:
             self._read_sources(time.monotonic_ns())
         for group in getattr(self, "all_groups", []):
             group.close()
-        self.batch = SampleBatch(self._t, self._codes, list(self._index), self._values, list(self.unavailable), self.stats())
+        self.batch = SampleBatch(
+            self._t, self._codes, list(self._index), self._values, list(self.unavailable), self.stats()
+        )
         return self.batch
 
     def stats(self) -> dict[str, Any]:
         span_s = (self.t_last - self.t0) / 1e9
         ticks = max(self.ticks, 1)
         return {
-            "requested_hz": self.hz, "ticks": self.ticks, "missed_ticks": self.missed,
-            "achieved_hz": self.ticks / span_s if span_s > 0 else 0.0, "duration_s": span_s,
-            "cpu_s_per_tick": self.cpu_ns / 1e9 / ticks, "tick_wall_us_mean": self.tick_ns_sum / 1e3 / ticks,
-            "tick_wall_us_max": self.tick_ns_max / 1e3, "budget": self.budget, "uss_budget": self.uss_budget, "tree_refresh_s": self.tree_refresh_s,
+            "requested_hz": self.hz,
+            "ticks": self.ticks,
+            "missed_ticks": self.missed,
+            "achieved_hz": self.ticks / span_s if span_s > 0 else 0.0,
+            "duration_s": span_s,
+            "cpu_s_per_tick": self.cpu_ns / 1e9 / ticks,
+            "tick_wall_us_mean": self.tick_ns_sum / 1e3 / ticks,
+            "tick_wall_us_max": self.tick_ns_max / 1e3,
+            "budget": self.budget,
+            "uss_budget": self.uss_budget,
+            "tree_refresh_s": self.tree_refresh_s,
             "tree_max_procs": getattr(getattr(self, "tree", None), "max_procs", 0),
-            "sources_not_live": [getattr(s, "name", type(s).__name__) for s in self.extra_sources
-                                 if not getattr(s, "live", True)],  # e.g. a meter's file, aligned after the run
-            "groups": {g.name: {"reads": g.reads, "hz": g.reads / span_s if span_s > 0 else 0.0,
-                                "cost_us": round(g.cost_ns / 1e3, 1) if g.budget else None}
-                       for g in getattr(self, "all_groups", [])},
+            "sources_not_live": [
+                getattr(s, "name", type(s).__name__)
+                for s in self.extra_sources
+                if not getattr(s, "live", True)
+            ],  # e.g. a meter's file, aligned after the run
+            "groups": {
+                g.name: {
+                    "reads": g.reads,
+                    "hz": g.reads / span_s if span_s > 0 else 0.0,
+                    "cost_us": round(g.cost_ns / 1e3, 1) if g.budget else None,
+                }
+                for g in getattr(self, "all_groups", [])
+            },
         }
 
     def __enter__(self) -> Sampler:

@@ -35,24 +35,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgestats.errors import EdgestatsError
 from edgestats.contracts import dataset_name
+from edgestats.errors import EdgestatsError
 
 FORMATS = ("mnist", "cifar10", "imagefolder")
 IDX_UBYTE = 0x08
-IDX_IMAGES_MAGIC = 0x00000803   # unsigned byte, 3 dimensions (count, rows, cols)
-IDX_LABELS_MAGIC = 0x00000801   # unsigned byte, 1 dimension (count)
-MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-               "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+IDX_IMAGES_MAGIC = 0x00000803  # unsigned byte, 3 dimensions (count, rows, cols)
+IDX_LABELS_MAGIC = 0x00000801  # unsigned byte, 1 dimension (count)
+MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
 CIFAR_SIDE = 32
-CIFAR_PIXELS = 3 * CIFAR_SIDE * CIFAR_SIDE      # 3072: R plane, G plane, B plane
-CIFAR_RECORD_BYTES = 1 + CIFAR_PIXELS           # 3073
+CIFAR_PIXELS = 3 * CIFAR_SIDE * CIFAR_SIDE  # 3072: R plane, G plane, B plane
+CIFAR_RECORD_BYTES = 1 + CIFAR_PIXELS  # 3073
 CIFAR_TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))
 CIFAR_TEST_FILE = "test_batch.bin"
 CIFAR_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".ppm")
-HOLDOUT_EVERY = 5               # an image folder without test/: every fifth file is held out
-MARKER = "EDGESTATS_DATASET.json"   # written by make_dataset: how the synthetic set was made
+HOLDOUT_EVERY = 5  # an image folder without test/: every fifth file is held out
+MARKER = "EDGESTATS_DATASET.json"  # written by make_dataset: how the synthetic set was made
 
 
 class DatasetError(EdgestatsError):
@@ -68,6 +70,7 @@ class DatasetFormatError(DatasetError):
 
 
 # -- the sample stores ------------------------------------------------------------------------------
+
 
 class Split:
     """One split (train or test) of n samples; `raw(i)` -> (sample, label), where a sample is a
@@ -92,13 +95,13 @@ class Split:
 class Dataset:
     format: str
     root: Path
-    name: str                   # runs.dataset: the format, or an image folder's name (contracts.dataset_name)
+    name: str  # runs.dataset: the format, or an image folder's name (contracts.dataset_name)
     num_classes: int
-    image_hw: tuple[int, int] | None    # stored resolution (None: per file, an image folder)
+    image_hw: tuple[int, int] | None  # stored resolution (None: per file, an image folder)
     channels: int | None
     train: Split
     test: Split
-    synthetic: dict[str, Any] | None = None     # make_dataset's record, if it made this set
+    synthetic: dict[str, Any] | None = None  # make_dataset's record, if it made this set
 
     @property
     def files(self) -> list[Path]:
@@ -107,19 +110,33 @@ class Dataset:
 
     def describe(self) -> dict[str, Any]:
         files = self.files
-        return {"format": self.format, "root": str(self.root.resolve()), "name": self.name, "num_classes": self.num_classes,
-                "n_train": self.train.n, "n_test": self.test.n, "image_hw": self.image_hw, "channels": self.channels,
-                "n_files": len(files), "bytes": sum(f.stat().st_size for f in files), "synthetic": self.synthetic}
+        return {
+            "format": self.format,
+            "root": str(self.root.resolve()),
+            "name": self.name,
+            "num_classes": self.num_classes,
+            "n_train": self.train.n,
+            "n_test": self.test.n,
+            "image_hw": self.image_hw,
+            "channels": self.channels,
+            "n_files": len(files),
+            "bytes": sum(f.stat().st_size for f in files),
+            "synthetic": self.synthetic,
+        }
 
 
 def detect_format(root: str | Path) -> str:
     """Which format a --data directory holds, from its file names (cheap: no file is read)."""
     root = Path(root)
     if not root.exists():
-        raise DatasetNotFoundError(f"--data {str(root)!r} does not exist; make a dataset with "
-                                   f"`edgestats dataset make --format mnist --out {root} --n 2000`")
+        raise DatasetNotFoundError(
+            f"--data {str(root)!r} does not exist; make a dataset with "
+            f"`edgestats dataset make --format mnist --out {root} --n 2000`"
+        )
     if not root.is_dir():
-        raise DatasetNotFoundError(f"--data {str(root)!r} is a file; give the directory that holds the dataset")
+        raise DatasetNotFoundError(
+            f"--data {str(root)!r} is a file; give the directory that holds the dataset"
+        )
     if (root / MNIST_FILES["train"][0]).exists():
         return "mnist"
     if _cifar_dir(root) is not None:
@@ -129,7 +146,8 @@ def detect_format(root: str | Path) -> str:
     raise DatasetNotFoundError(
         f"--data {str(root)!r} holds no dataset edgestats reads: expected MNIST IDX files "
         f"({MNIST_FILES['train'][0]}, ...), CIFAR-10 binary batches ({CIFAR_TRAIN_FILES[0]}, {CIFAR_TEST_FILE}), "
-        "or an image folder (train/<class>/<image>.jpg); `edgestats dataset make` writes each of them")
+        "or an image folder (train/<class>/<image>.jpg); `edgestats dataset make` writes each of them"
+    )
 
 
 def open_dataset(root: str | Path) -> Dataset:
@@ -149,32 +167,43 @@ def open_dataset(root: str | Path) -> Dataset:
 
 # -- MNIST IDX --------------------------------------------------------------------------------------
 
+
 def read_idx_header(path: Path, expected_magic: int) -> tuple[tuple[int, ...], int]:
     """(dimensions, header bytes) of an IDX file of unsigned bytes; checks magic and file size."""
     try:
         with open(path, "rb") as f:
             head = f.read(4)
             if len(head) < 4:
-                raise DatasetFormatError(f"{path}: truncated IDX file ({len(head)} bytes, not even a magic number)")
+                raise DatasetFormatError(
+                    f"{path}: truncated IDX file ({len(head)} bytes, not even a magic number)"
+                )
             zero, dtype, ndim = struct.unpack(">HBB", head)
             magic = struct.unpack(">I", head)[0]
             if zero != 0 or dtype != IDX_UBYTE or magic != expected_magic:
-                raise DatasetFormatError(f"{path}: not an IDX file of unsigned bytes: magic 0x{magic:08x}, expected "
-                                         f"0x{expected_magic:08x} (a gzipped download must be gunzipped first)")
+                raise DatasetFormatError(
+                    f"{path}: not an IDX file of unsigned bytes: magic 0x{magic:08x}, expected "
+                    f"0x{expected_magic:08x} (a gzipped download must be gunzipped first)"
+                )
             dims_bytes = f.read(4 * ndim)
     except FileNotFoundError:
-        raise DatasetNotFoundError(f"{path}: missing; an MNIST directory holds "
-                                   f"{', '.join(n for pair in MNIST_FILES.values() for n in pair)}") from None
+        raise DatasetNotFoundError(
+            f"{path}: missing; an MNIST directory holds "
+            f"{', '.join(n for pair in MNIST_FILES.values() for n in pair)}"
+        ) from None
     if len(dims_bytes) < 4 * ndim:
-        raise DatasetFormatError(f"{path}: truncated IDX header ({len(dims_bytes)} of {4 * ndim} dimension bytes)")
+        raise DatasetFormatError(
+            f"{path}: truncated IDX header ({len(dims_bytes)} of {4 * ndim} dimension bytes)"
+        )
     dims = struct.unpack(f">{ndim}I", dims_bytes)
     header = 4 + 4 * ndim
     expected = header + _prod(dims)
     actual = path.stat().st_size
     if actual != expected:
         what = "truncated" if actual < expected else "has trailing bytes"
-        raise DatasetFormatError(f"{path}: {what}: dimensions {'x'.join(map(str, dims))} need {expected} bytes, "
-                                 f"the file has {actual}")
+        raise DatasetFormatError(
+            f"{path}: {what}: dimensions {'x'.join(map(str, dims))} need {expected} bytes, "
+            f"the file has {actual}"
+        )
     return dims, header
 
 
@@ -192,16 +221,32 @@ def _open_mnist(root: Path) -> Dataset:
 
 
 class IdxSplit(Split):
-    def __init__(self, images: Path, image_header: int, labels: Path, label_header: int, count: int,
-                 rows: int, cols: int):
+    def __init__(
+        self,
+        images: Path,
+        image_header: int,
+        labels: Path,
+        label_header: int,
+        count: int,
+        rows: int,
+        cols: int,
+    ):
         super().__init__(count, [images, labels])
-        self.images, self.image_header, self.labels, self.label_header = images, image_header, labels, label_header
+        self.images, self.image_header, self.labels, self.label_header = (
+            images,
+            image_header,
+            labels,
+            label_header,
+        )
         self.rows, self.cols = rows, cols
 
     def raw(self, i: int) -> tuple[Any, int]:
         if not self._maps:  # mapped on first use, in the process that reads
             import numpy as np
-            self._maps["x"] = np.memmap(self.images, np.uint8, "r", self.image_header).reshape(-1, self.rows, self.cols)
+
+            self._maps["x"] = np.memmap(self.images, np.uint8, "r", self.image_header).reshape(
+                -1, self.rows, self.cols
+            )
             self._maps["y"] = np.memmap(self.labels, np.uint8, "r", self.label_header)
         label = int(self._maps["y"][i])
         if label >= 10:
@@ -210,6 +255,7 @@ class IdxSplit(Split):
 
 
 # -- CIFAR-10 binary --------------------------------------------------------------------------------
+
 
 def _cifar_dir(root: Path) -> Path | None:
     for candidate in (root, root / "cifar-10-batches-bin"):
@@ -220,12 +266,16 @@ def _cifar_dir(root: Path) -> Path | None:
 
 def _cifar_records(path: Path) -> int:
     if not path.is_file():
-        raise DatasetNotFoundError(f"{path}: missing; a CIFAR-10 binary directory holds "
-                                   f"{', '.join(CIFAR_TRAIN_FILES)} and {CIFAR_TEST_FILE}")
+        raise DatasetNotFoundError(
+            f"{path}: missing; a CIFAR-10 binary directory holds "
+            f"{', '.join(CIFAR_TRAIN_FILES)} and {CIFAR_TEST_FILE}"
+        )
     size = path.stat().st_size
     if size == 0 or size % CIFAR_RECORD_BYTES:
-        raise DatasetFormatError(f"{path}: {size} bytes is not a whole number of CIFAR-10 records "
-                                 f"({CIFAR_RECORD_BYTES} bytes each: 1 label + 3072 pixels); truncated or not CIFAR-10 binary")
+        raise DatasetFormatError(
+            f"{path}: {size} bytes is not a whole number of CIFAR-10 records "
+            f"({CIFAR_RECORD_BYTES} bytes each: 1 label + 3072 pixels); truncated or not CIFAR-10 binary"
+        )
     return size // CIFAR_RECORD_BYTES
 
 
@@ -251,17 +301,21 @@ class CifarSplit(Split):
         path = self.files[k]
         if path not in self._maps:
             import numpy as np
+
             self._maps[path] = np.memmap(path, np.uint8, "r").reshape(-1, CIFAR_RECORD_BYTES)
         record = self._maps[path][i - self.starts[k]]
         label = int(record[0])
         if label >= len(CIFAR_CLASSES):
-            raise DatasetFormatError(f"{path}: record {i - self.starts[k]} has label byte {label}; CIFAR-10 labels are "
-                                     "0-9 (corrupt file, or CIFAR-100, whose records are 2 + 3072 bytes)")
+            raise DatasetFormatError(
+                f"{path}: record {i - self.starts[k]} has label byte {label}; CIFAR-10 labels are "
+                "0-9 (corrupt file, or CIFAR-100, whose records are 2 + 3072 bytes)"
+            )
         # R, G, B planes of 32x32 -> one (32, 32, 3) image
         return record[1:].reshape(3, CIFAR_SIDE, CIFAR_SIDE).transpose(1, 2, 0).copy(), label
 
 
 # -- image folder -----------------------------------------------------------------------------------
+
 
 def _class_dirs(root: Path) -> list[Path]:
     if not root.is_dir():
@@ -279,22 +333,38 @@ def _open_imagefolder(root: Path) -> Dataset:
         train = _listing(root / "train", classes)
         test = _listing(root / "test", classes) if (root / "test").is_dir() else []
         if not test:
-            raise DatasetNotFoundError(f"{root}: has train/ but no test/ images; add test/<class>/ folders, "
-                                       "or put the class folders directly in the directory to hold out every fifth file")
+            raise DatasetNotFoundError(
+                f"{root}: has train/ but no test/ images; add test/<class>/ folders, "
+                "or put the class folders directly in the directory to hold out every fifth file"
+            )
     else:
         classes = [d.name for d in _class_dirs(root)]
         everything = _listing(root, classes)
         test = [s for k, s in enumerate(everything) if k % HOLDOUT_EVERY == HOLDOUT_EVERY - 1]
         train = [s for k, s in enumerate(everything) if k % HOLDOUT_EVERY != HOLDOUT_EVERY - 1]
     if len(classes) < 2:
-        raise DatasetNotFoundError(f"{root}: an image folder needs at least two class folders, found {classes}")
-    return Dataset("imagefolder", root, dataset_name(root.name) or "imagefolder", len(classes), None, None,
-                   FileSplit(train), FileSplit(test))
+        raise DatasetNotFoundError(
+            f"{root}: an image folder needs at least two class folders, found {classes}"
+        )
+    return Dataset(
+        "imagefolder",
+        root,
+        dataset_name(root.name) or "imagefolder",
+        len(classes),
+        None,
+        None,
+        FileSplit(train),
+        FileSplit(test),
+    )
 
 
 def _listing(folder: Path, classes: list[str]) -> list[tuple[Path, int]]:
-    return [(p, label) for label, name in enumerate(classes) if (folder / name).is_dir()
-            for p in _images(folder / name)]
+    return [
+        (p, label)
+        for label, name in enumerate(classes)
+        if (folder / name).is_dir()
+        for p in _images(folder / name)
+    ]
 
 
 class FileSplit(Split):
@@ -307,6 +377,7 @@ class FileSplit(Split):
 
 
 # -- preprocessing ----------------------------------------------------------------------------------
+
 
 class Preprocess:
     """Decode one sample, convert to the model's channels, resize to its input, normalise to
@@ -342,9 +413,13 @@ def _decode(path: Path, mode: str) -> Any:
             img.load()  # decode now, inside the try: a truncated JPEG fails here, not later
             return img.convert(mode)
     except FileNotFoundError:
-        raise DatasetNotFoundError(f"{path}: image missing (the dataset changed since it was opened)") from None
+        raise DatasetNotFoundError(
+            f"{path}: image missing (the dataset changed since it was opened)"
+        ) from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise DatasetFormatError(f"{path}: cannot be decoded as an image ({exc}); remove or replace the file") from None
+        raise DatasetFormatError(
+            f"{path}: cannot be decoded as an image ({exc}); remove or replace the file"
+        ) from None
 
 
 def load_batch(split: Split, indices: Any, preprocess: Preprocess) -> tuple[Any, Any]:

@@ -17,8 +17,9 @@ import ctypes
 import ctypes.util
 import mmap
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 PROT_READ = 0x1
 MAP_SHARED = 0x01
@@ -33,7 +34,14 @@ def _c() -> Any:
     if _libc is None:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
+        libc.mmap.argtypes = (
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_long,
+        )
         libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
         libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte))
         _libc = libc
@@ -81,7 +89,7 @@ def evict(files: Iterable[str | Path]) -> int:
     for path in files:
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fdatasync(fd)   # dirty pages are not dropped by the advice
+            os.fdatasync(fd)  # dirty pages are not dropped by the advice
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
@@ -90,6 +98,7 @@ def evict(files: Iterable[str | Path]) -> int:
 
 
 # -- storage ----------------------------------------------------------------------------------------
+
 
 def _unescape(field: str) -> str:
     """mountinfo escapes space, tab, newline and backslash as octal (\\040 ...)."""
@@ -106,9 +115,17 @@ def parse_mountinfo(text: str) -> list[dict[str, str]]:
         left, right = before.split(), after.split()
         if len(left) < 5 or len(right) < 2:
             continue
-        mounts.append({"mount_id": left[0], "dev": left[2], "root": _unescape(left[3]),
-                       "mount_point": _unescape(left[4]), "options": left[5] if len(left) > 5 else "",
-                       "fstype": right[0], "source": _unescape(right[1])})
+        mounts.append(
+            {
+                "mount_id": left[0],
+                "dev": left[2],
+                "root": _unescape(left[3]),
+                "mount_point": _unescape(left[4]),
+                "options": left[5] if len(left) > 5 else "",
+                "fstype": right[0],
+                "source": _unescape(right[1]),
+            }
+        )
     return mounts
 
 
@@ -134,6 +151,12 @@ def storage_of(path: str | Path, proc_root: str | Path = "/") -> dict[str, Any]:
     if mount is None:
         return {"storage": None, "why": f"no mount holds {path}"}
     st = os.stat(path)
-    return {"storage": f"{mount['fstype']}:{mount['source']}", "fstype": mount["fstype"], "source": mount["source"],
-            "mount_point": mount["mount_point"], "mount_options": mount["options"], "dev": mount["dev"],
-            "st_dev": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"}
+    return {
+        "storage": f"{mount['fstype']}:{mount['source']}",
+        "fstype": mount["fstype"],
+        "source": mount["source"],
+        "mount_point": mount["mount_point"],
+        "mount_options": mount["options"],
+        "dev": mount["dev"],
+        "st_dev": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}",
+    }

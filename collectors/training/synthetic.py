@@ -14,10 +14,18 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.training.datasets import (CIFAR_CLASSES, CIFAR_TEST_FILE, CIFAR_TRAIN_FILES, FORMATS, IDX_UBYTE,
-                                           MARKER, MNIST_FILES, DatasetError)
+from edgestats.collectors.training.datasets import (
+    CIFAR_CLASSES,
+    CIFAR_TEST_FILE,
+    CIFAR_TRAIN_FILES,
+    FORMATS,
+    IDX_UBYTE,
+    MARKER,
+    MNIST_FILES,
+    DatasetError,
+)
 
-DEFAULT_SIZE = {"mnist": (28, 28), "cifar10": (32, 32), "imagefolder": (600, 800)}   # (H, W)
+DEFAULT_SIZE = {"mnist": (28, 28), "cifar10": (32, 32), "imagefolder": (600, 800)}  # (H, W)
 SCALES = (0.25, 1.0, 4.0)
 
 
@@ -39,7 +47,7 @@ def synthetic_image(rng: Any, label: int, num_classes: int, hw: tuple[int, int],
 
     h, w = hw
     angle = np.pi * label / num_classes + rng.uniform(-0.1, 0.1) * np.pi / num_classes
-    cycles = 3.0 * rng.uniform(0.85, 1.15)            # per image side: survives resizing to 28 px
+    cycles = 3.0 * rng.uniform(0.85, 1.15)  # per image side: survives resizing to 28 px
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     u = (xx / w) * np.cos(angle) + (yy / h) * np.sin(angle)
     wave = np.sin(2 * np.pi * cycles * u + rng.uniform(0, 2 * np.pi)).astype(np.float32)
@@ -52,8 +60,18 @@ def synthetic_image(rng: Any, label: int, num_classes: int, hw: tuple[int, int],
     return (np.clip(img, 0, 1) * 255).astype(np.uint8)
 
 
-def make_dataset(fmt: str, out: str | Path, n: int, *, n_test: int | None = None, size: tuple[int, int] | None = None,
-                 scale: float = 1.0, num_classes: int = 10, seed: int = 0, jpeg_quality: int = 90) -> dict[str, Any]:
+def make_dataset(
+    fmt: str,
+    out: str | Path,
+    n: int,
+    *,
+    n_test: int | None = None,
+    size: tuple[int, int] | None = None,
+    scale: float = 1.0,
+    num_classes: int = 10,
+    seed: int = 0,
+    jpeg_quality: int = 90,
+) -> dict[str, Any]:
     """Write a learnable synthetic dataset in `fmt` to `out` (created; must be empty or new).
 
     n training samples (times `scale`), n_test held-out ones (default n // 5, at least 10), images
@@ -68,7 +86,9 @@ def make_dataset(fmt: str, out: str | Path, n: int, *, n_test: int | None = None
     if fmt == "cifar10" and hw != (32, 32):
         raise DatasetError("--size: CIFAR-10 binary records are always 32x32; leave --size out")
     if fmt != "imagefolder" and num_classes != 10:
-        raise DatasetError(f"--classes: {fmt} labels are the digits 0-9; only imagefolder takes another class count")
+        raise DatasetError(
+            f"--classes: {fmt} labels are the digits 0-9; only imagefolder takes another class count"
+        )
     if num_classes < 2:
         raise DatasetError("--classes: at least 2")
     out = Path(out)
@@ -80,11 +100,20 @@ def make_dataset(fmt: str, out: str | Path, n: int, *, n_test: int | None = None
     rng = np.random.default_rng(seed)
     writer = {"mnist": _write_mnist, "cifar10": _write_cifar10, "imagefolder": _write_imagefolder}[fmt]
     for split, count in (("train", n_train), ("test", n_held)):
-        labels = np.arange(count) % num_classes   # balanced classes, then shuffled
+        labels = np.arange(count) % num_classes  # balanced classes, then shuffled
         rng.shuffle(labels)
         writer(out, split, labels, rng, hw, num_classes, jpeg_quality)
-    record = {"format": fmt, "synthetic": "gratings: orientation = class", "n_train": n_train, "n_test": n_held,
-              "height": hw[0], "width": hw[1], "num_classes": num_classes, "seed": seed, "scale": scale}
+    record = {
+        "format": fmt,
+        "synthetic": "gratings: orientation = class",
+        "n_train": n_train,
+        "n_test": n_held,
+        "height": hw[0],
+        "width": hw[1],
+        "num_classes": num_classes,
+        "seed": seed,
+        "scale": scale,
+    }
     (out / MARKER).write_text(json.dumps(record, indent=1) + "\n")
     _sync_dir(out)
     return record
@@ -110,22 +139,26 @@ def _write_mnist(out: Path, split: str, labels: Any, rng: Any, hw: tuple[int, in
     _write_file(out / labels_name, idx_bytes(labels.astype(np.uint8)))
 
 
-def _write_cifar10(out: Path, split: str, labels: Any, rng: Any, hw: tuple[int, int], k: int, _q: int) -> None:
+def _write_cifar10(
+    out: Path, split: str, labels: Any, rng: Any, hw: tuple[int, int], k: int, _q: int
+) -> None:
     folder = out / "cifar-10-batches-bin"
     folder.mkdir(exist_ok=True)
     records = [cifar_record(synthetic_image(rng, int(c), k, hw, 3), int(c)) for c in labels]
     if split == "test":
         _write_file(folder / CIFAR_TEST_FILE, b"".join(records))
         return
-    per_file = -(-len(records) // len(CIFAR_TRAIN_FILES))   # five batches, as the real set
+    per_file = -(-len(records) // len(CIFAR_TRAIN_FILES))  # five batches, as the real set
     for j, name in enumerate(CIFAR_TRAIN_FILES):
-        chunk = records[j * per_file:(j + 1) * per_file]
+        chunk = records[j * per_file : (j + 1) * per_file]
         if chunk:
             _write_file(folder / name, b"".join(chunk))
     (folder / "batches.meta.txt").write_text("\n".join(CIFAR_CLASSES) + "\n")
 
 
-def _write_imagefolder(out: Path, split: str, labels: Any, rng: Any, hw: tuple[int, int], k: int, quality: int) -> None:
+def _write_imagefolder(
+    out: Path, split: str, labels: Any, rng: Any, hw: tuple[int, int], k: int, quality: int
+) -> None:
     from PIL import Image
 
     width = len(str(k - 1))

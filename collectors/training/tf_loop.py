@@ -15,13 +15,14 @@ time shows it). Imported by the worker after the framework's import phase.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
-from edgestats.collectors.training.datasets import Dataset, Preprocess, Split, timed_batch
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.training.datasets import Dataset, Preprocess, Split, timed_batch
 from edgestats.collectors.zoo.catalog import zoo_model
 
 MOMENTUM = 0.9
@@ -34,15 +35,17 @@ class Trainer:
         self.spec = spec
         self.preprocess = Preprocess(spec.input_hw, spec.channels, "NHWC")
         self.workers = int(config.num_workers or 0)
-        self.rng = np.random.default_rng(config.seed)   # the order of samples, per epoch
+        self.rng = np.random.default_rng(config.seed)  # the order of samples, per epoch
         self.momentum = MOMENTUM if config.optimizer != "adam" else None
 
     def build(self) -> dict[str, Any]:
         from edgestats.collectors.zoo.keras_models import build_keras, count_params_keras
 
         keras = self.keras
-        keras.utils.set_random_seed(self.config.seed)   # dropout masks
-        self.model = build_keras(self.config.model, seed=self.config.seed, num_classes=self.dataset.num_classes)
+        keras.utils.set_random_seed(self.config.seed)  # dropout masks
+        self.model = build_keras(
+            self.config.model, seed=self.config.seed, num_classes=self.dataset.num_classes
+        )
         lr = float(self.config.learning_rate)
         if self.config.optimizer == "adam":
             self.optimizer = keras.optimizers.Adam(learning_rate=lr)
@@ -53,8 +56,11 @@ class Trainer:
         y_spec = tf.TensorSpec((None,), tf.int64)
         self._step = tf.function(self._train_step, input_signature=[x_spec, y_spec])
         self._eval = tf.function(self._eval_step, input_signature=[x_spec, y_spec])
-        return {"params": count_params_keras(self.model), "input_shape": list(self.spec.input_shape_nhwc(1)[1:]),
-                "num_classes": self.dataset.num_classes}
+        return {
+            "params": count_params_keras(self.model),
+            "input_shape": list(self.spec.input_shape_nhwc(1)[1:]),
+            "num_classes": self.dataset.num_classes,
+        }
 
     def _train_step(self, x: tf.Tensor, y: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         with tf.GradientTape() as tape:
@@ -73,7 +79,7 @@ class Trainer:
 
     def _pipeline(self, split: Split, order: np.ndarray) -> tf.data.Dataset:
         size = self.config.batch_size
-        chunks = [order[i:i + size] for i in range(0, len(order), size)]
+        chunks = [order[i : i + size] for i in range(0, len(order), size)]
         preprocess, shape = self.preprocess, self.spec.input_shape_nhwc(1)[1:]
 
         def load(k: Any) -> tuple[np.ndarray, np.ndarray, np.int64]:
@@ -86,7 +92,9 @@ class Trainer:
 
         options = tf.data.Options()
         if self.workers:
-            data = tf.data.Dataset.range(len(chunks)).map(mapped, num_parallel_calls=self.workers, deterministic=True)
+            data = tf.data.Dataset.range(len(chunks)).map(
+                mapped, num_parallel_calls=self.workers, deterministic=True
+            )
             data = data.prefetch(2 * self.workers)
         else:
             data = tf.data.Dataset.range(len(chunks)).map(mapped)
@@ -105,20 +113,28 @@ class Trainer:
 
     def step(self, x: tf.Tensor, y: tf.Tensor) -> tuple[float, int, int]:
         loss, correct = self._step(x, y)
-        return float(loss.numpy()), int(correct.numpy()), int(y.shape[0])   # .numpy() waits for the result
+        return float(loss.numpy()), int(correct.numpy()), int(y.shape[0])  # .numpy() waits for the result
 
     def evaluate(self) -> tuple[float, float]:
         loss_sum, correct, seen = 0.0, 0, 0
         for x, y, _ in self._pipeline(self.dataset.test, np.arange(self.dataset.test.n)):
             loss, right = self._eval(x, y)
             n = int(y.shape[0])
-            loss_sum, correct, seen = loss_sum + float(loss.numpy()) * n, correct + int(right.numpy()), seen + n
+            loss_sum, correct, seen = (
+                loss_sum + float(loss.numpy()) * n,
+                correct + int(right.numpy()),
+                seen + n,
+            )
         return loss_sum / seen, 100.0 * correct / seen
 
     def pipeline_notes(self) -> dict[str, Any]:
-        return {"loader": "tf.data: range -> map(numpy_function) -> prefetch", "num_parallel_calls": self.workers or None,
-                "prefetch_batches": 2 * self.workers if self.workers else 0,
-                "autotune": bool(self.workers), "preprocess": "decode (Pillow), convert, resize bilinear, scale to [-1, 1]"}
+        return {
+            "loader": "tf.data: range -> map(numpy_function) -> prefetch",
+            "num_parallel_calls": self.workers or None,
+            "prefetch_batches": 2 * self.workers if self.workers else 0,
+            "autotune": bool(self.workers),
+            "preprocess": "decode (Pillow), convert, resize bilinear, scale to [-1, 1]",
+        }
 
 
 def _correct(logits: tf.Tensor, y: tf.Tensor) -> tf.Tensor:

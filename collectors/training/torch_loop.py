@@ -11,13 +11,14 @@ prefetch_factor (2) batches in flight. Imported by the worker after the framewor
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
-from edgestats.collectors.training.datasets import Dataset, Preprocess, Split, timed_batch
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.training.datasets import Dataset, Preprocess, Split, timed_batch
 from edgestats.collectors.zoo.catalog import zoo_model
 from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
 
@@ -47,13 +48,17 @@ class Trainer:
         self.spec = spec
         self.preprocess = Preprocess(spec.input_hw, spec.channels, "NCHW")
         self.workers = int(config.num_workers or 0)
-        self.generator = torch.Generator().manual_seed(config.seed)   # the order of samples, per epoch
+        self.generator = torch.Generator().manual_seed(config.seed)  # the order of samples, per epoch
 
     def build(self) -> dict[str, Any]:
         torch.manual_seed(self.config.seed)
         model = build_torch(self.config.model, seed=self.config.seed, num_classes=self.dataset.num_classes)
-        info = {"params": count_params(model), "flops": count_flops(model, self.spec.input_shape_nchw(1)),
-                "input_shape": list(self.spec.input_shape_nchw(1)[1:]), "num_classes": self.dataset.num_classes}
+        info = {
+            "params": count_params(model),
+            "flops": count_flops(model, self.spec.input_shape_nchw(1)),
+            "input_shape": list(self.spec.input_shape_nchw(1)[1:]),
+            "num_classes": self.dataset.num_classes,
+        }
         self.model = model.to(self.device).train()
         params = self.model.parameters()
         lr = float(self.config.learning_rate)
@@ -71,15 +76,20 @@ class Trainer:
 
     def _loader(self, data: BatchDataset, shuffle: bool) -> DataLoader:
         order = RandomSampler(data, generator=self.generator) if shuffle else SequentialSampler(data)
-        return DataLoader(data, batch_size=None, sampler=BatchSampler(order, self.config.batch_size, drop_last=False),
-                          num_workers=self.workers, pin_memory=self.device.type == "cuda")
+        return DataLoader(
+            data,
+            batch_size=None,
+            sampler=BatchSampler(order, self.config.batch_size, drop_last=False),
+            num_workers=self.workers,
+            pin_memory=self.device.type == "cuda",
+        )
 
     def train_batches(self, epoch: int) -> Iterator[Any]:
         self.model.train()
         return iter(self._loader(self.train_set, shuffle=True))
 
     def end_epoch(self, batches: Iterator[Any]) -> None:
-        shutdown = getattr(batches, "_shutdown_workers", None)   # an --iterations cap may stop mid-epoch
+        shutdown = getattr(batches, "_shutdown_workers", None)  # an --iterations cap may stop mid-epoch
         if shutdown:
             shutdown()
 
@@ -92,7 +102,7 @@ class Trainer:
         loss.backward()
         self.optimizer.step()
         correct = (logits.detach().argmax(1) == y).sum()
-        return float(loss.item()), int(correct.item()), int(y.shape[0])   # .item() waits for a GPU
+        return float(loss.item()), int(correct.item()), int(y.shape[0])  # .item() waits for a GPU
 
     def evaluate(self) -> tuple[float, float]:
         """(mean loss, accuracy %) on the held-out split."""
@@ -109,8 +119,12 @@ class Trainer:
         return loss_sum / seen, 100.0 * correct / seen
 
     def pipeline_notes(self) -> dict[str, Any]:
-        return {"loader": "torch.utils.data.DataLoader", "num_workers": self.workers,
-                "prefetch_factor": 2 if self.workers else None, "persistent_workers": False,
-                "batch_sampler": "RandomSampler + BatchSampler (whole batches per fetch)",
-                "preprocess": "decode (Pillow), convert, resize bilinear, scale to [-1, 1]",
-                "multiprocessing_start_method": torch.multiprocessing.get_start_method(allow_none=True)}
+        return {
+            "loader": "torch.utils.data.DataLoader",
+            "num_workers": self.workers,
+            "prefetch_factor": 2 if self.workers else None,
+            "persistent_workers": False,
+            "batch_sampler": "RandomSampler + BatchSampler (whole batches per fetch)",
+            "preprocess": "decode (Pillow), convert, resize bilinear, scale to [-1, 1]",
+            "multiprocessing_start_method": torch.multiprocessing.get_start_method(allow_none=True),
+        }

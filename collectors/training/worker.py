@@ -33,14 +33,17 @@ import math
 import time
 from typing import Any
 
-from edgestats.collectors.training import pagecache
-from edgestats.collectors.training.datasets import Dataset, open_dataset
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolWriter
+from edgestats.collectors.training import pagecache
+from edgestats.collectors.training.datasets import Dataset, open_dataset
 from edgestats.collectors.zoo.catalog import zoo_model
 from edgestats.registry.runtimes import runtime
 
-TRAINERS = {"pytorch": "edgestats.collectors.training.torch_loop", "tensorflow": "edgestats.collectors.training.tf_loop"}
+TRAINERS = {
+    "pytorch": "edgestats.collectors.training.torch_loop",
+    "tensorflow": "edgestats.collectors.training.tf_loop",
+}
 
 
 def trainer_for(config: RunConfig, adapter: Any, dataset: Dataset) -> Any:
@@ -69,11 +72,22 @@ def run_training(config: RunConfig, spool: SpoolWriter, clock: Any) -> None:
     dataset = clock.run("load_dataset", lambda: load_dataset(config, spool))
     trainer = trainer_for(config, adapter, dataset)
     spool.write("model", **clock.run("build_model", trainer.build))
-    spool.write("hyper", optimizer=config.optimizer, learning_rate=config.learning_rate, momentum=trainer.momentum,
-                batch_size=config.batch_size, epochs=config.epochs, iterations=config.iterations or None,
-                num_workers=config.num_workers, evict_cache=config.evict_cache, seed=config.seed,
-                loss="cross-entropy", input_shape=list(zoo_model(config.model).input_shape_nchw(1)[1:]),
-                num_classes=dataset.num_classes, batches_per_epoch=trainer.batches_per_epoch())
+    spool.write(
+        "hyper",
+        optimizer=config.optimizer,
+        learning_rate=config.learning_rate,
+        momentum=trainer.momentum,
+        batch_size=config.batch_size,
+        epochs=config.epochs,
+        iterations=config.iterations or None,
+        num_workers=config.num_workers,
+        evict_cache=config.evict_cache,
+        seed=config.seed,
+        loss="cross-entropy",
+        input_shape=list(zoo_model(config.model).input_shape_nchw(1)[1:]),
+        num_classes=dataset.num_classes,
+        batches_per_epoch=trainer.batches_per_epoch(),
+    )
     clock.run("train", lambda: train(config, trainer, dataset, spool))
     spool.write("phase", phase="total", seq=clock.seq, start_ns=total_start, end_ns=time.monotonic_ns())
     spool.write("env", **adapter.environment(), pipeline=trainer.pipeline_notes())
@@ -91,7 +105,9 @@ def train(config: RunConfig, trainer: Any, dataset: Dataset, spool: SpoolWriter)
     steps_left = config.iterations or None
     for epoch in range(planned_epochs(config, trainer.batches_per_epoch())):
         resident = pagecache.residency(dataset.files)
-        steps, diverged = train_epoch(epoch, trainer, spool, steps_left, resident, config.evict_cache and epoch == 0)
+        steps, diverged = train_epoch(
+            epoch, trainer, spool, steps_left, resident, config.evict_cache and epoch == 0
+        )
         if diverged:
             return
         if steps_left is not None:
@@ -100,8 +116,14 @@ def train(config: RunConfig, trainer: Any, dataset: Dataset, spool: SpoolWriter)
                 return
 
 
-def train_epoch(epoch: int, trainer: Any, spool: SpoolWriter, steps_left: int | None, resident: float | None,
-                evicted: bool) -> tuple[int, bool]:
+def train_epoch(
+    epoch: int,
+    trainer: Any,
+    spool: SpoolWriter,
+    steps_left: int | None,
+    resident: float | None,
+    evicted: bool,
+) -> tuple[int, bool]:
     """One epoch's training batches and its test pass; (steps taken, diverged?)."""
     perf, monotonic, write = time.perf_counter_ns, time.monotonic_ns, spool.write
     loss_sum = correct_sum = seen = steps = 0
@@ -118,7 +140,9 @@ def train_epoch(epoch: int, trainer: Any, spool: SpoolWriter, steps_left: int | 
         t1 = perf()
         loss, correct, n = trainer.step(x, y)
         t2 = perf()
-        write("batch", e=epoch, b=steps, s=started, f=fetch_ns, st=t1 - t0, c=t2 - t1, e2e=t2 - t0, n=n, l=loss)
+        write(
+            "batch", e=epoch, b=steps, s=started, f=fetch_ns, st=t1 - t0, c=t2 - t1, e2e=t2 - t0, n=n, l=loss
+        )
         steps += 1
         loss_sum, correct_sum, seen = loss_sum + loss * n, correct_sum + correct, seen + n
         if not math.isfinite(loss):
@@ -126,10 +150,16 @@ def train_epoch(epoch: int, trainer: Any, spool: SpoolWriter, steps_left: int | 
             break
     trainer.end_epoch(batches)
     train_end = monotonic()
-    record = {"epoch": epoch, "train_start_ns": train_start, "train_end_ns": train_end, "n_batches": steps,
-              "train_loss": loss_sum / seen if seen else None,
-              "train_accuracy_pct": 100.0 * correct_sum / seen if seen else None,
-              "cache_resident_pct": None if resident is None else 100.0 * resident, "cache_evicted": evicted}
+    record = {
+        "epoch": epoch,
+        "train_start_ns": train_start,
+        "train_end_ns": train_end,
+        "n_batches": steps,
+        "train_loss": loss_sum / seen if seen else None,
+        "train_accuracy_pct": 100.0 * correct_sum / seen if seen else None,
+        "cache_resident_pct": None if resident is None else 100.0 * resident,
+        "cache_evicted": evicted,
+    }
     if diverged is None:
         record["test_start_ns"] = monotonic()
         record["test_loss"], record["test_accuracy_pct"] = trainer.evaluate()

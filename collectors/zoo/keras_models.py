@@ -22,11 +22,17 @@ import keras
 import numpy as np
 from keras import layers
 
+from edgestats.collectors.zoo.arch import (
+    MOBILENET_V2_CFG,
+    MOBILENET_V3_CFG,
+    MOBILENET_V3_LAST,
+    SQUEEZENET_CFG,
+    VGG16_CFG,
+    make_divisible,
+)
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
-from edgestats.collectors.zoo.arch import (MOBILENET_V2_CFG, MOBILENET_V3_CFG, MOBILENET_V3_LAST, SQUEEZENET_CFG,
-                                             VGG16_CFG, make_divisible)
 
-V3_EPS = 0.001   # MobileNetV3's BatchNorm epsilon in torchvision (1e-5 elsewhere)
+V3_EPS = 0.001  # MobileNetV3's BatchNorm epsilon in torchvision (1e-5 elsewhere)
 
 
 def _seed_for(*parts: int) -> int:
@@ -55,8 +61,10 @@ class _Net:
         s = _seed_for(self.seed, self.count)
         if rule == "default":
             b = 1.0 / math.sqrt(fan_in)
-            return (keras.initializers.RandomUniform(-b, b, seed=s),
-                    keras.initializers.RandomUniform(-b, b, seed=_seed_for(self.seed, self.count, 1)))
+            return (
+                keras.initializers.RandomUniform(-b, b, seed=s),
+                keras.initializers.RandomUniform(-b, b, seed=_seed_for(self.seed, self.count, 1)),
+            )
         if rule == "kaiming":
             return keras.initializers.RandomNormal(0.0, math.sqrt(2.0 / fan_out), seed=s), "zeros"
         if rule == "kaiming_uniform":
@@ -69,8 +77,19 @@ class _Net:
             return keras.initializers.RandomNormal(0.0, 0.01, seed=s), "zeros"
         raise ValueError(f"unknown init rule {rule!r}")
 
-    def conv(self, x, name: str, cout: int, k: int, stride: int = 1, pad: int = 0, depthwise: bool = False,
-             bias: bool = True, activation: str | None = None, rule: str | None = None):
+    def conv(
+        self,
+        x,
+        name: str,
+        cout: int,
+        k: int,
+        stride: int = 1,
+        pad: int = 0,
+        depthwise: bool = False,
+        bias: bool = True,
+        activation: str | None = None,
+        rule: str | None = None,
+    ):
         cin = x.shape[-1]
         if pad and not (stride == 1 and 2 * pad == k - 1):
             x = layers.ZeroPadding2D(pad)(x)
@@ -81,23 +100,50 @@ class _Net:
         fan_in, fan_out = (k * k, cin * k * k) if depthwise else (cin * k * k, cout * k * k)
         kinit, binit = self._inits(rule or self.conv_rule, fan_in, fan_out)
         if depthwise:
-            return layers.DepthwiseConv2D(k, stride, padding, use_bias=bias, activation=activation, name=name,
-                                          depthwise_initializer=kinit, bias_initializer=binit)(x)
-        return layers.Conv2D(cout, k, stride, padding, use_bias=bias, activation=activation, name=name,
-                             kernel_initializer=kinit, bias_initializer=binit)(x)
+            return layers.DepthwiseConv2D(
+                k,
+                stride,
+                padding,
+                use_bias=bias,
+                activation=activation,
+                name=name,
+                depthwise_initializer=kinit,
+                bias_initializer=binit,
+            )(x)
+        return layers.Conv2D(
+            cout,
+            k,
+            stride,
+            padding,
+            use_bias=bias,
+            activation=activation,
+            name=name,
+            kernel_initializer=kinit,
+            bias_initializer=binit,
+        )(x)
 
     def dense(self, x, name: str, units: int, activation: str | None = None):
         kinit, binit = self._inits(self.dense_rule, x.shape[-1], units)
-        return layers.Dense(units, activation=activation, name=name,
-                            kernel_initializer=kinit, bias_initializer=binit)(x)
+        return layers.Dense(
+            units, activation=activation, name=name, kernel_initializer=kinit, bias_initializer=binit
+        )(x)
 
     @staticmethod
     def bn(x, name: str, eps: float = 1e-5):
         # torch momentum 0.1 is Keras momentum 0.9 (only training uses it)
         return layers.BatchNormalization(epsilon=eps, momentum=0.9, name=name)(x)
 
-    def conv_bn_act(self, x, prefix: str, cout: int, k: int, stride: int = 1, depthwise: bool = False,
-                    act: str | None = "relu6", eps: float = 1e-5):
+    def conv_bn_act(
+        self,
+        x,
+        prefix: str,
+        cout: int,
+        k: int,
+        stride: int = 1,
+        depthwise: bool = False,
+        act: str | None = "relu6",
+        eps: float = 1e-5,
+    ):
         """torchvision's Conv2dNormActivation: <prefix>.0 conv (no bias), <prefix>.1 BN, activation."""
         x = self.conv(x, f"{prefix}.0", cout, k, stride, (k - 1) // 2, depthwise, bias=False)
         x = self.bn(x, f"{prefix}.1", eps)
@@ -127,12 +173,13 @@ def max_pool(x, k: int, stride: int, pad: int = 0, ceil_mode: bool = False):
 def _ceil_extra(n: int, k: int, stride: int) -> int:
     """Bottom/right padding that makes a 'valid' pool give torch's ceil_mode output size."""
     out = -(-(n - k) // stride) + 1
-    if (out - 1) * stride >= n:   # torch: the last window must start inside the input
+    if (out - 1) * stride >= n:  # torch: the last window must start inside the input
         out -= 1
     return max((out - 1) * stride + k - n, 0)
 
 
 # -- the architectures ----------------------------------------------------------------------------
+
 
 def _cnn9(x, net: _Net, num_classes: int):
     for i, cout in enumerate((16, 16, 32, 32, 64, 64, 1)):
@@ -164,18 +211,24 @@ class LocalResponseNorm(layers.Layer):
         padded = ops.pad(ops.square(x), [[0, 0], [0, 0], [0, 0], [self.size // 2, (self.size - 1) // 2]])
         window = padded[..., 0:channels]
         for i in range(1, self.size):
-            window = window + padded[..., i:i + channels]
+            window = window + padded[..., i : i + channels]
         return x / ops.power(self.k + (self.alpha / self.size) * window, self.beta)
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "size": self.size, "alpha": self.alpha, "beta": self.beta, "k": self.k}
+        return {
+            **super().get_config(),
+            "size": self.size,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "k": self.k,
+        }
 
 
 def _cifar_cnn(x, net: _Net, num_classes: int):
     x = max_pool(net.conv(x, "features.0", 64, 5, pad=2, activation="relu"), 3, 2, pad=1)
     x = LocalResponseNorm(name="features.3")(x)
     x = LocalResponseNorm(name="features.6")(net.conv(x, "features.4", 64, 5, pad=2, activation="relu"))
-    x = max_pool(x, 3, 2, pad=1)   # zero padding is exact: LRN of ReLU output is >= 0
+    x = max_pool(x, 3, 2, pad=1)  # zero padding is exact: LRN of ReLU output is >= 0
     x = net.dense(layers.Flatten()(x), "classifier.0", 384, "relu")
     x = net.dense(x, "classifier.2", 192, "relu")
     return net.dense(x, "classifier.4", num_classes)
@@ -203,14 +256,16 @@ def _vgg16(x, net: _Net, num_classes: int):
     return _classifier(x, net, (7, 7), ("classifier.0", "classifier.3", "classifier.6"), num_classes, False)
 
 
-def _classifier(x, net: _Net, grid: tuple[int, int], names: tuple[str, ...], num_classes: int, dropout_first: bool):
+def _classifier(
+    x, net: _Net, grid: tuple[int, int], names: tuple[str, ...], num_classes: int, dropout_first: bool
+):
     """AlexNet/VGG head. torch's AdaptiveAvgPool2d(grid) is the identity on the grid a 224 input
     gives, so it is left out; the flatten order differs from torch's (HWC vs CHW), which
     copy_torch_weights_to_keras corrects in the first Dense kernel."""
     assert tuple(x.shape[1:3]) == grid, f"this head expects a {grid} feature map (a 224x224 input)"
     x = layers.Flatten()(x)
     for name in names[:-1]:
-        if dropout_first:   # AlexNet: Dropout, Linear, ReLU; VGG: Linear, ReLU, Dropout
+        if dropout_first:  # AlexNet: Dropout, Linear, ReLU; VGG: Linear, ReLU, Dropout
             x = layers.Dropout(0.5)(x)
         x = net.dense(x, name, 4096, "relu")
         if not dropout_first:
@@ -226,8 +281,12 @@ def _squeezenet(x, net: _Net, num_classes: int):
             continue
         _, squeeze, e1, e3 = v
         s = net.conv(x, f"features.{i}.squeeze", squeeze, 1, activation="relu")
-        x = layers.Concatenate()([net.conv(s, f"features.{i}.expand1x1", e1, 1, activation="relu"),
-                                  net.conv(s, f"features.{i}.expand3x3", e3, 3, pad=1, activation="relu")])
+        x = layers.Concatenate()(
+            [
+                net.conv(s, f"features.{i}.expand1x1", e1, 1, activation="relu"),
+                net.conv(s, f"features.{i}.expand3x3", e3, 3, pad=1, activation="relu"),
+            ]
+        )
     x = layers.Dropout(0.5)(x)
     x = net.conv(x, "classifier.1", num_classes, 1, activation="relu", rule="normal")
     return layers.GlobalAveragePooling2D()(x)
@@ -265,11 +324,13 @@ def _mobilenet_v3(variant: str):
         x = layers.GlobalAveragePooling2D()(x)
         x = layers.Dropout(0.2)(net.dense(x, "classifier.0", MOBILENET_V3_LAST[variant], "hard_swish"))
         return net.dense(x, "classifier.3", num_classes)
+
     return build
 
 
-def _inverted_residual_v3(x, net: _Net, prefix: str, cin: int, k: int, exp: int, cout: int, se: bool,
-                          act: str, stride: int):
+def _inverted_residual_v3(
+    x, net: _Net, prefix: str, cin: int, k: int, exp: int, cout: int, se: bool, act: str, stride: int
+):
     act = "hs" if act == "HS" else "relu"
     y, j = x, 0
     if exp != cin:
@@ -297,6 +358,7 @@ def _resnet(bottleneck: bool, repeats: tuple[int, ...]):
                 stride = 2 if li > 1 and b == 0 else 1
                 x = _res_block(x, net, f"layer{li}.{b}", planes, stride, bottleneck)
         return net.dense(layers.GlobalAveragePooling2D()(x), "fc", num_classes)
+
     return build
 
 
@@ -304,8 +366,10 @@ def _res_block(x, net: _Net, prefix: str, planes: int, stride: int, bottleneck: 
     cout = planes * (4 if bottleneck else 1)
     identity = x
     if stride != 1 or x.shape[-1] != cout:
-        identity = net.bn(net.conv(x, f"{prefix}.downsample.0", cout, 1, stride, bias=False), f"{prefix}.downsample.1")
-    if bottleneck:   # v1.5: 1x1, 3x3 with the stride, 1x1 x4
+        identity = net.bn(
+            net.conv(x, f"{prefix}.downsample.0", cout, 1, stride, bias=False), f"{prefix}.downsample.1"
+        )
+    if bottleneck:  # v1.5: 1x1, 3x3 with the stride, 1x1 x4
         convs = ((planes, 1, 1, 0), (planes, 3, stride, 1), (cout, 1, 1, 0))
     else:
         convs = ((planes, 3, stride, 1), (planes, 3, 1, 1))
@@ -342,7 +406,7 @@ def build_keras(name: str, seed: int = 0, num_classes: int | None = None) -> ker
     if is_zoo_model(name):
         m = zoo_model(name)
         shape, default_classes = (*m.input_hw, m.channels), m.num_classes
-    else:   # a builder not (yet) in the registry: ImageNet's input and head
+    else:  # a builder not (yet) in the registry: ImageNet's input and head
         shape, default_classes = (224, 224, 3), 1000
     inputs = keras.Input(shape=shape)
     outputs = arch(inputs, _Net(seed, conv_rule, dense_rule), num_classes or default_classes)
@@ -355,6 +419,7 @@ def count_params_keras(model: keras.Model) -> int:
 
 
 # -- torch -> keras weights -----------------------------------------------------------------------
+
 
 def copy_torch_weights_to_keras(torch_model: Any, keras_model: keras.Model) -> None:
     """Give a Keras zoo model the weights of the torch one, so both compute the same function.
@@ -392,11 +457,13 @@ def _converted(module: Any, layer: Any, nn: Any) -> list[np.ndarray]:
     bias = [arr(module.bias)] if module.bias is not None else []
     if isinstance(module, nn.Conv2d):
         w = arr(module.weight)
-        kernel = w.transpose(2, 3, 0, 1) if isinstance(layer, layers.DepthwiseConv2D) else w.transpose(2, 3, 1, 0)
+        kernel = (
+            w.transpose(2, 3, 0, 1) if isinstance(layer, layers.DepthwiseConv2D) else w.transpose(2, 3, 1, 0)
+        )
         return [kernel, *bias]
-    w = arr(module.weight)                                   # (out, in)
+    w = arr(module.weight)  # (out, in)
     grid = _flatten_source_shape(layer)
-    if grid is not None:                                     # rows CHW -> HWC
+    if grid is not None:  # rows CHW -> HWC
         h, wd, c = grid
         w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
     return [w.T, *bias]

@@ -16,22 +16,39 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from edgestats.collectors.zoo.arch import (
+    MOBILENET_V2_CFG,
+    MOBILENET_V3_CFG,
+    MOBILENET_V3_LAST,
+    SQUEEZENET_CFG,
+    VGG16_CFG,
+    make_divisible,
+)
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
-from edgestats.collectors.zoo.arch import (MOBILENET_V2_CFG, MOBILENET_V3_CFG, MOBILENET_V3_LAST, SQUEEZENET_CFG,
-                                             VGG16_CFG, make_divisible)
 
 
-def conv_norm_act(cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1,
-                  act: type[nn.Module] | None = nn.ReLU6, eps: float = 1e-5, momentum: float = 0.1) -> nn.Sequential:
+def conv_norm_act(
+    cin: int,
+    cout: int,
+    k: int = 3,
+    stride: int = 1,
+    groups: int = 1,
+    act: type[nn.Module] | None = nn.ReLU6,
+    eps: float = 1e-5,
+    momentum: float = 0.1,
+) -> nn.Sequential:
     """torchvision's Conv2dNormActivation: conv (no bias, the BN has one), BN, activation."""
-    layers: list[nn.Module] = [nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
-                               nn.BatchNorm2d(cout, eps=eps, momentum=momentum)]
+    layers: list[nn.Module] = [
+        nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(cout, eps=eps, momentum=momentum),
+    ]
     if act is not None:
         layers.append(act(inplace=True))
     return nn.Sequential(*layers)
 
 
 # -- cnn9 (seed 004) ------------------------------------------------------------------------------
+
 
 class CNN9(nn.Module):
     """Seed 004: seven 3x3 'valid' convs with ReLU (32 -> 18 px), flatten 18*18*1, dense."""
@@ -41,8 +58,13 @@ class CNN9(nn.Module):
     def __init__(self, num_classes: int = 10):
         super().__init__()
         widths = (3, *self.WIDTHS)
-        self.features = nn.Sequential(*(m for cin, cout in zip(widths, widths[1:])
-                                        for m in (nn.Conv2d(cin, cout, 3), nn.ReLU(inplace=True))))
+        self.features = nn.Sequential(
+            *(
+                m
+                for cin, cout in zip(widths, widths[1:])
+                for m in (nn.Conv2d(cin, cout, 3), nn.ReLU(inplace=True))
+            )
+        )
         self.classifier = nn.Linear(18 * 18 * 1, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -51,16 +73,24 @@ class CNN9(nn.Module):
 
 # -- the DLaaS study's default nets (seed 002, Tables IV-V: TensorFlow's) ------------------------
 
+
 class MnistCNN(nn.Module):
     """TensorFlow's default MNIST net ('Deep MNIST'): two 5x5 'same' convs with ReLU and 2x2
     max-pooling (28 -> 14 -> 7 px), fc 1024 + ReLU, dropout 0.5, fc to the classes."""
 
     def __init__(self, num_classes: int = 10):
         super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2),
-                                      nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2))
-        self.classifier = nn.Sequential(nn.Linear(7 * 7 * 64, 1024), nn.ReLU(inplace=True), nn.Dropout(0.5),
-                                        nn.Linear(1024, num_classes))
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2, 2),
+            nn.Conv2d(32, 64, 5, padding=2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(2, 2),
+        )
+        self.classifier = nn.Sequential(
+            nn.Linear(7 * 7 * 64, 1024), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(1024, num_classes)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(torch.flatten(self.features(x), 1))
@@ -80,17 +110,30 @@ class CifarCNN(nn.Module):
 
     def __init__(self, num_classes: int = 10):
         super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1),
-                                      tf_lrn(), nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(inplace=True), tf_lrn(),
-                                      nn.MaxPool2d(3, 2, 1))
-        self.classifier = nn.Sequential(nn.Linear(6 * 6 * 64, 384), nn.ReLU(inplace=True), nn.Linear(384, 192),
-                                        nn.ReLU(inplace=True), nn.Linear(192, num_classes))
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, 5, padding=2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2, 1),
+            tf_lrn(),
+            nn.Conv2d(64, 64, 5, padding=2),
+            nn.ReLU(inplace=True),
+            tf_lrn(),
+            nn.MaxPool2d(3, 2, 1),
+        )
+        self.classifier = nn.Sequential(
+            nn.Linear(6 * 6 * 64, 384),
+            nn.ReLU(inplace=True),
+            nn.Linear(384, 192),
+            nn.ReLU(inplace=True),
+            nn.Linear(192, num_classes),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(torch.flatten(self.features(x), 1))
 
 
 # -- AlexNet --------------------------------------------------------------------------------------
+
 
 class _FeaturesPoolClassifier(nn.Module):
     """AlexNet and VGG: features, adaptive average pool (the identity at 224x224), flatten, MLP."""
@@ -103,15 +146,30 @@ class AlexNet(_FeaturesPoolClassifier):
     def __init__(self, num_classes: int = 1000):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 64, 11, 4, 2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
-            nn.Conv2d(64, 192, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2),
-            nn.Conv2d(192, 384, 3, padding=1), nn.ReLU(inplace=True),
-            nn.Conv2d(384, 256, 3, padding=1), nn.ReLU(inplace=True),
-            nn.Conv2d(256, 256, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(3, 2))
-        self.avgpool = nn.AdaptiveAvgPool2d((6, 6))   # identity for a 224 input
+            nn.Conv2d(3, 64, 11, 4, 2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2),
+            nn.Conv2d(64, 192, 5, padding=2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2),
+            nn.Conv2d(192, 384, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(256, 256, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2),
+        )
+        self.avgpool = nn.AdaptiveAvgPool2d((6, 6))  # identity for a 224 input
         self.classifier = nn.Sequential(
-            nn.Dropout(0.5), nn.Linear(256 * 6 * 6, 4096), nn.ReLU(inplace=True),
-            nn.Dropout(0.5), nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Linear(4096, num_classes))
+            nn.Dropout(0.5),
+            nn.Linear(256 * 6 * 6, 4096),
+            nn.ReLU(inplace=True),
+            nn.Dropout(0.5),
+            nn.Linear(4096, 4096),
+            nn.ReLU(inplace=True),
+            nn.Linear(4096, num_classes),
+        )
 
 
 # -- VGG-16 ---------------------------------------------------------------------------------------
@@ -129,13 +187,20 @@ class VGG(_FeaturesPoolClassifier):
                 layers += [nn.Conv2d(cin, v, 3, padding=1), nn.ReLU(inplace=True)]
                 cin = v
         self.features = nn.Sequential(*layers)
-        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))   # identity for a 224 input
+        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))  # identity for a 224 input
         self.classifier = nn.Sequential(
-            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(True), nn.Dropout(0.5),
-            nn.Linear(4096, 4096), nn.ReLU(True), nn.Dropout(0.5), nn.Linear(4096, num_classes))
+            nn.Linear(512 * 7 * 7, 4096),
+            nn.ReLU(True),
+            nn.Dropout(0.5),
+            nn.Linear(4096, 4096),
+            nn.ReLU(True),
+            nn.Dropout(0.5),
+            nn.Linear(4096, num_classes),
+        )
 
 
 # -- SqueezeNet 1.0 -------------------------------------------------------------------------------
+
 
 class Fire(nn.Module):
     def __init__(self, cin: int, squeeze: int, e1: int, e3: int):
@@ -149,8 +214,9 @@ class Fire(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.squeeze_activation(self.squeeze(x))
-        return torch.cat([self.expand1x1_activation(self.expand1x1(x)),
-                          self.expand3x3_activation(self.expand3x3(x))], 1)
+        return torch.cat(
+            [self.expand1x1_activation(self.expand1x1(x)), self.expand3x3_activation(self.expand3x3(x))], 1
+        )
 
 
 class SqueezeNet(nn.Module):
@@ -160,8 +226,12 @@ class SqueezeNet(nn.Module):
         for v in SQUEEZENET_CFG:
             layers.append(nn.MaxPool2d(3, 2, ceil_mode=True) if v == "M" else Fire(*v))
         self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Dropout(0.5), nn.Conv2d(512, num_classes, 1),
-                                        nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)))
+        self.classifier = nn.Sequential(
+            nn.Dropout(0.5),
+            nn.Conv2d(512, num_classes, 1),
+            nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d((1, 1)),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.flatten(self.classifier(self.features(x)), 1)
@@ -169,14 +239,18 @@ class SqueezeNet(nn.Module):
 
 # -- MobileNetV2 ----------------------------------------------------------------------------------
 
+
 class InvertedResidualV2(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int, expand: int):
         super().__init__()
         hidden = round(cin * expand)
         self.use_res_connect = stride == 1 and cin == cout
         layers: list[nn.Module] = [conv_norm_act(cin, hidden, 1)] if expand != 1 else []
-        layers += [conv_norm_act(hidden, hidden, 3, stride, groups=hidden),
-                   nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        layers += [
+            conv_norm_act(hidden, hidden, 3, stride, groups=hidden),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
         self.conv = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -203,6 +277,7 @@ class MobileNetV2(nn.Module):
 
 # -- MobileNetV3 ----------------------------------------------------------------------------------
 
+
 class SqueezeExcitation(nn.Module):
     """torchvision.ops.SqueezeExcitation with MobileNetV3's hard-sigmoid gate."""
 
@@ -218,7 +293,7 @@ class SqueezeExcitation(nn.Module):
         return x * self.scale_activation(self.fc2(self.activation(self.fc1(self.avgpool(x)))))
 
 
-V3_BN = {"eps": 0.001, "momentum": 0.01}   # MobileNetV3's BatchNorm settings in torchvision
+V3_BN = {"eps": 0.001, "momentum": 0.01}  # MobileNetV3's BatchNorm settings in torchvision
 
 
 class InvertedResidualV3(nn.Module):
@@ -247,8 +322,12 @@ class MobileNetV3(nn.Module):
         layers.append(conv_norm_act(cfg[-1][3], last_conv, 1, act=nn.Hardswish, **V3_BN))
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Linear(last_conv, MOBILENET_V3_LAST[variant]), nn.Hardswish(inplace=True),
-                                        nn.Dropout(0.2), nn.Linear(MOBILENET_V3_LAST[variant], num_classes))
+        self.classifier = nn.Sequential(
+            nn.Linear(last_conv, MOBILENET_V3_LAST[variant]),
+            nn.Hardswish(inplace=True),
+            nn.Dropout(0.2),
+            nn.Linear(MOBILENET_V3_LAST[variant], num_classes),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
@@ -256,14 +335,20 @@ class MobileNetV3(nn.Module):
 
 # -- ResNet (v1.5: the stride sits on the 3x3 conv, as in torchvision) ----------------------------
 
+
 class ResBlock(nn.Module):
     """torchvision's BasicBlock (3x3, 3x3) or Bottleneck (1x1, 3x3 carrying the stride, 1x1 to 4x
     the planes), with its attribute names conv1/bn1/... so state_dict keys match."""
 
-    def __init__(self, cin: int, planes: int, stride: int, bottleneck: bool, downsample: nn.Module | None = None):
+    def __init__(
+        self, cin: int, planes: int, stride: int, bottleneck: bool, downsample: nn.Module | None = None
+    ):
         super().__init__()
-        specs = (((cin, planes, 1, 1), (planes, planes, 3, stride), (planes, 4 * planes, 1, 1)) if bottleneck
-                 else ((cin, planes, 3, stride), (planes, planes, 3, 1)))
+        specs = (
+            ((cin, planes, 1, 1), (planes, planes, 3, stride), (planes, 4 * planes, 1, 1))
+            if bottleneck
+            else ((cin, planes, 3, stride), (planes, planes, 3, 1))
+        )
         for i, (a, b, k, s) in enumerate(specs, start=1):
             setattr(self, f"conv{i}", nn.Conv2d(a, b, k, s, k // 2, bias=False))
             setattr(self, f"bn{i}", nn.BatchNorm2d(b))
@@ -275,7 +360,7 @@ class ResBlock(nn.Module):
         identity = x if self.downsample is None else self.downsample(x)
         for i in range(1, self.depth + 1):
             x = getattr(self, f"bn{i}")(getattr(self, f"conv{i}")(x))
-            if i < self.depth:   # the last BN's output joins the shortcut before its ReLU
+            if i < self.depth:  # the last BN's output joins the shortcut before its ReLU
                 x = self.relu(x)
         return self.relu(x + identity)
 
@@ -307,6 +392,7 @@ class ResNet(nn.Module):
 
 
 # -- initialisation (torchvision's per-model schemes) ---------------------------------------------
+
 
 def _init_modern(model: nn.Module, linear_std: float | None) -> None:
     """Conv: kaiming normal (fan_out), bias 0; BN: 1, 0; Linear: N(0, linear_std), bias 0, or
@@ -349,9 +435,9 @@ def _init_glorot(model: nn.Module) -> None:
 # name -> (constructor taking num_classes, initialiser)
 BUILDERS: dict[str, tuple[Callable[[int], nn.Module], Callable[[nn.Module], None]]] = {
     "cnn9": (CNN9, _init_glorot),
-    "mnist_cnn": (MnistCNN, lambda m: None),   # PyTorch's layer defaults, in both frameworks
+    "mnist_cnn": (MnistCNN, lambda m: None),  # PyTorch's layer defaults, in both frameworks
     "cifar_cnn": (CifarCNN, lambda m: None),
-    "alexnet": (AlexNet, lambda m: None),   # PyTorch's layer defaults: U(+-1/sqrt(fan_in))
+    "alexnet": (AlexNet, lambda m: None),  # PyTorch's layer defaults: U(+-1/sqrt(fan_in))
     "vgg16": (VGG, lambda m: _init_modern(m, 0.01)),
     "squeezenet": (SqueezeNet, _init_squeezenet),
     "mobilenet_v2": (MobileNetV2, lambda m: _init_modern(m, 0.01)),
@@ -394,7 +480,7 @@ def calibrate_batchnorm(model: nn.Module, input_shape_nchw: tuple[int, ...], see
     model.eval()
     for m in bns:
         m.reset_running_stats()
-        m.momentum = None          # cumulative average: after one batch, exactly its statistics
+        m.momentum = None  # cumulative average: after one batch, exactly its statistics
         m.train()
     try:
         gen = torch.Generator().manual_seed(seed)
@@ -425,7 +511,7 @@ def count_flops(module: nn.Module, input_shape_nchw: tuple[int, ...]) -> int:
 
     def hook(m: nn.Module, _inp, out: torch.Tensor) -> None:
         nonlocal total
-        if isinstance(m, nn.Conv2d):   # multiply-adds per output element
+        if isinstance(m, nn.Conv2d):  # multiply-adds per output element
             per_output = (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
         else:
             per_output = m.in_features
@@ -434,7 +520,7 @@ def count_flops(module: nn.Module, input_shape_nchw: tuple[int, ...]) -> int:
     hooks = [m.register_forward_hook(hook) for m in module.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
     was_training = module.training
     try:
-        module.eval()   # a traced forward in train mode would update the BN running stats
+        module.eval()  # a traced forward in train mode would update the BN running stats
         param = next(module.parameters(), None)
         device = param.device if param is not None else "cpu"
         with torch.no_grad():

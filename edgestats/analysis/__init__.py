@@ -22,15 +22,30 @@ from edgestats.analysis.pipeline import pipeline
 from edgestats.analysis.result import AnalysisResult, json_safe, unavailable
 from edgestats.analysis.summary import summarise
 from edgestats.analysis.tradeoff import tradeoff
-from edgestats.registry import resolve
 from edgestats.registry import analyses as registry
+from edgestats.registry import resolve
 
 # The analyses' names in registry order, as they were when this package was imported.
 ANALYSES = registry.analysis_names()
 
-__all__ = ["ANALYSES", "AnalysisData", "AnalysisOptions", "AnalysisResult", "AnalysisInputError", "run_analyses",
-           "analyse_data", "default_config", "dumps", "results_json", "breakdown", "energy", "hyperparams",
-           "pipeline", "summarise", "tradeoff"]
+__all__ = [
+    "ANALYSES",
+    "AnalysisData",
+    "AnalysisOptions",
+    "AnalysisResult",
+    "AnalysisInputError",
+    "run_analyses",
+    "analyse_data",
+    "default_config",
+    "dumps",
+    "results_json",
+    "breakdown",
+    "energy",
+    "hyperparams",
+    "pipeline",
+    "summarise",
+    "tradeoff",
+]
 
 
 def needs_of(selected: tuple[str, ...]) -> Needs:
@@ -56,10 +71,12 @@ def analyse_data(data: AnalysisData, options: AnalysisOptions) -> dict[str, Anal
     options.check()
     runs, level = data.runs, options.level
     if runs.height == 0:
-        filters = " and ".join(x for x in [options.where, *(f"{k} in {v}" for k, v in options.filters.items())] if x)
+        filters = " and ".join(
+            x for x in [options.where, *(f"{k} in {v}" for k, v in options.filters.items())] if x
+        )
         why = "no ok or diverged runs" + (f" match {filters}" if filters else " in the DB")
         return {name: unavailable(name, level, why) for name in options.selected}
-    options.group_keys(runs)   # a bad --by fails once, before any analysis runs
+    options.group_keys(runs)  # a bad --by fails once, before any analysis runs
     results: dict[str, AnalysisResult] = {}
     for name in options.selected:
         results[name] = resolve(registry.analysis(name).analyse)(data, options)

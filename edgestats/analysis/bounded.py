@@ -45,7 +45,9 @@ def quantity_kind(name: str) -> str:
     return "positive" if name.endswith(POSITIVE_SUFFIXES) else "real"
 
 
-def log_mean_interval(n: int, mean: float, sd: float, level: float = DEFAULT_LEVEL, n_unit: str = "runs") -> Estimate:
+def log_mean_interval(
+    n: int, mean: float, sd: float, level: float = DEFAULT_LEVEL, n_unit: str = "runs"
+) -> Estimate:
     """The mean of a non-negative quantity with its log-scale (delta method) t interval, from
     (n, mean, sd): mean·exp(±t·sd/(√n·mean)). The reasons of `t_interval` where none can be made."""
     plain = t_interval(n, mean, sd, level, n_unit)
@@ -60,7 +62,9 @@ def positive_mean(values: Any, level: float = DEFAULT_LEVEL, n_unit: str = "runs
     """Mean of a positive quantity with an interval that stays > 0 (see the module docstring)."""
     x = clean_values(values)
     if len(x) and x.min() < 0:
-        plain = t_interval(len(x), float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else 0.0, level, n_unit)
+        plain = t_interval(
+            len(x), float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else 0.0, level, n_unit
+        )
         plain.note = f"{plain.note}; {NEGATIVE_NOTE}" if plain.note else NEGATIVE_NOTE
         return plain
     if len(x) > 1 and np.all(x == x[0]):
@@ -73,9 +77,13 @@ def clip_at_zero(estimate: Estimate) -> Estimate:
     """An interval of a quantity that cannot be negative, cut at 0 where it reaches below: the
     intersection of a confidence interval with the parameter space covers the truth at least as
     often (used for the idle baseline's interval of one run's energy above idle)."""
-    if estimate.has_interval and estimate.ci_low < 0 <= (estimate.estimate if estimate.estimate is not None else -1):
+    if estimate.has_interval and estimate.ci_low < 0 <= (
+        estimate.estimate if estimate.estimate is not None else -1
+    ):
         estimate.ci_low = 0.0
-        estimate.note = "; ".join(filter(None, [estimate.note, "lower bound cut at 0: energy above idle is not negative"]))
+        estimate.note = "; ".join(
+            filter(None, [estimate.note, "lower bound cut at 0: energy above idle is not negative"])
+        )
     return estimate
 
 
@@ -90,7 +98,9 @@ def geometric_mean_t(values: Any, level: float = DEFAULT_LEVEL, n_unit: str = "r
     sd = float(np.std(logs, ddof=1)) if len(x) > 1 and not np.all(x == x[0]) else 0.0
     on_log = t_interval(len(x), float(logs.mean()), sd, level, n_unit)
     low, high = (math.exp(on_log.ci_low), math.exp(on_log.ci_high)) if on_log.has_interval else (None, None)
-    return Estimate(math.exp(on_log.estimate), low, high, level, len(x), n_unit, GEOMETRIC_METHOD, on_log.note)
+    return Estimate(
+        math.exp(on_log.estimate), low, high, level, len(x), n_unit, GEOMETRIC_METHOD, on_log.note
+    )
 
 
 def wilson_interval(successes: float, n: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
@@ -103,19 +113,32 @@ def wilson_interval(successes: float, n: int, level: float = DEFAULT_LEVEL) -> t
     return max(centre - half, 0.0), min(centre + half, 1.0)
 
 
-def proportion_mean(values_pct: Any, level: float = DEFAULT_LEVEL, *, n_test: int | None = None,
-                    n_unit: str = "runs") -> Estimate:
+def proportion_mean(
+    values_pct: Any, level: float = DEFAULT_LEVEL, *, n_test: int | None = None, n_unit: str = "runs"
+) -> Estimate:
     """Mean of a percentage in [0, 100] (accuracy) with an interval inside [0, 100]: Wilson for one
     run whose test-set size is known, the logit-scale delta-method t interval across runs."""
     x = clean_values(values_pct)
     if len(x) and (x.min() < 0 or x.max() > 100):
-        plain = t_interval(len(x), float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else 0.0, level, n_unit)
-        plain.note = "; ".join(filter(None, [plain.note, "values outside 0-100 %: not a proportion, an ordinary t interval"]))
+        plain = t_interval(
+            len(x), float(x.mean()), float(x.std(ddof=1)) if len(x) > 1 else 0.0, level, n_unit
+        )
+        plain.note = "; ".join(
+            filter(None, [plain.note, "values outside 0-100 %: not a proportion, an ordinary t interval"])
+        )
         return plain
     if len(x) == 1 and n_test:
         low, high = wilson_interval(round(x[0] / 100 * n_test), int(n_test), level)
-        return Estimate(float(x[0]), 100 * low, 100 * high, level, 1, n_unit, WILSON_METHOD,
-                        f"one run: the interval covers the test set's sampling ({int(n_test)} samples) only, not run-to-run spread")
+        return Estimate(
+            float(x[0]),
+            100 * low,
+            100 * high,
+            level,
+            1,
+            n_unit,
+            WILSON_METHOD,
+            f"one run: the interval covers the test set's sampling ({int(n_test)} samples) only, not run-to-run spread",
+        )
     sd = float(np.std(x, ddof=1)) if len(x) > 1 and not np.all(x == x[0]) else 0.0
     mean = float(x.mean()) if len(x) else math.nan
     plain = t_interval(len(x), mean, sd, level, n_unit)
@@ -127,15 +150,23 @@ def proportion_mean(values_pct: Any, level: float = DEFAULT_LEVEL, *, n_test: in
     p = mean / 100
     half = t_quantile(level, len(x) - 1) * sd / 100 / math.sqrt(len(x)) / (p * (1 - p))
     logit = math.log(p / (1 - p))
-    return Estimate(mean, 100 * _expit(logit - half), 100 * _expit(logit + half), level, len(x), n_unit, LOGIT_METHOD)
+    return Estimate(
+        mean, 100 * _expit(logit - half), 100 * _expit(logit + half), level, len(x), n_unit, LOGIT_METHOD
+    )
 
 
 def _expit(value: float) -> float:
     return 1 / (1 + math.exp(-value)) if value >= 0 else math.exp(value) / (1 + math.exp(value))
 
 
-def bounded_mean(values: Any, quantity: str, level: float = DEFAULT_LEVEL, *, n_unit: str = "runs",
-                 n_test: int | None = None) -> Estimate:
+def bounded_mean(
+    values: Any,
+    quantity: str,
+    level: float = DEFAULT_LEVEL,
+    *,
+    n_unit: str = "runs",
+    n_test: int | None = None,
+) -> Estimate:
     """The mean of `values` with the interval its quantity's range allows (`quantity_kind`)."""
     kind = quantity_kind(quantity)
     if kind == "proportion":

@@ -17,8 +17,15 @@ from edgestats.analysis.bounded import positive_mean
 from edgestats.analysis.intervals import BootstrapSettings, paired_ratio_of_means
 from edgestats.analysis.load import AnalysisData, default_config
 from edgestats.analysis.options import AnalysisOptions
-from edgestats.analysis.result import (AnalysisResult, estimate_row, group_label, iter_groups, not_enough_entry,
-                                       rows_frame, unavailable)
+from edgestats.analysis.result import (
+    AnalysisResult,
+    estimate_row,
+    group_label,
+    iter_groups,
+    not_enough_entry,
+    rows_frame,
+    unavailable,
+)
 
 NAME = "breakdown"
 # compile: only runtimes that compile on the first call (torch.compile) have it; for the others it
@@ -42,9 +49,14 @@ def phase_seconds(runs: pl.DataFrame, phases: pl.DataFrame | None) -> pl.DataFra
     if phases is not None and phases.height:
         # one row per run and phase already (phases_sql sums a phase recorded twice); "first", not
         # "sum", so a phase a run does not have is NULL, not 0 s (a sum of nothing)
-        wide = (phases.filter(pl.col("phase").is_in(wanted))
-                .pivot(on="phase", index="run_idx", values="duration_s", aggregate_function="first"))
-        known = phases.filter(pl.col("phase") != "total").group_by("run_idx").agg(pl.col("duration_s").sum().alias("phases_sum_s"))
+        wide = phases.filter(pl.col("phase").is_in(wanted)).pivot(
+            on="phase", index="run_idx", values="duration_s", aggregate_function="first"
+        )
+        known = (
+            phases.filter(pl.col("phase") != "total")
+            .group_by("run_idx")
+            .agg(pl.col("duration_s").sum().alias("phases_sum_s"))
+        )
         base = base.join(wide, on="run_idx", how="left").join(known, on="run_idx", how="left")
     for phase in wanted:
         if phase not in base.columns:
@@ -68,17 +80,27 @@ def _flag(ratio) -> dict:
     """Does loading cost more than the steady run? `confident` when the whole interval is > 1."""
     if ratio.estimate is None:
         return {"load_exceeds_steady": None, "confident": None}
-    return {"load_exceeds_steady": ratio.estimate > 1.0,
-            "confident": (ratio.ci_low > 1.0 or ratio.ci_high < 1.0) if ratio.has_interval else False}
+    return {
+        "load_exceeds_steady": ratio.estimate > 1.0,
+        "confident": (ratio.ci_low > 1.0 or ratio.ci_high < 1.0) if ratio.has_interval else False,
+    }
 
 
-def breakdown(runs: pl.DataFrame, phases: pl.DataFrame | None, *, by: list[str], level: float = 0.95,
-              settings: BootstrapSettings | None = None) -> AnalysisResult:
+def breakdown(
+    runs: pl.DataFrame,
+    phases: pl.DataFrame | None,
+    *,
+    by: list[str],
+    level: float = 0.95,
+    settings: BootstrapSettings | None = None,
+) -> AnalysisResult:
     settings = settings or BootstrapSettings()
     seconds = phase_seconds(runs, phases)
     usable = seconds.filter(pl.col("load_model_s").is_not_null() | pl.col("total_s").is_not_null())
     if usable.height == 0:
-        return unavailable(NAME, level, "no selected run has phase times or a reported load time", n=runs.height)
+        return unavailable(
+            NAME, level, "no selected run has phase times or a reported load time", n=runs.height
+        )
     joined = runs.select("run_idx", *by).join(usable, on="run_idx", how="inner")
     entries, phase_rows, ratio_rows = [], [], []
     for group, sub in iter_groups(joined, by):
@@ -97,22 +119,44 @@ def breakdown(runs: pl.DataFrame, phases: pl.DataFrame | None, *, by: list[str],
             share = estimate.estimate / total.estimate if total.estimate else None
             phase_list.append({"phase": phase, **estimate.as_dict(), "share_of_total": share})
             phase_rows.append(estimate_row(group, estimate, phase=phase, share_of_total=share))
-        ratio = paired_ratio_of_means(sub["load_model_s"].to_numpy(), sub["steady_s"].to_numpy(), level=level,
-                                      settings=settings, label=f"{label}|steady")
-        per_inference = paired_ratio_of_means(sub["load_model_s"].to_numpy(), sub["per_inference_s"].to_numpy(),
-                                              level=level, settings=settings, label=f"{label}|per-inference")
+        ratio = paired_ratio_of_means(
+            sub["load_model_s"].to_numpy(),
+            sub["steady_s"].to_numpy(),
+            level=level,
+            settings=settings,
+            label=f"{label}|steady",
+        )
+        per_inference = paired_ratio_of_means(
+            sub["load_model_s"].to_numpy(),
+            sub["per_inference_s"].to_numpy(),
+            level=level,
+            settings=settings,
+            label=f"{label}|per-inference",
+        )
         if ratio.estimate is None and per_inference.estimate is None and not phase_list:
-            entries.append(not_enough_entry("no load_model or steady time in these runs", group=group,
-                                            n=sub.height, level=level))
+            entries.append(
+                not_enough_entry(
+                    "no load_model or steady time in these runs", group=group, n=sub.height, level=level
+                )
+            )
             continue
-        entry = {"group": group, "n": sub.height, "n_unit": "runs", "level": level,
-                 "total_s": total.as_dict(), "phases": phase_list,
-                 "load_over_steady": ratio.as_dict(), "load_over_one_inference": per_inference.as_dict(),
-                 **_flag(ratio)}
+        entry = {
+            "group": group,
+            "n": sub.height,
+            "n_unit": "runs",
+            "level": level,
+            "total_s": total.as_dict(),
+            "phases": phase_list,
+            "load_over_steady": ratio.as_dict(),
+            "load_over_one_inference": per_inference.as_dict(),
+            **_flag(ratio),
+        }
         entries.append(entry)
         ratio_rows.append(estimate_row(group, ratio, ratio="load_model / steady", **_flag(ratio)))
         ratio_rows.append(estimate_row(group, per_inference, ratio="load_model / one inference"))
-    return AnalysisResult(NAME, level, entries, {"phases": rows_frame(phase_rows), "ratios": rows_frame(ratio_rows)})
+    return AnalysisResult(
+        NAME, level, entries, {"phases": rows_frame(phase_rows), "ratios": rows_frame(ratio_rows)}
+    )
 
 
 def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:

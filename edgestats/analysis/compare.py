@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values, finite_or_none
+from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values
 from edgestats.analysis.load import AnalysisInputError, check_where, load_data, present_columns
 from edgestats.analysis.multiplicity import holm
 from edgestats.analysis.result import iter_groups, json_safe
@@ -39,14 +39,23 @@ from edgestats.formatting import counted
 
 # The configuration axes a run is matched on (iterations and warm-up are not: they change how
 # long a run measures, not what it measures).
-MATCH_COLUMNS = ("device", "framework", "runtime", "model", "batch_size", "threads", "precision", "accelerator")
+MATCH_COLUMNS = (
+    "device",
+    "framework",
+    "runtime",
+    "model",
+    "batch_size",
+    "threads",
+    "precision",
+    "accelerator",
+)
 # metric -> (title, unit, word when B is larger, word when B is smaller)
 METRICS = {
     "latency_median_ms": ("median latency", "ms", "slower", "faster"),
     "energy_per_inference_j": ("energy per inference", "J", "higher", "lower"),
     "rss_peak_bytes": ("peak RSS", "bytes", "higher", "lower"),
 }
-GATE_METRIC = "latency_median_ms"   # the metric whose "slower" is a regression (the exit status)
+GATE_METRIC = "latency_median_ms"  # the metric whose "slower" is a regression (the exit status)
 DEFAULT_THRESHOLD = 0.05
 TOO_FEW = "needs >= 2 runs per side"
 
@@ -84,11 +93,26 @@ class RatioTest:
     method: str = "Welch t on log per-run figures"
 
     def as_dict(self) -> dict[str, Any]:
-        return json_safe({"metric": self.metric, "a_estimate": self.a_estimate, "b_estimate": self.b_estimate,
-                          "n_a": self.n_a, "n_b": self.n_b, "n_unit": "runs", "estimate": self.estimate,
-                          "ci_low": self.ci_low, "ci_high": self.ci_high, "level": self.level,
-                          "p_value": self.p_value, "p_holm": self.p_holm, "df": self.df, "verdict": self.verdict,
-                          "method": self.method, "note": self.note})
+        return json_safe(
+            {
+                "metric": self.metric,
+                "a_estimate": self.a_estimate,
+                "b_estimate": self.b_estimate,
+                "n_a": self.n_a,
+                "n_b": self.n_b,
+                "n_unit": "runs",
+                "estimate": self.estimate,
+                "ci_low": self.ci_low,
+                "ci_high": self.ci_high,
+                "level": self.level,
+                "p_value": self.p_value,
+                "p_holm": self.p_holm,
+                "df": self.df,
+                "verdict": self.verdict,
+                "method": self.method,
+                "note": self.note,
+            }
+        )
 
 
 @dataclass
@@ -108,16 +132,31 @@ class Comparison:
     @property
     def regressions(self) -> list[dict[str, Any]]:
         """The configurations whose median latency is significantly slower beyond the threshold."""
-        return [config for config, tests in self.matched
-                for t in tests if t.metric == GATE_METRIC and t.verdict == "slower"]
+        return [
+            config
+            for config, tests in self.matched
+            for t in tests
+            if t.metric == GATE_METRIC and t.verdict == "slower"
+        ]
 
     def to_json(self) -> dict[str, Any]:
-        return json_safe({
-            "a": {"db": str(self.a.db), "where": self.a.where}, "b": {"db": str(self.b.db), "where": self.b.where},
-            "match_key": self.key, "differing": {c: {"a": va, "b": vb} for c, (va, vb) in self.differing.items()},
-            "threshold": self.threshold, "level": self.level, "regression": bool(self.regressions),
-            "comparisons": [{"config": config, "metrics": [t.as_dict() for t in tests]} for config, tests in self.matched],
-            "unmatched": self.unmatched, "notes": self.notes})
+        return json_safe(
+            {
+                "a": {"db": str(self.a.db), "where": self.a.where},
+                "b": {"db": str(self.b.db), "where": self.b.where},
+                "match_key": self.key,
+                "differing": {c: {"a": va, "b": vb} for c, (va, vb) in self.differing.items()},
+                "threshold": self.threshold,
+                "level": self.level,
+                "regression": bool(self.regressions),
+                "comparisons": [
+                    {"config": config, "metrics": [t.as_dict() for t in tests]}
+                    for config, tests in self.matched
+                ],
+                "unmatched": self.unmatched,
+                "notes": self.notes,
+            }
+        )
 
     def frame(self) -> pl.DataFrame:
         """One row per configuration and metric (the report's chart and table)."""
@@ -127,6 +166,7 @@ class Comparison:
 
 # -- statistics ---------------------------------------------------------------------------------
 
+
 def welch_log_ratio(a_values: Any, b_values: Any, *, metric: str, level: float = DEFAULT_LEVEL) -> RatioTest:
     """B/A as the ratio of geometric means of per-run figures, with Welch's t interval of the
     difference of mean logs mapped through exp, and Welch's two-sided p-value."""
@@ -135,7 +175,9 @@ def welch_log_ratio(a_values: Any, b_values: Any, *, metric: str, level: float =
     b_est = float(np.exp(np.mean(np.log(b)))) if len(b) and np.all(b > 0) else None
     test = RatioTest(metric, a_est, b_est, len(a), len(b), None, None, None, level, None, None)
     if len(a) == 0 or len(b) == 0:
-        test.note = "not measured on " + ("either side" if len(a) == len(b) else "side A" if len(a) == 0 else "side B")
+        test.note = "not measured on " + (
+            "either side" if len(a) == len(b) else "side A" if len(a) == 0 else "side B"
+        )
         return test
     if np.any(a <= 0) or np.any(b <= 0):
         test.note = "some runs have a value <= 0 (energy above idle can be): no ratio on the log scale"
@@ -151,7 +193,7 @@ def welch_log_ratio(a_values: Any, b_values: Any, *, metric: str, level: float =
     if not se > 1e-12:
         test.note = "every run on both sides has the same value: no spread to build an interval from"
         return test
-    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(y) - 1))
+    df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
     test.ci_low, test.ci_high = math.exp(d - half), math.exp(d + half)
     test.p_value = float(2 * stats.t.sf(abs(d) / se, df))
@@ -186,20 +228,25 @@ def verdict(test: RatioTest, threshold: float) -> str:
 
 # -- matching -----------------------------------------------------------------------------------
 
+
 def single_value(runs: pl.DataFrame, column: str) -> tuple[bool, Any]:
     values = runs[column].unique().to_list()
     return len(values) == 1, (json_safe(values[0]) if values else None)
 
 
-def match_key(runs_a: pl.DataFrame, runs_b: pl.DataFrame,
-              match: list[str] | None = None) -> tuple[list[str], dict[str, tuple[Any, Any]]]:
+def match_key(
+    runs_a: pl.DataFrame, runs_b: pl.DataFrame, match: list[str] | None = None
+) -> tuple[list[str], dict[str, tuple[Any, Any]]]:
     """The columns configurations are matched on, and the compared ones left out: a column that
     holds one value on each side, different between the sides (framework for --a "framework =
     'pytorch'" --b "framework = 'onnxruntime'", device for two devices' DBs). `match` names the
     key explicitly."""
     differing: dict[str, tuple[Any, Any]] = {}
-    candidates = [c for c in MATCH_COLUMNS if c in present_columns(runs_a, MATCH_COLUMNS)
-                  or c in present_columns(runs_b, MATCH_COLUMNS)]
+    candidates = [
+        c
+        for c in MATCH_COLUMNS
+        if c in present_columns(runs_a, MATCH_COLUMNS) or c in present_columns(runs_b, MATCH_COLUMNS)
+    ]
     for column in candidates:
         (one_a, va), (one_b, vb) = single_value(runs_a, column), single_value(runs_b, column)
         if one_a and one_b and va != vb:
@@ -208,27 +255,42 @@ def match_key(runs_a: pl.DataFrame, runs_b: pl.DataFrame,
         valid = [c for c in runs_a.columns if c not in ("run_idx", "run_id")]
         unknown = [c for c in match if c not in valid]
         if unknown:
-            raise AnalysisInputError(f"--match {', '.join(unknown)}: not a run column; use e.g. {', '.join(MATCH_COLUMNS)}")
+            raise AnalysisInputError(
+                f"--match {', '.join(unknown)}: not a run column; use e.g. {', '.join(MATCH_COLUMNS)}"
+            )
         return list(match), {c: v for c, v in differing.items() if c not in match}
     return [c for c in candidates if c not in differing], differing
 
 
-def compare_runs(a: Selection, b: Selection, runs_a: pl.DataFrame, runs_b: pl.DataFrame, *,
-                 threshold: float = DEFAULT_THRESHOLD, level: float = DEFAULT_LEVEL,
-                 match: list[str] | None = None) -> Comparison:
+def compare_runs(
+    a: Selection,
+    b: Selection,
+    runs_a: pl.DataFrame,
+    runs_b: pl.DataFrame,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    level: float = DEFAULT_LEVEL,
+    match: list[str] | None = None,
+) -> Comparison:
     """The comparison of two frames of per-run figures (load.load_data's runs)."""
     key, differing = match_key(runs_a, runs_b, match)
     groups_a = {tuple(g.values()): (g, sub) for g, sub in iter_groups(runs_a, key)}
     groups_b = {tuple(g.values()): (g, sub) for g, sub in iter_groups(runs_b, key)}
     comparison = Comparison(a, b, key, differing, threshold, level)
     for side, mine, other in (("a", groups_a, groups_b), ("b", groups_b, groups_a)):
-        comparison.unmatched += [{"side": side, "config": g, "n_runs": sub.height}
-                                 for k, (g, sub) in mine.items() if k not in other]
+        comparison.unmatched += [
+            {"side": side, "config": g, "n_runs": sub.height}
+            for k, (g, sub) in mine.items()
+            if k not in other
+        ]
     for k, (config, sub_a) in groups_a.items():
         if k in groups_b:
             sub_b = groups_b[k][1]
-            tests = [welch_log_ratio(sub_a[m].to_numpy(), sub_b[m].to_numpy(), metric=m, level=level)
-                     for m in METRICS if m in sub_a.columns and m in sub_b.columns]
+            tests = [
+                welch_log_ratio(sub_a[m].to_numpy(), sub_b[m].to_numpy(), metric=m, level=level)
+                for m in METRICS
+                if m in sub_a.columns and m in sub_b.columns
+            ]
             comparison.matched.append((config, [t for t in tests if t.n_a or t.n_b]))
     for metric, (title, *_) in METRICS.items():
         if not any(t.metric == metric for _, tests in comparison.matched for t in tests):
@@ -242,6 +304,7 @@ def compare_runs(a: Selection, b: Selection, runs_a: pl.DataFrame, runs_b: pl.Da
 
 
 # -- loading ------------------------------------------------------------------------------------
+
 
 def combined_where(parts: dict[str, str | None]) -> str | None:
     """{option: expression} checked one by one (an error names the option at fault), AND-ed."""
@@ -261,19 +324,29 @@ def load_side(selection: Selection, name: str) -> pl.DataFrame:
     if runs.height:
         runs = runs.filter(pl.col("latency_median_ms").is_not_null())
     if runs.height == 0:
-        raise AnalysisInputError(f"side {name} ({selection.label}) selects no ok run with a latency; "
-                                 "check the DB and the --where/--a/--b expressions (edgestats sql DB \"SELECT ... FROM run_summary\")")
+        raise AnalysisInputError(
+            f"side {name} ({selection.label}) selects no ok run with a latency; "
+            'check the DB and the --where/--a/--b expressions (edgestats sql DB "SELECT ... FROM run_summary")'
+        )
     return runs
 
 
-def compare(a: Selection, b: Selection, *, threshold: float = DEFAULT_THRESHOLD, level: float = DEFAULT_LEVEL,
-            match: list[str] | None = None) -> Comparison:
+def compare(
+    a: Selection,
+    b: Selection,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    level: float = DEFAULT_LEVEL,
+    match: list[str] | None = None,
+) -> Comparison:
     """Load both sides (sandboxed, read-only) and compare them. Raises AnalysisInputError for
     options the data cannot answer, and when no configuration matches."""
     if not 0.5 <= level < 1:
         raise AnalysisInputError(f"--level {level}: give a confidence level between 0.5 and 1, e.g. 0.95")
     if not 0 <= threshold < 1:
-        raise AnalysisInputError(f"--threshold {threshold * 100:g} %: give a percentage between 0 and 100, e.g. 5")
+        raise AnalysisInputError(
+            f"--threshold {threshold * 100:g} %: give a percentage between 0 and 100, e.g. 5"
+        )
     runs_a, runs_b = load_side(a, "A"), load_side(b, "B")
     comparison = compare_runs(a, b, runs_a, runs_b, threshold=threshold, level=level, match=match)
     if not comparison.matched:
@@ -281,14 +354,23 @@ def compare(a: Selection, b: Selection, *, threshold: float = DEFAULT_THRESHOLD,
     if a.db.resolve() == b.db.resolve():
         shared = set(runs_a["run_id"].to_list()) & set(runs_b["run_id"].to_list())
         if shared:
-            comparison.notes.append(f"{counted(len(shared), 'runs')} {'is' if len(shared) == 1 else 'are'} in both selections: the two sides are not independent")
+            comparison.notes.append(
+                f"{counted(len(shared), 'runs')} {'is' if len(shared) == 1 else 'are'} in both selections: the two sides are not independent"
+            )
     return comparison
 
 
 def no_match_message(comparison: Comparison) -> str:
     def configs(side: str) -> str:
-        shown = [", ".join(f"{k}={v}" for k, v in u["config"].items()) for u in comparison.unmatched if u["side"] == side]
+        shown = [
+            ", ".join(f"{k}={v}" for k, v in u["config"].items())
+            for u in comparison.unmatched
+            if u["side"] == side
+        ]
         return "; ".join(shown[:3]) + (f" (+{len(shown) - 3} more)" if len(shown) > 3 else "")
-    return (f"no configuration of A matches one of B on {', '.join(comparison.key) or 'nothing'}: "
-            f"A has {configs('a')}; B has {configs('b')}. Select comparable runs with --a/--b/--where, "
-            "or name the columns to match on with --match COL")
+
+    return (
+        f"no configuration of A matches one of B on {', '.join(comparison.key) or 'nothing'}: "
+        f"A has {configs('a')}; B has {configs('b')}. Select comparable runs with --a/--b/--where, "
+        "or name the columns to match on with --match COL"
+    )

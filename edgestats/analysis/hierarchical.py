@@ -27,20 +27,28 @@ needs (Kalibera & Jones 2013; Cochran 1977, §10.6 for the cost-optimal split).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from edgestats.analysis.bounded import geometric_mean_t, positive_mean
-from edgestats.analysis.intervals import (DEFAULT_LEVEL, BootstrapSettings, Estimate, clean_values, finite_or_none,
-                                          quantile_ci, t_quantile)
+from edgestats.analysis.intervals import (
+    DEFAULT_LEVEL,
+    BootstrapSettings,
+    Estimate,
+    clean_values,
+    finite_or_none,
+    quantile_ci,
+    t_quantile,
+)
 
 ONE_RUN_NOTE = "one run: the interval covers within-run variance only"
 RUN_LEVEL_METHOD = "run-level t on the log scale (geometric mean of per-run {what})"
 ANOVA_ESTIMATOR = "one-way random-effects ANOVA (method of moments) on log latency, truncated at 0"
-DEFAULT_TARGET_REL_HALF_WIDTH = 0.02    # the median known to ±2 %
+DEFAULT_TARGET_REL_HALF_WIDTH = 0.02  # the median known to ±2 %
 MAX_RECOMMENDED_RUNS = 10_000
 
 
@@ -73,13 +81,27 @@ def _with_note(estimate: Estimate, note: str) -> Estimate:
     return estimate
 
 
-def quantile_over_runs(latencies_by_run: Sequence[Any], q: float, *, level: float = DEFAULT_LEVEL,
-                       settings: BootstrapSettings | None = None, label: str = "") -> Estimate:
+def quantile_over_runs(
+    latencies_by_run: Sequence[Any],
+    q: float,
+    *,
+    level: float = DEFAULT_LEVEL,
+    settings: BootstrapSettings | None = None,
+    label: str = "",
+) -> Estimate:
     """Quantile q of a configuration's latency, the run as unit (see the module docstring)."""
     runs = _usable_runs(latencies_by_run)
     if len(runs) == 0:
-        return Estimate(None, None, None, level, 0, "runs", RUN_LEVEL_METHOD.format(what=f"q{q:g}"),
-                        "not enough data: no run has a latency")
+        return Estimate(
+            None,
+            None,
+            None,
+            level,
+            0,
+            "runs",
+            RUN_LEVEL_METHOD.format(what=f"q{q:g}"),
+            "not enough data: no run has a latency",
+        )
     if len(runs) == 1:
         within = quantile_ci(runs[0], q, level=level, settings=settings, n_unit="latencies", label=label)
         return _with_note(within, ONE_RUN_NOTE)
@@ -89,8 +111,13 @@ def quantile_over_runs(latencies_by_run: Sequence[Any], q: float, *, level: floa
     return estimate
 
 
-def median_over_runs(latencies_by_run: Sequence[Any], *, level: float = DEFAULT_LEVEL,
-                     settings: BootstrapSettings | None = None, label: str = "") -> Estimate:
+def median_over_runs(
+    latencies_by_run: Sequence[Any],
+    *,
+    level: float = DEFAULT_LEVEL,
+    settings: BootstrapSettings | None = None,
+    label: str = "",
+) -> Estimate:
     """The configuration's median latency, the run as unit: the geometric mean of the runs'
     medians with its log-scale t interval; one run: the within-run interval, said in the note."""
     return quantile_over_runs(latencies_by_run, 0.5, level=level, settings=settings, label=label)
@@ -108,15 +135,18 @@ def mean_over_runs(latencies_by_run: Sequence[Any], *, level: float = DEFAULT_LE
 def relative_half_width(level: float = DEFAULT_LEVEL) -> Callable[[Sequence[Sequence[float]]], float | None]:
     """For `collect --precision`: latencies of each run (any unit) -> half-width of the median's
     run-level interval as a fraction of the median; None when no interval can be made."""
+
     def half_width(latencies_by_run: Sequence[Sequence[float]]) -> float | None:
         estimate = median_over_runs([np.asarray(run, dtype=float) for run in latencies_by_run], level=level)
         if not estimate.has_interval or not estimate.estimate:
             return None
         return (estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate
+
     return half_width
 
 
 # -- variance components ------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class VarianceComponents:
@@ -126,7 +156,7 @@ class VarianceComponents:
     n_latencies: int
     between_run_var: float | None
     within_run_var: float | None
-    ratio: float | None                 # between / within
+    ratio: float | None  # between / within
     estimator: str = ANOVA_ESTIMATOR
     note: str | None = None
 
@@ -150,14 +180,21 @@ def variance_components(latencies_by_run: Sequence[Any]) -> VarianceComponents:
     ss_within = float(sum(((run - m) ** 2).sum() for run, m in zip(logs, means)))
     within = ss_within / (total - k) if total > k else None
     if k < 2:
-        return VarianceComponents(1, total, None, within, None,
-                                  note="one run: the between-run variance cannot be estimated")
+        return VarianceComponents(
+            1, total, None, within, None, note="one run: the between-run variance cannot be estimated"
+        )
     grand = float((sizes * means).sum() / total)
     ms_between = float((sizes * (means - grand) ** 2).sum() / (k - 1))
-    n0 = (total - float((sizes ** 2).sum()) / total) / (k - 1)
+    n0 = (total - float((sizes**2).sum()) / total) / (k - 1)
     if within is None:  # one latency per run: the runs' spread is all there is
-        return VarianceComponents(k, total, ms_between, None, None,
-                                  note="one latency per run: the within-run variance cannot be estimated")
+        return VarianceComponents(
+            k,
+            total,
+            ms_between,
+            None,
+            None,
+            note="one latency per run: the within-run variance cannot be estimated",
+        )
     between = max((ms_between - within) / n0, 0.0)
     ratio = between / within if within > 0 else None
     note = "between-run variance estimated below 0, reported as 0" if ms_between < within else None
@@ -165,6 +202,7 @@ def variance_components(latencies_by_run: Sequence[Any]) -> VarianceComponents:
 
 
 # -- how many runs ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RunRecommendation:
@@ -182,14 +220,17 @@ class RunRecommendation:
         return asdict(self)
 
 
-def predicted_rel_half_width(components: VarianceComponents, runs: int, iterations_per_run: float,
-                             level: float = DEFAULT_LEVEL) -> float:
+def predicted_rel_half_width(
+    components: VarianceComponents, runs: int, iterations_per_run: float, level: float = DEFAULT_LEVEL
+) -> float:
     """exp(t·sqrt((σ_b² + σ_w²/m) / n)) - 1: the relative half-width n runs of m iterations give."""
     variance = (components.between_run_var or 0.0) + (components.within_run_var or 0.0) / iterations_per_run
     return math.expm1(t_quantile(level, runs - 1) * math.sqrt(variance / runs))
 
 
-def optimal_iterations(components: VarianceComponents, run_cost_s: float, iteration_cost_s: float) -> int | None:
+def optimal_iterations(
+    components: VarianceComponents, run_cost_s: float, iteration_cost_s: float
+) -> int | None:
     """Cost-optimal iterations per run, sqrt((c_run / c_iteration) · σ_w² / σ_b²) (Kalibera &
     Jones 2013, after Cochran §10.6); None when the between-run variance is 0 (then only the
     total count of iterations matters)."""
@@ -199,28 +240,62 @@ def optimal_iterations(components: VarianceComponents, run_cost_s: float, iterat
     return max(1, round(math.sqrt(run_cost_s / iteration_cost_s * within / between)))
 
 
-def recommended_runs(components: VarianceComponents, *, target_rel_half_width: float = DEFAULT_TARGET_REL_HALF_WIDTH,
-                     level: float = DEFAULT_LEVEL, iterations_per_run: float | None = None,
-                     run_cost_s: float | None = None, iteration_cost_s: float | None = None) -> RunRecommendation:
+def recommended_runs(
+    components: VarianceComponents,
+    *,
+    target_rel_half_width: float = DEFAULT_TARGET_REL_HALF_WIDTH,
+    level: float = DEFAULT_LEVEL,
+    iterations_per_run: float | None = None,
+    run_cost_s: float | None = None,
+    iteration_cost_s: float | None = None,
+) -> RunRecommendation:
     """The fewest runs (≥ 2) whose predicted half-width is within the target, keeping the
     current iterations per run unless both costs are given (then the cost-optimal number)."""
     if components.between_run_var is None or components.n_runs < 2:
-        return RunRecommendation(None, None, None, target_rel_half_width, level,
-                                 note="needs at least 2 runs: with one, the between-run variance is unknown")
+        return RunRecommendation(
+            None,
+            None,
+            None,
+            target_rel_half_width,
+            level,
+            note="needs at least 2 runs: with one, the between-run variance is unknown",
+        )
     m = iterations_per_run or components.mean_latencies_per_run or 1.0
-    optimal = optimal_iterations(components, run_cost_s, iteration_cost_s) if run_cost_s and iteration_cost_s else None
+    optimal = (
+        optimal_iterations(components, run_cost_s, iteration_cost_s)
+        if run_cost_s and iteration_cost_s
+        else None
+    )
     m = float(optimal or m)
     variance = components.between_run_var + (components.within_run_var or 0.0) / m
     target_log = math.log1p(target_rel_half_width)
     z = float(stats.norm.ppf(0.5 + level / 2))
-    runs = max(2, math.ceil((z / target_log) ** 2 * variance))   # the normal approximation, then t
-    while runs <= MAX_RECOMMENDED_RUNS and predicted_rel_half_width(components, runs, m, level) > target_rel_half_width:
+    runs = max(2, math.ceil((z / target_log) ** 2 * variance))  # the normal approximation, then t
+    while (
+        runs <= MAX_RECOMMENDED_RUNS
+        and predicted_rel_half_width(components, runs, m, level) > target_rel_half_width
+    ):
         runs += 1
     if runs > MAX_RECOMMENDED_RUNS:
-        return RunRecommendation(None, round(m), None, target_rel_half_width, level,
-                                 note=f"more than {MAX_RECOMMENDED_RUNS} runs: relax the target")
+        return RunRecommendation(
+            None,
+            round(m),
+            None,
+            target_rel_half_width,
+            level,
+            note=f"more than {MAX_RECOMMENDED_RUNS} runs: relax the target",
+        )
     share = (components.within_run_var or 0.0) / m / variance if variance > 0 else 0.0
-    note = (f"within-run noise is {share:.0%} of a run's variance: "
-            + ("more iterations per run would help" if share > 0.5 else "more runs, not longer ones, narrow the interval"))
-    return RunRecommendation(runs, round(m), predicted_rel_half_width(components, runs, m, level), target_rel_half_width,
-                             level, note=note)
+    note = f"within-run noise is {share:.0%} of a run's variance: " + (
+        "more iterations per run would help"
+        if share > 0.5
+        else "more runs, not longer ones, narrow the interval"
+    )
+    return RunRecommendation(
+        runs,
+        round(m),
+        predicted_rel_half_width(components, runs, m, level),
+        target_rel_half_width,
+        level,
+        note=note,
+    )

@@ -22,8 +22,9 @@ import functools
 import math
 import warnings
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -51,9 +52,16 @@ class Estimate:
     note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"estimate": finite_or_none(self.estimate), "ci_low": finite_or_none(self.ci_low),
-                "ci_high": finite_or_none(self.ci_high), "level": self.level, "n": self.n,
-                "n_unit": self.n_unit, "method": self.method, "note": self.note}
+        return {
+            "estimate": finite_or_none(self.estimate),
+            "ci_low": finite_or_none(self.ci_low),
+            "ci_high": finite_or_none(self.ci_high),
+            "level": self.level,
+            "n": self.n,
+            "n_unit": self.n_unit,
+            "method": self.method,
+            "note": self.note,
+        }
 
     @property
     def has_interval(self) -> bool:
@@ -88,7 +96,9 @@ def clean_values(values: Any) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def _no_interval(estimate: float | None, n: int, n_unit: str, level: float, method: str, note: str) -> Estimate:
+def _no_interval(
+    estimate: float | None, n: int, n_unit: str, level: float, method: str, note: str
+) -> Estimate:
     return Estimate(finite_or_none(estimate), None, None, level, n, n_unit, method, note)
 
 
@@ -110,6 +120,7 @@ def sample_quantile(values: np.ndarray, q: float) -> float:
 
 # -- means --------------------------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=8192)
 def t_quantile(level: float, df: int) -> float:
     """The two-sided Student t quantile; cached, because scipy's ppf costs ~0.1 ms a call and a
@@ -122,10 +133,23 @@ def t_interval(n: int, mean: float, sd: float, level: float, n_unit: str) -> Est
     if n == 0:
         return _no_interval(None, 0, n_unit, level, "t", f"not enough data: no {n_unit}")
     if n < 2:
-        return _no_interval(mean, n, n_unit, level, "t", f"not enough data: {counted(n, n_unit)} (an interval needs at least 2)")
+        return _no_interval(
+            mean,
+            n,
+            n_unit,
+            level,
+            "t",
+            f"not enough data: {counted(n, n_unit)} (an interval needs at least 2)",
+        )
     if not sd > 1e-12 * max(abs(mean), 1e-300):
-        return _no_interval(mean, n, n_unit, level, "t",
-                            f"not enough data: all {n} {n_unit} are equal, so there is no spread to build an interval from")
+        return _no_interval(
+            mean,
+            n,
+            n_unit,
+            level,
+            "t",
+            f"not enough data: all {n} {n_unit} are equal, so there is no spread to build an interval from",
+        )
     half = t_quantile(level, n - 1) * sd / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, level, n, n_unit, "t")
 
@@ -137,11 +161,14 @@ def mean_t(values: Any, level: float = DEFAULT_LEVEL, n_unit: str = "runs") -> E
         return t_interval(0, math.nan, math.nan, level, n_unit)
     if len(x) > 1 and np.all(x == x[0]):
         return t_interval(len(x), float(x[0]), 0.0, level, n_unit)
-    return t_interval(len(x), float(np.mean(x)), float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, level, n_unit)
+    return t_interval(
+        len(x), float(np.mean(x)), float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, level, n_unit
+    )
 
 
-def mean_t_from_moments(n: int, total: float, total_sq: float, level: float = DEFAULT_LEVEL,
-                        n_unit: str = "latencies") -> Estimate:
+def mean_t_from_moments(
+    n: int, total: float, total_sq: float, level: float = DEFAULT_LEVEL, n_unit: str = "latencies"
+) -> Estimate:
     """The t interval of a mean from (n, Σx, Σx²), as DuckDB aggregates them: the values never
     leave the database."""
     if n == 0:
@@ -152,6 +179,7 @@ def mean_t_from_moments(n: int, total: float, total_sq: float, level: float = DE
 
 
 # -- quantiles ----------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=8192)
 def order_statistic_ranks(n: int, q: float, level: float) -> tuple[int, int] | None:
@@ -172,8 +200,14 @@ def order_statistic_ci(values: np.ndarray, q: float, level: float, n_unit: str) 
     ranks = order_statistic_ranks(n, q, level)
     estimate = sample_quantile(values, q)
     if ranks is None:
-        return _no_interval(estimate, n, n_unit, level, "order-statistic",
-                            f"not enough data: {n} {n_unit} are too few for a {level:.0%} interval of the {q:.0%} quantile")
+        return _no_interval(
+            estimate,
+            n,
+            n_unit,
+            level,
+            "order-statistic",
+            f"not enough data: {n} {n_unit} are too few for a {level:.0%} interval of the {q:.0%} quantile",
+        )
     r, s = ranks
     low, high = np.partition(values, [r - 1, s - 1])[[r - 1, s - 1]]
     return Estimate(estimate, float(low), float(high), level, n, n_unit, "order-statistic")
@@ -182,11 +216,20 @@ def order_statistic_ci(values: np.ndarray, q: float, level: float, n_unit: str) 
 def _quantile_statistic(q: float) -> Callable[[np.ndarray, int], np.ndarray]:
     def statistic(sample: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.quantile(sample, q, axis=axis)
+
     return statistic
 
 
-def bootstrap(samples: Sequence[np.ndarray], statistic: Callable, *, level: float, settings: BootstrapSettings,
-              label: str, paired: bool = False, method: str = "BCa") -> tuple[float, float] | None:
+def bootstrap(
+    samples: Sequence[np.ndarray],
+    statistic: Callable,
+    *,
+    level: float,
+    settings: BootstrapSettings,
+    label: str,
+    paired: bool = False,
+    method: str = "BCa",
+) -> tuple[float, float] | None:
     """scipy's bootstrap interval, vectorised, seeded by `label`; None when it is degenerate
     (scipy warns and returns NaN when e.g. every resample gives the same statistic).
 
@@ -195,9 +238,17 @@ def bootstrap(samples: Sequence[np.ndarray], statistic: Callable, *, level: floa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            result = stats.bootstrap(tuple(samples), statistic, n_resamples=settings.n_resamples, vectorized=True,
-                                     paired=paired, axis=-1, confidence_level=level, method=method,
-                                     rng=settings.rng(label))
+            result = stats.bootstrap(
+                tuple(samples),
+                statistic,
+                n_resamples=settings.n_resamples,
+                vectorized=True,
+                paired=paired,
+                axis=-1,
+                confidence_level=level,
+                method=method,
+                rng=settings.rng(label),
+            )
         except (ValueError, ZeroDivisionError, FloatingPointError):
             return None
     low, high = result.confidence_interval
@@ -206,8 +257,15 @@ def bootstrap(samples: Sequence[np.ndarray], statistic: Callable, *, level: floa
     return float(low), float(high)
 
 
-def quantile_ci(values: Any, q: float, *, level: float = DEFAULT_LEVEL, settings: BootstrapSettings | None = None,
-                n_unit: str = "latencies", label: str = "") -> Estimate:
+def quantile_ci(
+    values: Any,
+    q: float,
+    *,
+    level: float = DEFAULT_LEVEL,
+    settings: BootstrapSettings | None = None,
+    n_unit: str = "latencies",
+    label: str = "",
+) -> Estimate:
     """Quantile q (0.5 = median) with a BCa interval for small samples, order statistics for big."""
     settings = settings or BootstrapSettings()
     x = clean_values(values)
@@ -217,15 +275,22 @@ def quantile_ci(values: Any, q: float, *, level: float = DEFAULT_LEVEL, settings
         return _no_interval(estimate, len(x), n_unit, level, "bootstrap-bca", problem)
     if len(x) > settings.bca_max_n:
         return order_statistic_ci(x, q, level, n_unit)
-    interval = bootstrap([np.sort(x)], _quantile_statistic(q), level=level, settings=settings, label=f"q{q}:{label}")
+    interval = bootstrap(
+        [np.sort(x)], _quantile_statistic(q), level=level, settings=settings, label=f"q{q}:{label}"
+    )
     if interval is None:
         fallback = order_statistic_ci(x, q, level, n_unit)
-        fallback.note = "BCa was degenerate for this sample; order-statistic interval instead" if fallback.has_interval else fallback.note
+        fallback.note = (
+            "BCa was degenerate for this sample; order-statistic interval instead"
+            if fallback.has_interval
+            else fallback.note
+        )
         return fallback
     return Estimate(estimate, interval[0], interval[1], level, len(x), n_unit, "bootstrap-bca")
 
 
 # -- ratios -------------------------------------------------------------------------------------
+
 
 def _ratio_of_means(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -237,8 +302,15 @@ def _ratio_of_medians(numerator: np.ndarray, denominator: np.ndarray, axis: int 
         return np.median(numerator, axis=axis) / np.median(denominator, axis=axis)
 
 
-def paired_ratio_of_means(numerator: Any, denominator: Any, *, level: float = DEFAULT_LEVEL,
-                          settings: BootstrapSettings | None = None, n_unit: str = "runs", label: str = "") -> Estimate:
+def paired_ratio_of_means(
+    numerator: Any,
+    denominator: Any,
+    *,
+    level: float = DEFAULT_LEVEL,
+    settings: BootstrapSettings | None = None,
+    n_unit: str = "runs",
+    label: str = "",
+) -> Estimate:
     """mean(numerator) / mean(denominator) over the same units (e.g. load_model / steady per run),
     resampling units as pairs. Pairs with a missing side are left out."""
     settings = settings or BootstrapSettings()
@@ -247,9 +319,13 @@ def paired_ratio_of_means(numerator: Any, denominator: Any, *, level: float = DE
     num, den = num[keep], den[keep]
     n = len(num)
     if n == 0:
-        return _no_interval(None, 0, n_unit, level, "bootstrap-bca", f"not enough data: no {n_unit} with both values")
+        return _no_interval(
+            None, 0, n_unit, level, "bootstrap-bca", f"not enough data: no {n_unit} with both values"
+        )
     if np.mean(den) <= 0:
-        return _no_interval(None, n, n_unit, level, "bootstrap-bca", "the denominator's mean is 0: the ratio is unbounded")
+        return _no_interval(
+            None, n, n_unit, level, "bootstrap-bca", "the denominator's mean is 0: the ratio is unbounded"
+        )
     estimate = float(np.mean(num) / np.mean(den))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = num / den
@@ -258,34 +334,64 @@ def paired_ratio_of_means(numerator: Any, denominator: Any, *, level: float = DE
         return _no_interval(estimate, n, n_unit, level, "bootstrap-bca", problem)
     method = "BCa" if n <= settings.bca_max_n else "percentile"
     order = np.lexsort((den, num))
-    interval = bootstrap([num[order], den[order]], _ratio_of_means, level=level, settings=settings, label=f"ratio:{label}",
-                         paired=True, method=method)
+    interval = bootstrap(
+        [num[order], den[order]],
+        _ratio_of_means,
+        level=level,
+        settings=settings,
+        label=f"ratio:{label}",
+        paired=True,
+        method=method,
+    )
     name = f"bootstrap-{method.lower()}"
     if interval is None:
         return _no_interval(estimate, n, n_unit, level, name, "the bootstrap was degenerate for this sample")
     return Estimate(estimate, interval[0], interval[1], level, n, n_unit, name)
 
 
-def ratio_of_medians(numerator: Any, denominator: Any, *, level: float = DEFAULT_LEVEL,
-                     settings: BootstrapSettings | None = None, n_unit: str = "epochs", label: str = "") -> Estimate:
+def ratio_of_medians(
+    numerator: Any,
+    denominator: Any,
+    *,
+    level: float = DEFAULT_LEVEL,
+    settings: BootstrapSettings | None = None,
+    n_unit: str = "epochs",
+    label: str = "",
+) -> Estimate:
     """median(numerator) / median(denominator) of two independent samples (e.g. fetch stall at 0
     workers over stall at 1 worker), each resampled on its own."""
     settings = settings or BootstrapSettings()
     num, den = clean_values(numerator), clean_values(denominator)
     n = len(num) + len(den)
     if len(num) == 0 or len(den) == 0:
-        return _no_interval(None, n, n_unit, level, "bootstrap-bca", f"not enough data: one side has no {n_unit}")
+        return _no_interval(
+            None, n, n_unit, level, "bootstrap-bca", f"not enough data: one side has no {n_unit}"
+        )
     if np.median(den) <= 0:
-        return _no_interval(None, n, n_unit, level, "bootstrap-bca",
-                            f"the denominator's median is {np.median(den):g}: the ratio is unbounded")
+        return _no_interval(
+            None,
+            n,
+            n_unit,
+            level,
+            "bootstrap-bca",
+            f"the denominator's median is {np.median(den):g}: the ratio is unbounded",
+        )
     estimate = float(np.median(num) / np.median(den))
     for side in (num, den):
         problem = _spread_problem(side, n_unit)
         if problem:
-            return _no_interval(estimate, n, n_unit, level, "bootstrap-bca", problem + " (on one side of the ratio)")
+            return _no_interval(
+                estimate, n, n_unit, level, "bootstrap-bca", problem + " (on one side of the ratio)"
+            )
     method = "BCa" if max(len(num), len(den)) <= settings.bca_max_n else "percentile"
-    interval = bootstrap([np.sort(num), np.sort(den)], _ratio_of_medians, level=level, settings=settings, label=f"mratio:{label}",
-                         method=method)
+    interval = bootstrap(
+        [np.sort(num), np.sort(den)],
+        _ratio_of_medians,
+        level=level,
+        settings=settings,
+        label=f"mratio:{label}",
+        method=method,
+    )
     name = f"bootstrap-{method.lower()}"
     if interval is None:
         return _no_interval(estimate, n, n_unit, level, name, "the bootstrap was degenerate for this sample")
@@ -293,6 +399,7 @@ def ratio_of_medians(numerator: Any, denominator: Any, *, level: float = DEFAULT
 
 
 # -- correlations -------------------------------------------------------------------------------
+
 
 def fisher_z_interval(r: float, n: int, level: float, se_scale: float = 1.0) -> tuple[float, float] | None:
     """tanh(atanh(r) ± z·se/√(n-3)); None when n ≤ 3 or |r| = 1 (atanh is infinite there)."""
@@ -320,14 +427,23 @@ def _spearman_permutation_p(x: np.ndarray, y: np.ndarray) -> float:
 
     def rho(x_ranks: np.ndarray, axis: int = -1) -> np.ndarray:  # Pearson of ranks = Spearman, ties included
         x_centred = x_ranks - x_ranks.mean(axis=axis, keepdims=True)
-        return (x_centred * y_centred).sum(axis=axis) / np.sqrt((x_centred**2).sum(axis=axis) * (y_centred**2).sum())
+        return (x_centred * y_centred).sum(axis=axis) / np.sqrt(
+            (x_centred**2).sum(axis=axis) * (y_centred**2).sum()
+        )
 
-    result = stats.permutation_test((stats.rankdata(x),), rho, permutation_type="pairings",
-                                    n_resamples=math.factorial(len(x)), vectorized=True)
+    result = stats.permutation_test(
+        (stats.rankdata(x),),
+        rho,
+        permutation_type="pairings",
+        n_resamples=math.factorial(len(x)),
+        vectorized=True,
+    )
     return float(result.pvalue)
 
 
-def correlation(x: Any, y: Any, method: str, *, level: float = DEFAULT_LEVEL, n_unit: str = "configurations") -> Correlation:
+def correlation(
+    x: Any, y: Any, method: str, *, level: float = DEFAULT_LEVEL, n_unit: str = "configurations"
+) -> Correlation:
     """Pearson or Spearman correlation with its Fisher-z interval and p-value; pairs with a
     missing side are left out."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -336,12 +452,32 @@ def correlation(x: Any, y: Any, method: str, *, level: float = DEFAULT_LEVEL, n_
     n = len(x)
     name = f"fisher-z ({method})"
     if n < 3:
-        return Correlation(method, _no_interval(None, n, n_unit, level, name,
-                                                f"not enough data: {n} {n_unit} (a correlation needs at least 3)"), None)
+        return Correlation(
+            method,
+            _no_interval(
+                None,
+                n,
+                n_unit,
+                level,
+                name,
+                f"not enough data: {n} {n_unit} (a correlation needs at least 3)",
+            ),
+            None,
+        )
     for side, label in ((x, "x"), (y, "y")):
         if np.all(side == side[0]):
-            return Correlation(method, _no_interval(None, n, n_unit, level, name,
-                                                    f"not enough data: every {label} value is {side[0]:g}, so the correlation is undefined"), None)
+            return Correlation(
+                method,
+                _no_interval(
+                    None,
+                    n,
+                    n_unit,
+                    level,
+                    name,
+                    f"not enough data: every {label} value is {side[0]:g}, so the correlation is undefined",
+                ),
+                None,
+            )
     if method == "pearson":
         result = stats.pearsonr(x, y)
         r, p, se_scale = float(result.statistic), float(result.pvalue), 1.0
@@ -352,7 +488,10 @@ def correlation(x: Any, y: Any, method: str, *, level: float = DEFAULT_LEVEL, n_
         se_scale = math.sqrt(1 + r * r / 2)  # Bonett & Wright (2000)
     interval = fisher_z_interval(r, n, level, se_scale)
     if interval is None:
-        why = (f"not enough data for an interval: n = {n} (Fisher z needs at least 4)" if n <= 3
-               else f"r = {r:g}: the Fisher-z interval is undefined for a perfect correlation")
+        why = (
+            f"not enough data for an interval: n = {n} (Fisher z needs at least 4)"
+            if n <= 3
+            else f"r = {r:g}: the Fisher-z interval is undefined for a perfect correlation"
+        )
         return Correlation(method, _no_interval(r, n, n_unit, level, name, why), p)
     return Correlation(method, Estimate(r, interval[0], interval[1], level, n, n_unit, name), p)

@@ -25,9 +25,9 @@ import polars as pl
 import pyarrow as pa
 
 from edgestats.errors import EdgestatsError
+from edgestats.store.results import quote_ident
 from edgestats.store.run_extra import runs_with_extras
 from edgestats.store.sandbox import sandboxed_store
-from edgestats.store.results import quote_ident
 
 # Statuses whose figures are results: a diverged run (NaN loss) is a result (docs/architecture.md §5);
 # error / timeout / killed runs hold partial data and are left out.
@@ -38,21 +38,56 @@ CONFIG_COLUMNS = ("device", "framework", "runtime", "model", "batch_size", "thre
 
 # run_summary columns every analysis relies on; a DB whose views predate them must be migrated.
 REQUIRED_SUMMARY_COLUMNS = (
-    "run_id", "device", "kind", "status", "framework", "runtime", "model", "batch_size", "threads", "precision",
-    "n_latencies", "latency_median_ms", "latency_p90_ms", "latency_p99_ms", "latency_mean_ms",
-    "rss_peak_bytes", "rss_mean_bytes", "energy_j", "energy_per_inference_j",
+    "run_id",
+    "device",
+    "kind",
+    "status",
+    "framework",
+    "runtime",
+    "model",
+    "batch_size",
+    "threads",
+    "precision",
+    "n_latencies",
+    "latency_median_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_mean_ms",
+    "rss_peak_bytes",
+    "rss_mean_bytes",
+    "energy_j",
+    "energy_per_inference_j",
 )
 # Columns added to run_summary by the telemetry work; NULL when an older view lacks them.
 OPTIONAL_SUMMARY_COLUMNS = {
-    "energy_per_inference_ci_low_j": "DOUBLE", "energy_per_inference_ci_high_j": "DOUBLE", "energy_unavailable_reason": "VARCHAR",
-    "uss_peak_bytes": "DOUBLE", "cpu_total_mean_pct": "DOUBLE", "cpu_total_peak_pct": "DOUBLE", "cpu_user_mean_pct": "DOUBLE",
-    "cpu_system_mean_pct": "DOUBLE", "cpu_iowait_mean_pct": "DOUBLE", "mean_power_w": "DOUBLE", "noisy": "BOOLEAN",
-    "noise_reason": "VARCHAR"}
+    "energy_per_inference_ci_low_j": "DOUBLE",
+    "energy_per_inference_ci_high_j": "DOUBLE",
+    "energy_unavailable_reason": "VARCHAR",
+    "uss_peak_bytes": "DOUBLE",
+    "cpu_total_mean_pct": "DOUBLE",
+    "cpu_total_peak_pct": "DOUBLE",
+    "cpu_user_mean_pct": "DOUBLE",
+    "cpu_system_mean_pct": "DOUBLE",
+    "cpu_iowait_mean_pct": "DOUBLE",
+    "mean_power_w": "DOUBLE",
+    "noisy": "BOOLEAN",
+    "noise_reason": "VARCHAR",
+}
 # Per-run figures taken from training_summary and run_results next to run_summary's.
 TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_pct", "epoch_time_s")
 RESULT_COLUMNS = ("load_time_s", "total_time_s", "fetch_stall_s", "compute_s", "e2e_s")
 # Filters that have their own option (--device NAME ...), on top of --where.
-FILTER_COLUMNS = ("device", "kind", "framework", "runtime", "model", "dataset", "precision", "storage", "noisy")
+FILTER_COLUMNS = (
+    "device",
+    "kind",
+    "framework",
+    "runtime",
+    "model",
+    "dataset",
+    "precision",
+    "storage",
+    "noisy",
+)
 
 
 class AnalysisInputError(EdgestatsError):
@@ -65,10 +100,12 @@ class AnalysisData:
     others refer to it by run_idx. A frame that was not needed is None."""
 
     runs: pl.DataFrame
-    latencies: pl.DataFrame | None = None     # run_idx, latency_ms (steady state)
-    phases: pl.DataFrame | None = None        # run_idx, phase, seq, duration_s
-    phase_energy: pl.DataFrame | None = None  # run_idx, phase, duration_s, energy_j (+ ci), mean_power_w, source, reason
-    epochs: pl.DataFrame | None = None        # run_idx, epoch, stall_s, fetch_s, compute_s, e2e_s, n_batches
+    latencies: pl.DataFrame | None = None  # run_idx, latency_ms (steady state)
+    phases: pl.DataFrame | None = None  # run_idx, phase, seq, duration_s
+    phase_energy: pl.DataFrame | None = (
+        None  # run_idx, phase, duration_s, energy_j (+ ci), mean_power_w, source, reason
+    )
+    epochs: pl.DataFrame | None = None  # run_idx, epoch, stall_s, fetch_s, compute_s, e2e_s, n_batches
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -77,6 +114,7 @@ class AnalysisData:
 
 
 # -- SQL builders -------------------------------------------------------------------------------
+
 
 def sql_literal(value: object) -> str:
     if isinstance(value, bool):
@@ -88,9 +126,13 @@ def sql_literal(value: object) -> str:
 
 def filters_sql(filters: dict[str, list[str]]) -> str:
     """`col IN (...)` per option, ANDed ('TRUE': none); --noisy exclude keeps unjudged runs (NULL)."""
-    parts = [f"CAST({quote_ident(column)} AS VARCHAR) IN ({', '.join(sql_literal(v) for v in values)})"
-             if column != "noisy" else ("noisy IS NOT TRUE" if "exclude" in values else "TRUE")
-             for column, values in filters.items() if values]
+    parts = [
+        f"CAST({quote_ident(column)} AS VARCHAR) IN ({', '.join(sql_literal(v) for v in values)})"
+        if column != "noisy"
+        else ("noisy IS NOT TRUE" if "exclude" in values else "TRUE")
+        for column, values in filters.items()
+        if values
+    ]
     return " AND ".join(parts) if parts else "TRUE"
 
 
@@ -133,32 +175,48 @@ def check_where(where: str | None) -> str:
         statements = duckdb.extract_statements(probe)
     except duckdb.Error as exc:
         first_line = str(exc).splitlines()[0]
-        raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. "
-                                 f"\"framework = 'pytorch'\" ({first_line})") from None
-    if (len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT
-            or ";" in _outside_quotes(where)[0] or not parentheses_balanced(where)):
-        raise AnalysisInputError(f"--where {where!r} must be one expression on run columns, e.g. \"framework = 'pytorch'\"")
+        raise AnalysisInputError(
+            f"--where {where!r} must be one expression on run columns, e.g. "
+            f"\"framework = 'pytorch'\" ({first_line})"
+        ) from None
+    if (
+        len(statements) != 1
+        or statements[0].type != duckdb.StatementType.SELECT
+        or ";" in _outside_quotes(where)[0]
+        or not parentheses_balanced(where)
+    ):
+        raise AnalysisInputError(
+            f"--where {where!r} must be one expression on run columns, e.g. \"framework = 'pytorch'\""
+        )
     return f"({where})"
 
 
-def runs_sql(summary_columns: list[str], where: str, filters: str, samples_cpu: bool, source: str = "run_summary") -> str:
+def runs_sql(
+    summary_columns: list[str], where: str, filters: str, samples_cpu: bool, source: str = "run_summary"
+) -> str:
     """One row per selected run: `source` (run_summary + extra columns), the training figures and the reported results.
 
     `summary_columns` are the columns the DB's run_summary has; optional ones it lacks are NULL.
     With `samples_cpu`, the mean CPU use comes from the telemetry (for views without it)."""
-    missing = [f"CAST(NULL AS {t}) AS {quote_ident(c)}" for c, t in OPTIONAL_SUMMARY_COLUMNS.items()
-               if c not in summary_columns]
+    missing = [
+        f"CAST(NULL AS {t}) AS {quote_ident(c)}"
+        for c, t in OPTIONAL_SUMMARY_COLUMNS.items()
+        if c not in summary_columns
+    ]
     training = ", ".join(f"t.{quote_ident(c)}" for c in TRAINING_COLUMNS)
     results = ", ".join(f"res.{quote_ident(c)}" for c in RESULT_COLUMNS)
-    cpu_source = ("cpu.cpu_total_mean_pct" if samples_cpu else "s.cpu_total_mean_pct")
-    cpu_join = ("LEFT JOIN (SELECT run_id, avg(value) AS cpu_total_mean_pct FROM samples "
-                "WHERE metric = 'cpu_total_pct' AND run_id IN (SELECT run_id FROM selected) GROUP BY run_id) cpu USING (run_id)"
-                if samples_cpu else "")
+    cpu_source = "cpu.cpu_total_mean_pct" if samples_cpu else "s.cpu_total_mean_pct"
+    cpu_join = (
+        "LEFT JOIN (SELECT run_id, avg(value) AS cpu_total_mean_pct FROM samples "
+        "WHERE metric = 'cpu_total_pct' AND run_id IN (SELECT run_id FROM selected) GROUP BY run_id) cpu USING (run_id)"
+        if samples_cpu
+        else ""
+    )
     extra = ", ".join(missing)
     statuses = ", ".join(sql_literal(s) for s in RESULT_STATUSES)
     return f"""
 WITH selected AS (
-    SELECT *{', ' + extra if extra else ''} FROM {source}
+    SELECT *{", " + extra if extra else ""} FROM {source}
     WHERE status IN ({statuses}) AND {filters} AND {where}
 )
 SELECT
@@ -176,17 +234,21 @@ ORDER BY run_idx"""
 
 def latencies_sql(relation: str) -> str:
     """Steady-state latencies (warm-up excluded, as run_summary does) of the selected runs."""
-    return (f"SELECT r.run_idx, l.latency_ns / 1e6 AS latency_ms FROM latencies l "
-            f"JOIN {relation} r USING (run_id) WHERE NOT l.warmup")
+    return (
+        f"SELECT r.run_idx, l.latency_ns / 1e6 AS latency_ms FROM latencies l "
+        f"JOIN {relation} r USING (run_id) WHERE NOT l.warmup"
+    )
 
 
 def group_values_sql(latencies: str, groups: str) -> str:
     """(g, value) for `group_quantiles`: the steady latencies of the runs whose group pools them
     (`pooled`), each run's median latency for the runs of a group that has no per-inference rows
     (imported results: one figure per run). Non-finite values are left out."""
-    return (f"SELECT g, value FROM (SELECT r.g, l.latency_ms AS value FROM {latencies} l JOIN {groups} r USING (run_idx) "
-            f"WHERE r.pooled UNION ALL SELECT g, latency_median_ms AS value FROM {groups} WHERE NOT pooled) "
-            f"WHERE isfinite(value)")
+    return (
+        f"SELECT g, value FROM (SELECT r.g, l.latency_ms AS value FROM {latencies} l JOIN {groups} r USING (run_idx) "
+        f"WHERE r.pooled UNION ALL SELECT g, latency_median_ms AS value FROM {groups} WHERE NOT pooled) "
+        f"WHERE isfinite(value)"
+    )
 
 
 def group_quantiles_sql(values: str, probabilities: list[float]) -> str:
@@ -194,24 +256,34 @@ def group_quantiles_sql(values: str, probabilities: list[float]) -> str:
     quantile_cont interpolates linearly between order statistics, as numpy.quantile's default
     ('linear', Hyndman & Fan type 7) does; it is exact, not a sketch."""
     probs = ", ".join(repr(float(p)) for p in probabilities)
-    return f"SELECT g, count(*) AS n, quantile_cont(value, [{probs}]) AS q FROM ({values}) GROUP BY g ORDER BY g"
+    return (
+        f"SELECT g, count(*) AS n, quantile_cont(value, [{probs}]) AS q FROM ({values}) GROUP BY g ORDER BY g"
+    )
 
 
 def phases_sql(relation: str) -> str:
     """Seconds per run and phase (a phase recorded twice is summed); open windows are left out."""
-    return (f"SELECT r.run_idx, p.phase, min(p.seq) AS seq, sum(p.end_ns - p.start_ns) / 1e9 AS duration_s "
-            f"FROM phases p JOIN {relation} r USING (run_id) WHERE p.end_ns IS NOT NULL GROUP BY ALL")
+    return (
+        f"SELECT r.run_idx, p.phase, min(p.seq) AS seq, sum(p.end_ns - p.start_ns) / 1e9 AS duration_s "
+        f"FROM phases p JOIN {relation} r USING (run_id) WHERE p.end_ns IS NOT NULL GROUP BY ALL"
+    )
 
 
 def phase_energy_sql(relation: str, columns: list[str]) -> str:
     """Energy and mean power per run and phase. A phase's energy is NULL when any of its windows
     has none (a partial sum would understate it); mean power is duration-weighted. `columns`
     are those the DB's phase_energy view has (the interval and mean power came later)."""
-    power = ("sum(e.mean_power_w * e.duration_s) / nullif(sum(CASE WHEN e.mean_power_w IS NOT NULL THEN e.duration_s END), 0)"
-             if "mean_power_w" in columns else "CAST(NULL AS DOUBLE)")
+    power = (
+        "sum(e.mean_power_w * e.duration_s) / nullif(sum(CASE WHEN e.mean_power_w IS NOT NULL THEN e.duration_s END), 0)"
+        if "mean_power_w" in columns
+        else "CAST(NULL AS DOUBLE)"
+    )
     bounds = ",\n       ".join(
-        f"CASE WHEN count(e.{c}) = count(*) THEN sum(e.{c}) END AS {c}" if c in columns else f"CAST(NULL AS DOUBLE) AS {c}"
-        for c in ("energy_ci_low_j", "energy_ci_high_j"))
+        f"CASE WHEN count(e.{c}) = count(*) THEN sum(e.{c}) END AS {c}"
+        if c in columns
+        else f"CAST(NULL AS DOUBLE) AS {c}"
+        for c in ("energy_ci_low_j", "energy_ci_high_j")
+    )
     return f"""
 SELECT r.run_idx, e.phase, min(e.seq) AS seq, sum(e.duration_s) AS duration_s,
        CASE WHEN count(e.energy_j) = count(*) THEN sum(e.energy_j) END AS energy_j,
@@ -238,11 +310,14 @@ GROUP BY ALL"""
 
 
 def view_columns_sql(view: str) -> str:
-    return (f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
-            f"AND schema_name = 'main' AND table_name = {sql_literal(view)} ORDER BY column_index")
+    return (
+        f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
+        f"AND schema_name = 'main' AND table_name = {sql_literal(view)} ORDER BY column_index"
+    )
 
 
 # -- loading ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Needs:
@@ -276,8 +351,13 @@ def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     return con.sql(sql).pl()
 
 
-def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, list[str]] | None = None,
-              needs: Needs = Needs()) -> AnalysisData:
+def load_data(
+    db: str | Path,
+    *,
+    where: str | None = None,
+    filters: dict[str, list[str]] | None = None,
+    needs: Needs = Needs(),
+) -> AnalysisData:
     """Open the DB read-only, sandboxed, and read the selected runs and what `needs` asks for."""
     db = Path(db)
     where_sql = check_where(where)
@@ -286,27 +366,44 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
         summary_columns = _columns(con, "run_summary")
         _check_summary(summary_columns, db)
         samples_cpu = "cpu_total_mean_pct" not in summary_columns
-        sql = runs_sql(summary_columns, where_sql, filters_sql(filters or {}), samples_cpu, runs_with_extras(con))
+        sql = runs_sql(
+            summary_columns, where_sql, filters_sql(filters or {}), samples_cpu, runs_with_extras(con)
+        )
         try:
             runs = _frame(con, sql)
         except duckdb.Error as exc:
             if where:
                 first_line = str(exc).splitlines()[0]
-                hint = ("analyze is sandboxed as `edgestats sql` is (docs/cli/sql.md): a --where reads nothing outside the DB"
-                        if isinstance(exc, duckdb.PermissionException) else "it may use the columns of run_summary and "
-                        "run_extra (edgestats sql DB \"DESCRIBE run_summary\")")
-                raise AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); {hint}") from None
+                hint = (
+                    "analyze is sandboxed as `edgestats sql` is (docs/cli/sql.md): a --where reads nothing outside the DB"
+                    if isinstance(exc, duckdb.PermissionException)
+                    else "it may use the columns of run_summary and "
+                    'run_extra (edgestats sql DB "DESCRIBE run_summary")'
+                )
+                raise AnalysisInputError(
+                    f"--where {where!r} failed on run_summary ({first_line}); {hint}"
+                ) from None
             raise
         runs = _derive(runs)
         data, noisy = AnalysisData(runs=runs), int(runs["noisy"].fill_null(False).sum())
-        if noisy and (filters or {}).get("noisy") != ["exclude"]:   # --noisy include (the default): kept, flagged
-            data.notes.append(f"{noisy} of {runs.height} runs were noisy (runs.noise_reason); --noisy exclude drops them")
+        if noisy and (filters or {}).get("noisy") != [
+            "exclude"
+        ]:  # --noisy include (the default): kept, flagged
+            data.notes.append(
+                f"{noisy} of {runs.height} runs were noisy (runs.noise_reason); --noisy exclude drops them"
+            )
         if runs.height == 0:
             return data
         relation = "_edgestats_selected_runs"
-        con.register(relation, pa.table({"run_id": runs["run_id"].cast(pl.String).to_arrow(),
-                                         "run_idx": runs["run_idx"].to_arrow()}))
-        relation_sql = f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"  # strings back to UUIDs
+        con.register(
+            relation,
+            pa.table(
+                {"run_id": runs["run_id"].cast(pl.String).to_arrow(), "run_idx": runs["run_idx"].to_arrow()}
+            ),
+        )
+        relation_sql = (
+            f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"  # strings back to UUIDs
+        )
         if needs.latencies and (runs["n_latencies"].fill_null(0) > 0).any():
             data.latencies = _frame(con, latencies_sql(relation_sql))
         if needs.phases:
@@ -316,14 +413,17 @@ def load_data(db: str | Path, *, where: str | None = None, filters: dict[str, li
             if "energy_j" in energy_columns:
                 data.phase_energy = _frame(con, phase_energy_sql(relation_sql, energy_columns))
             else:
-                data.notes.append("the DB has no phase_energy view with energy_j: run `edgestats migrate` on it")
+                data.notes.append(
+                    "the DB has no phase_energy view with energy_j: run `edgestats migrate` on it"
+                )
         if needs.epochs:
             data.epochs = _frame(con, epochs_sql(relation_sql))
     return data
 
 
-def group_quantiles(groups: pl.DataFrame, latencies: pl.DataFrame | None,
-                    probabilities: list[float]) -> dict[int, tuple[int, list[float]]]:
+def group_quantiles(
+    groups: pl.DataFrame, latencies: pl.DataFrame | None, probabilities: list[float]
+) -> dict[int, tuple[int, list[float]]]:
     """{g: (n, quantiles at `probabilities`)} for each group g of `groups` (run_idx, g, pooled,
     latency_median_ms; see group_values_sql), computed by an in-memory DuckDB over the frames'
     Arrow buffers: nothing is copied into Python but the result. A group without a finite value
@@ -332,9 +432,13 @@ def group_quantiles(groups: pl.DataFrame, latencies: pl.DataFrame | None,
         latencies = pl.DataFrame(schema={"run_idx": pl.Int32, "latency_ms": pl.Float64})
     con = duckdb.connect(":memory:")
     try:
-        con.register("_edgestats_groups", groups.select("run_idx", "g", "pooled", "latency_median_ms").to_arrow())
+        con.register(
+            "_edgestats_groups", groups.select("run_idx", "g", "pooled", "latency_median_ms").to_arrow()
+        )
         con.register("_edgestats_latencies", latencies.select("run_idx", "latency_ms").to_arrow())
-        sql = group_quantiles_sql(group_values_sql("_edgestats_latencies", "_edgestats_groups"), probabilities)
+        sql = group_quantiles_sql(
+            group_values_sql("_edgestats_latencies", "_edgestats_groups"), probabilities
+        )
         return {int(g): (int(n), [float(v) for v in q]) for g, n, q in con.execute(sql).fetchall()}
     finally:
         con.close()
@@ -345,7 +449,8 @@ def _derive(runs: pl.DataFrame) -> pl.DataFrame:
     latency_s = pl.col("latency_mean_ms") / 1000.0
     return runs.with_columns(
         pl.col("run_id").cast(pl.String),
-        pl.when(latency_s > 0).then(pl.col("batch_size").fill_null(1).cast(pl.Float64) / latency_s)
+        pl.when(latency_s > 0)
+        .then(pl.col("batch_size").fill_null(1).cast(pl.Float64) / latency_s)
         .alias("throughput_per_s"),
         (pl.col("rss_peak_bytes") / 1048576.0).alias("mem_peak_mb"),
         (pl.col("rss_mean_bytes") / 1048576.0).alias("mem_mean_mb"),
@@ -362,12 +467,16 @@ def present_columns(runs: pl.DataFrame, candidates: tuple[str, ...] | list[str])
     return [c for c in candidates if c in runs.columns and runs[c].is_not_null().any()]
 
 
-def check_group_columns(by: list[str] | tuple[str, ...], runs: pl.DataFrame, option: str = "--by") -> list[str]:
+def check_group_columns(
+    by: list[str] | tuple[str, ...], runs: pl.DataFrame, option: str = "--by"
+) -> list[str]:
     """The group keys, each a run column; an unknown one is an error listing the valid ones."""
     valid = [c for c in runs.columns if c not in ("run_idx", "run_id")]
     unknown = [c for c in by if c not in valid]
     if unknown:
-        raise AnalysisInputError(f"{option} {', '.join(unknown)}: not a run column; use one of {', '.join(valid)}")
+        raise AnalysisInputError(
+            f"{option} {', '.join(unknown)}: not a run column; use one of {', '.join(valid)}"
+        )
     return list(by)
 
 

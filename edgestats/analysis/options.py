@@ -10,11 +10,16 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from edgestats.analysis.intervals import DEFAULT_BCA_MAX_N, DEFAULT_LEVEL, DEFAULT_RESAMPLES, BootstrapSettings
+from edgestats.analysis.intervals import (
+    DEFAULT_BCA_MAX_N,
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
+    BootstrapSettings,
+)
 from edgestats.analysis.load import FILTER_COLUMNS, AnalysisInputError, check_group_columns
 from edgestats.registry.analyses import analysis_names
 
-NOISY_MODES = ("include", "exclude")   # --noisy: keep noisy runs (counted in a note), or leave them out
+NOISY_MODES = ("include", "exclude")  # --noisy: keep noisy runs (counted in a note), or leave them out
 
 
 @dataclass
@@ -39,18 +44,47 @@ class AnalysisOptions:
     noisy: str = "include"
 
     @classmethod
-    def from_flags(cls, *, only: str | None = None, where: str | None = None, by=(), level: float = DEFAULT_LEVEL,
-                   seed: int = 0, resamples: int = DEFAULT_RESAMPLES, bca_max_n: int = DEFAULT_BCA_MAX_N,
-                   filters: dict[str, list[str]] | None = None, noisy: str = "include", response: str | None = None,
-                   factor=(), interaction: bool = False, best: str | None = None, constraint: str | None = None,
-                   log=(), linear=()) -> "AnalysisOptions":
+    def from_flags(
+        cls,
+        *,
+        only: str | None = None,
+        where: str | None = None,
+        by=(),
+        level: float = DEFAULT_LEVEL,
+        seed: int = 0,
+        resamples: int = DEFAULT_RESAMPLES,
+        bca_max_n: int = DEFAULT_BCA_MAX_N,
+        filters: dict[str, list[str]] | None = None,
+        noisy: str = "include",
+        response: str | None = None,
+        factor=(),
+        interaction: bool = False,
+        best: str | None = None,
+        constraint: str | None = None,
+        log=(),
+        linear=(),
+    ) -> AnalysisOptions:
         """The options from `edgestats analyze`'s flags, by their flag names (--resamples,
         --factor, --log ...): the one mapping the CLI and the Python API share. `filters` holds
         --device, --framework, ... (column -> values); empty ones are dropped."""
-        return cls(only=only, where=where, filters={k: list(v) for k, v in (filters or {}).items() if v}, by=list(by),
-                   level=level, seed=seed, n_resamples=resamples, bca_max_n=bca_max_n, response=response,
-                   factors=list(factor), interactions=interaction, best=best, constraint=constraint,
-                   log_factors=list(log), linear_factors=list(linear), noisy=noisy)
+        return cls(
+            only=only,
+            where=where,
+            filters={k: list(v) for k, v in (filters or {}).items() if v},
+            by=list(by),
+            level=level,
+            seed=seed,
+            n_resamples=resamples,
+            bca_max_n=bca_max_n,
+            response=response,
+            factors=list(factor),
+            interactions=interaction,
+            best=best,
+            constraint=constraint,
+            log_factors=list(log),
+            linear_factors=list(linear),
+            noisy=noisy,
+        )
 
     def __post_init__(self) -> None:
         # --noisy travels to the loader as the `noisy` filter (load.filters_sql)
@@ -61,14 +95,22 @@ class AnalysisOptions:
         if self.only is not None and self.only not in names:
             raise AnalysisInputError(f"--only {self.only!r}: use one of {', '.join(names)}")
         if not 0.5 <= self.level < 1:
-            raise AnalysisInputError(f"--level {self.level}: give a confidence level between 0.5 and 1, e.g. 0.95")
+            raise AnalysisInputError(
+                f"--level {self.level}: give a confidence level between 0.5 and 1, e.g. 0.95"
+            )
         if self.n_resamples < 100:
-            raise AnalysisInputError(f"--resamples {self.n_resamples}: use at least 100 (default {DEFAULT_RESAMPLES})")
+            raise AnalysisInputError(
+                f"--resamples {self.n_resamples}: use at least 100 (default {DEFAULT_RESAMPLES})"
+            )
         if self.noisy not in NOISY_MODES:
-            raise AnalysisInputError(f"--noisy {self.noisy!r}: use include (the default: kept, counted in a note) or exclude")
+            raise AnalysisInputError(
+                f"--noisy {self.noisy!r}: use include (the default: kept, counted in a note) or exclude"
+            )
         unknown = [c for c in self.filters if c not in FILTER_COLUMNS]
         if unknown:
-            raise AnalysisInputError(f"no filter option for {', '.join(unknown)}; filter with --where instead")
+            raise AnalysisInputError(
+                f"no filter option for {', '.join(unknown)}; filter with --where instead"
+            )
         both = set(self.log_factors) & set(self.linear_factors)
         if both:
             raise AnalysisInputError(f"{', '.join(sorted(both))}: asked for both --log and --linear")

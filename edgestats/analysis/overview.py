@@ -31,10 +31,10 @@ class Overview:
     db_name: str
     devices: list[DeviceFacts]
     runs_by_kind_status: dict[tuple[str, str], int]
-    first_started: dt.datetime | None   # UTC
+    first_started: dt.datetime | None  # UTC
     last_started: dt.datetime | None
     power_sources: list[str]
-    sources: dict[str, int] = field(default_factory=dict)   # 'collect' / 'import:<file>' -> runs
+    sources: dict[str, int] = field(default_factory=dict)  # 'collect' / 'import:<file>' -> runs
 
     @property
     def n_runs(self) -> int:

@@ -14,15 +14,34 @@ from __future__ import annotations
 
 import polars as pl
 
-from edgestats.analysis.intervals import BootstrapSettings, correlation, finite_or_none, quantile_ci, ratio_of_medians
+from edgestats.analysis.intervals import (
+    BootstrapSettings,
+    correlation,
+    finite_or_none,
+    quantile_ci,
+    ratio_of_medians,
+)
 from edgestats.analysis.load import AnalysisData
 from edgestats.analysis.options import AnalysisOptions
-from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, not_enough_entry, rows_frame
+from edgestats.analysis.result import (
+    AnalysisResult,
+    estimate_row,
+    group_label,
+    iter_groups,
+    not_enough_entry,
+    rows_frame,
+)
 
 NAME = "pipeline"
 STEPS = ((0, 1), (1, 2))
-RESOURCE_METRICS = ("cpu_total_mean_pct", "cpu_user_mean_pct", "cpu_system_mean_pct", "cpu_iowait_mean_pct", "mem_mean_mb",
-                    "mem_peak_mb")
+RESOURCE_METRICS = (
+    "cpu_total_mean_pct",
+    "cpu_user_mean_pct",
+    "cpu_system_mean_pct",
+    "cpu_iowait_mean_pct",
+    "mem_mean_mb",
+    "mem_peak_mb",
+)
 
 
 def stall_units(runs: pl.DataFrame, epochs: pl.DataFrame | None) -> pl.DataFrame:
@@ -33,37 +52,97 @@ def stall_units(runs: pl.DataFrame, epochs: pl.DataFrame | None) -> pl.DataFrame
     if epochs is not None and epochs.height:
         parts.append(epochs.select("run_idx", "stall_s", "e2e_s", pl.lit("epochs").alias("unit")))
         collected = epochs["run_idx"].unique().to_list()
-    reported = runs.filter(~pl.col("run_idx").is_in(collected) & (pl.col("fetch_stall_s").is_not_null() | pl.col("e2e_s").is_not_null()))
-    parts.append(reported.select("run_idx", pl.col("fetch_stall_s").alias("stall_s"), "e2e_s", pl.lit("runs").alias("unit")))
+    reported = runs.filter(
+        ~pl.col("run_idx").is_in(collected)
+        & (pl.col("fetch_stall_s").is_not_null() | pl.col("e2e_s").is_not_null())
+    )
+    parts.append(
+        reported.select(
+            "run_idx", pl.col("fetch_stall_s").alias("stall_s"), "e2e_s", pl.lit("runs").alias("unit")
+        )
+    )
     return pl.concat(parts, how="vertical_relaxed")
 
 
-def workers_part(runs: pl.DataFrame, units: pl.DataFrame, by: list[str], level: float,
-                 settings: BootstrapSettings) -> tuple[list, list, list]:
-    joined = runs.select("run_idx", *by, "num_workers").join(units, on="run_idx").filter(pl.col("num_workers").is_not_null())
+def workers_part(
+    runs: pl.DataFrame, units: pl.DataFrame, by: list[str], level: float, settings: BootstrapSettings
+) -> tuple[list, list, list]:
+    joined = (
+        runs.select("run_idx", *by, "num_workers")
+        .join(units, on="run_idx")
+        .filter(pl.col("num_workers").is_not_null())
+    )
     entries, rows, reductions = [], [], []
     for group, sub in iter_groups(joined, by):
         label = group_label(NAME, group)
-        by_workers = {w: part for (w,), part in sub.sort("num_workers").group_by(["num_workers"], maintain_order=True)}
+        by_workers = {
+            w: part for (w,), part in sub.sort("num_workers").group_by(["num_workers"], maintain_order=True)
+        }
         for workers, part in by_workers.items():
-            unit = "epochs" if (part["unit"] == "epochs").all() else ("runs" if (part["unit"] == "runs").all() else "epochs and runs")
-            stall = quantile_ci(part["stall_s"].to_numpy(), 0.5, level=level, settings=settings, n_unit=unit, label=f"{label}|{workers}|stall")
-            e2e = quantile_ci(part["e2e_s"].to_numpy(), 0.5, level=level, settings=settings, n_unit=unit, label=f"{label}|{workers}|e2e")
-            entries.append({"part": "workers", "group": group, "num_workers": workers, "n": part.height, "n_unit": unit,
-                            "n_runs": part["run_idx"].n_unique(), "level": level,
-                            "stall_median_s": stall.as_dict(), "e2e_median_s": e2e.as_dict()})
+            unit = (
+                "epochs"
+                if (part["unit"] == "epochs").all()
+                else ("runs" if (part["unit"] == "runs").all() else "epochs and runs")
+            )
+            stall = quantile_ci(
+                part["stall_s"].to_numpy(),
+                0.5,
+                level=level,
+                settings=settings,
+                n_unit=unit,
+                label=f"{label}|{workers}|stall",
+            )
+            e2e = quantile_ci(
+                part["e2e_s"].to_numpy(),
+                0.5,
+                level=level,
+                settings=settings,
+                n_unit=unit,
+                label=f"{label}|{workers}|e2e",
+            )
+            entries.append(
+                {
+                    "part": "workers",
+                    "group": group,
+                    "num_workers": workers,
+                    "n": part.height,
+                    "n_unit": unit,
+                    "n_runs": part["run_idx"].n_unique(),
+                    "level": level,
+                    "stall_median_s": stall.as_dict(),
+                    "e2e_median_s": e2e.as_dict(),
+                }
+            )
             rows.append(estimate_row(group, stall, num_workers=workers, quantity="stall_median_s"))
             rows.append(estimate_row(group, e2e, num_workers=workers, quantity="e2e_median_s"))
         for low, high in STEPS:
             if low not in by_workers or high not in by_workers:
                 continue
             for column in ("stall_s", "e2e_s"):
-                ratio = ratio_of_medians(by_workers[low][column].to_numpy(), by_workers[high][column].to_numpy(), level=level,
-                                         settings=settings, n_unit="epochs" if by_workers[low]["unit"][0] == "epochs" else "runs",
-                                         label=f"{label}|{low}->{high}|{column}")
-                entries.append({"part": "reduction", "group": group, "metric": column, "from_workers": low, "to_workers": high,
-                                "level": level, "reduction_factor": ratio.as_dict(), "n": ratio.n, "n_unit": ratio.n_unit})
-                reductions.append(estimate_row(group, ratio, metric=column, from_workers=low, to_workers=high))
+                ratio = ratio_of_medians(
+                    by_workers[low][column].to_numpy(),
+                    by_workers[high][column].to_numpy(),
+                    level=level,
+                    settings=settings,
+                    n_unit="epochs" if by_workers[low]["unit"][0] == "epochs" else "runs",
+                    label=f"{label}|{low}->{high}|{column}",
+                )
+                entries.append(
+                    {
+                        "part": "reduction",
+                        "group": group,
+                        "metric": column,
+                        "from_workers": low,
+                        "to_workers": high,
+                        "level": level,
+                        "reduction_factor": ratio.as_dict(),
+                        "n": ratio.n,
+                        "n_unit": ratio.n_unit,
+                    }
+                )
+                reductions.append(
+                    estimate_row(group, ratio, metric=column, from_workers=low, to_workers=high)
+                )
     return entries, rows, reductions
 
 
@@ -77,11 +156,30 @@ def resources_part(runs: pl.DataFrame, by: list[str], level: float) -> tuple[lis
             measured = sub.filter(pl.col(metric).is_not_null())
             if measured.height == 0:
                 continue
-            result = correlation(measured["batch_size"].cast(pl.Float64).to_numpy(), measured[metric].cast(pl.Float64).to_numpy(),
-                                 "spearman", level=level, n_unit="runs")
-            entries.append({"part": "resources", "group": group, "x": "batch_size", "y": metric, "n": result.estimate.n,
-                            "n_unit": "runs", "level": level, "spearman": result.as_dict()})
-            rows.append(estimate_row(group, result.estimate, x="batch_size", y=metric, p_value=finite_or_none(result.p_value)))
+            result = correlation(
+                measured["batch_size"].cast(pl.Float64).to_numpy(),
+                measured[metric].cast(pl.Float64).to_numpy(),
+                "spearman",
+                level=level,
+                n_unit="runs",
+            )
+            entries.append(
+                {
+                    "part": "resources",
+                    "group": group,
+                    "x": "batch_size",
+                    "y": metric,
+                    "n": result.estimate.n,
+                    "n_unit": "runs",
+                    "level": level,
+                    "spearman": result.as_dict(),
+                }
+            )
+            rows.append(
+                estimate_row(
+                    group, result.estimate, x="batch_size", y=metric, p_value=finite_or_none(result.p_value)
+                )
+            )
     return entries, rows
 
 
@@ -89,11 +187,22 @@ def _present(runs: pl.DataFrame, columns: tuple[str, ...]) -> list[str]:
     return [c for c in columns if c in runs.columns and runs[c].is_not_null().any()]
 
 
-def pipeline(runs: pl.DataFrame, epochs: pl.DataFrame | None, *, by: list[str] | None = None, level: float = 0.95,
-             settings: BootstrapSettings | None = None) -> AnalysisResult:
+def pipeline(
+    runs: pl.DataFrame,
+    epochs: pl.DataFrame | None,
+    *,
+    by: list[str] | None = None,
+    level: float = 0.95,
+    settings: BootstrapSettings | None = None,
+) -> AnalysisResult:
     settings = settings or BootstrapSettings()
     units = stall_units(runs, epochs)
-    has_workers = units.height > 0 and runs.filter(pl.col("run_idx").is_in(units["run_idx"].unique().to_list()))["num_workers"].is_not_null().any()
+    has_workers = (
+        units.height > 0
+        and runs.filter(pl.col("run_idx").is_in(units["run_idx"].unique().to_list()))["num_workers"]
+        .is_not_null()
+        .any()
+    )
     stall_by = by if by is not None else _present(runs, ("device", "storage"))
     resource_by = by if by is not None else _present(runs, ("device", "framework"))
     entries, frames = [], {}
@@ -107,13 +216,20 @@ def pipeline(runs: pl.DataFrame, epochs: pl.DataFrame | None, *, by: list[str] |
     if resource_rows:
         frames["resources"] = rows_frame(resource_rows)
     if not entries:
-        why = ("no run has fetch-stall times with num_workers, nor CPU/memory figures at two or more batch sizes "
-               "(collect training runs, or import fetch_stall_s / e2e_s / cpu_*_pct / mem_*_mb)")
+        why = (
+            "no run has fetch-stall times with num_workers, nor CPU/memory figures at two or more batch sizes "
+            "(collect training runs, or import fetch_stall_s / e2e_s / cpu_*_pct / mem_*_mb)"
+        )
         return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
     return AnalysisResult(NAME, level, entries, frames)
 
 
 def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
     """The registry's entry point: per --by group, or per storage and device (see pipeline)."""
-    return pipeline(data.runs, data.epochs, by=options.group_keys(data.runs) or None, level=options.level,
-                    settings=options.settings)
+    return pipeline(
+        data.runs,
+        data.epochs,
+        by=options.group_keys(data.runs) or None,
+        level=options.level,
+        settings=options.settings,
+    )

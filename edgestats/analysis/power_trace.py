@@ -89,12 +89,17 @@ def rail_power(samples: pl.DataFrame, rails: list[str] | None = None) -> pl.Data
     if rails:
         long = long.filter(pl.col("rail").is_in(rails))
     has_power = set(long.filter(pl.col("kind") == power_kind)["rail"].unique().to_list())
-    direct = long.filter(pl.col("kind") == power_kind).select("t_ns", "rail", pl.col("value").alias("power_w"))
+    direct = long.filter(pl.col("kind") == power_kind).select(
+        "t_ns", "rail", pl.col("value").alias("power_w")
+    )
     counters = (
         long.filter((pl.col("kind") == energy_kind) & ~pl.col("rail").is_in(list(has_power)))
         .sort("rail", "t_ns")
         .with_columns(
-            (pl.col("value").diff().over("rail") / (pl.col("t_ns").diff().over("rail") / 1e9)).alias("power_w"))
+            (pl.col("value").diff().over("rail") / (pl.col("t_ns").diff().over("rail") / 1e9)).alias(
+                "power_w"
+            )
+        )
         .filter(pl.col("power_w").is_not_null() & (pl.col("power_w") >= 0) & pl.col("power_w").is_finite())
         .select("t_ns", "rail", "power_w")
     )
@@ -113,17 +118,24 @@ def downsample(power: pl.DataFrame, t0_ns: int, max_points: int = MAX_POINTS) ->
     bucket_s = span_s / max_points
     return (
         power.with_columns((t_s / bucket_s).floor().clip(0, max_points - 1).alias("bucket"), t_s.alias("t_s"))
-        .group_by("bucket").agg(pl.col("t_s").mean(), pl.col("power_w").mean())
-        .sort("bucket").drop("bucket")
+        .group_by("bucket")
+        .agg(pl.col("t_s").mean(), pl.col("power_w").mean())
+        .sort("bucket")
+        .drop("bucket")
     )
 
 
 def phase_windows(phases: pl.DataFrame, t0_ns: int) -> pl.DataFrame:
-    return phases.select("phase", ((pl.col("start_ns") - t0_ns) / 1e9).alias("start_s"),
-                         ((pl.col("end_ns") - t0_ns) / 1e9).alias("end_s"))
+    return phases.select(
+        "phase",
+        ((pl.col("start_ns") - t0_ns) / 1e9).alias("start_s"),
+        ((pl.col("end_ns") - t0_ns) / 1e9).alias("end_s"),
+    )
 
 
-def load_power_trace(db: str | Path, run_id: str | None = None, max_points: int = MAX_POINTS) -> PowerTrace | None:
+def load_power_trace(
+    db: str | Path, run_id: str | None = None, max_points: int = MAX_POINTS
+) -> PowerTrace | None:
     """The trace of `run_id` (default: the run with the most power samples); None when the DB
     holds no power samples at all."""
     with Store.open(db, read_only=True) as store:
@@ -144,8 +156,13 @@ def load_power_trace(db: str | Path, run_id: str | None = None, max_points: int 
     t0_ns = int(power["t_ns"].min())
     device, framework, model, source = facts[0] if facts else (None, None, None, None)
     label = " · ".join(str(v) for v in (device, framework, model, source) if v)
-    return PowerTrace(run_id, label, downsample(power, t0_ns, max_points), phase_windows(phases, t0_ns),
-                      baseline[0][0] if baseline else None)
+    return PowerTrace(
+        run_id,
+        label,
+        downsample(power, t0_ns, max_points),
+        phase_windows(phases, t0_ns),
+        baseline[0][0] if baseline else None,
+    )
 
 
 def _rails(con, run_id: str) -> list[str] | None:

@@ -49,14 +49,18 @@ class AnalysisResult:
         return [json_safe(e) for e in self.entries]
 
 
-def unavailable(name: str, level: float, reason: str, *, group: dict | None = None, n: int = 0,
-                n_unit: str = "runs") -> AnalysisResult:
+def unavailable(
+    name: str, level: float, reason: str, *, group: dict | None = None, n: int = 0, n_unit: str = "runs"
+) -> AnalysisResult:
     """The result of an analysis the data cannot support: one entry that says why."""
-    return AnalysisResult(name, level, [not_enough_entry(reason, group=group, n=n, n_unit=n_unit, level=level)])
+    return AnalysisResult(
+        name, level, [not_enough_entry(reason, group=group, n=n, n_unit=n_unit, level=level)]
+    )
 
 
-def not_enough_entry(reason: str, *, group: dict | None = None, n: int = 0, n_unit: str = "runs",
-                     level: float, **extra: Any) -> dict[str, Any]:
+def not_enough_entry(
+    reason: str, *, group: dict | None = None, n: int = 0, n_unit: str = "runs", level: float, **extra: Any
+) -> dict[str, Any]:
     text = reason if reason.startswith(NOT_ENOUGH_DATA) else f"{NOT_ENOUGH_DATA}: {reason}"
     return {"group": group or {}, "n": n, "n_unit": n_unit, "level": level, **extra, "reason": text}
 

@@ -32,24 +32,46 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis.bounded import clip_at_zero, positive_mean
-from edgestats.analysis.hierarchical import (mean_over_runs, quantile_over_runs, recommended_runs,
-                                             variance_components)
+from edgestats.analysis.hierarchical import (
+    mean_over_runs,
+    quantile_over_runs,
+    recommended_runs,
+    variance_components,
+)
 from edgestats.analysis.intervals import BootstrapSettings, Estimate, quantile_ci
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, group_quantiles
 from edgestats.analysis.options import AnalysisOptions
-from edgestats.analysis.result import AnalysisResult, estimate_row, group_label, iter_groups, rows_frame, unavailable
+from edgestats.analysis.result import (
+    AnalysisResult,
+    estimate_row,
+    group_label,
+    iter_groups,
+    rows_frame,
+    unavailable,
+)
 from edgestats.formatting import counted
 
 NAME = "summary"
 QUANTILES = {"latency_median_ms": 0.5, "latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
 # Columns of the `distribution` frame (ms) and their probabilities; the box is q25-q75, the
 # whiskers q05-q95 (see the module docstring).
-BOX_QUANTILES = {"min_ms": 0.0, "q01_ms": 0.01, "q05_ms": 0.05, "q25_ms": 0.25, "median_ms": 0.5, "q75_ms": 0.75,
-                 "q95_ms": 0.95, "q99_ms": 0.99, "max_ms": 1.0}
+BOX_QUANTILES = {
+    "min_ms": 0.0,
+    "q01_ms": 0.01,
+    "q05_ms": 0.05,
+    "q25_ms": 0.25,
+    "median_ms": 0.5,
+    "q75_ms": 0.75,
+    "q95_ms": 0.95,
+    "q99_ms": 0.99,
+    "max_ms": 1.0,
+}
 ECDF_POINTS = 51
 ECDF_GRID = [i / (ECDF_POINTS - 1) for i in range(ECDF_POINTS)]
 PROBABILITIES = sorted(set(BOX_QUANTILES.values()) | set(ECDF_GRID))
-IMPORTED_NOTE = "one figure per run (imported): quantiles of the runs' median latencies, not of single inferences"
+IMPORTED_NOTE = (
+    "one figure per run (imported): quantiles of the runs' median latencies, not of single inferences"
+)
 
 
 def runs_left_out_note(runs: pl.DataFrame) -> str | None:
@@ -67,13 +89,16 @@ def run_latencies(latencies: LatencyIndex, run_idxs: list[int]) -> list[np.ndarr
     return [latencies.values[slice(*latencies.bounds[i])] for i in run_idxs if i in latencies.bounds]
 
 
-def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings,
-                      label: str) -> dict[str, Estimate]:
+def latency_estimates(
+    runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
+) -> dict[str, Estimate]:
     """Median, p90, p99 and mean latency of one configuration's runs, the run as unit."""
     by_run = run_latencies(latencies, runs["run_idx"].to_list())
     if by_run:
-        out = {metric: quantile_over_runs(by_run, q, level=level, settings=settings, label=f"{label}|{metric}")
-               for metric, q in QUANTILES.items()}
+        out = {
+            metric: quantile_over_runs(by_run, q, level=level, settings=settings, label=f"{label}|{metric}")
+            for metric, q in QUANTILES.items()
+        }
         out["latency_mean_ms"] = mean_over_runs(by_run, level=level)
         left_out = runs_left_out_note(runs)
         if left_out:
@@ -81,24 +106,36 @@ def latency_estimates(runs: pl.DataFrame, latencies: LatencyIndex, *, level: flo
                 estimate.note = f"{estimate.note}; {left_out}" if estimate.note else left_out
         return out
     per_run = runs["latency_median_ms"].to_numpy()
-    out = {"latency_median_ms": quantile_ci(per_run, 0.5, level=level, settings=settings, n_unit="runs",
-                                            label=f"{label}|median-of-runs")}
+    out = {
+        "latency_median_ms": quantile_ci(
+            per_run, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|median-of-runs"
+        )
+    }
     for metric in ("latency_p90_ms", "latency_p99_ms"):
         out[metric] = reported_tail(runs, metric, level=level, settings=settings, label=label)
     out["latency_mean_ms"] = positive_mean(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
     return out
 
 
-def reported_tail(runs: pl.DataFrame, metric: str, *, level: float, settings: BootstrapSettings,
-                  label: str) -> Estimate:
+def reported_tail(
+    runs: pl.DataFrame, metric: str, *, level: float, settings: BootstrapSettings, label: str
+) -> Estimate:
     """An imported configuration's p90 or p99: the median across runs of each run's own figure,
     as its benchmark tool printed it (run_results, 0007), with the same interval as the median's;
     unknown (NULL, said in the note) where no run reported one."""
     values = runs[metric].to_numpy().astype(float) if metric in runs.columns else np.empty(0)
     reported = values[np.isfinite(values)]
     if len(reported) == 0:
-        return _no_value(level, runs.height, "runs", "none", "one figure per run (imported): a run's tail latency is not known")
-    estimate = quantile_ci(reported, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}-of-runs")
+        return _no_value(
+            level,
+            runs.height,
+            "runs",
+            "none",
+            "one figure per run (imported): a run's tail latency is not known",
+        )
+    estimate = quantile_ci(
+        reported, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}-of-runs"
+    )
     note = f"imported: the median of the runs' own {metric.split('_')[1]}, as their tool reported it"
     if len(reported) < runs.height:
         note += f"; {counted(runs.height - len(reported), 'runs')} without one left out"
@@ -109,21 +146,34 @@ def reported_tail(runs: pl.DataFrame, metric: str, *, level: float, settings: Bo
 def variance_entry(by_run: list[np.ndarray], level: float) -> dict:
     """The variance components of log latency and the Kalibera–Jones run count, for the JSON."""
     components = variance_components(by_run)
-    return {"variance_components": components.as_dict(),
-            "recommendation": recommended_runs(components, level=level).as_dict()}
+    return {
+        "variance_components": components.as_dict(),
+        "recommendation": recommended_runs(components, level=level).as_dict(),
+    }
 
 
 def variance_row(group: dict, variance: dict) -> dict:
     """One row of the `variance` frame: the components as relative SDs (%), which read more
     easily than log-scale variances (sqrt of a log variance ≈ a coefficient of variation)."""
     components, advice = variance["variance_components"], variance["recommendation"]
-    sd_pct = {k: (100 * math.sqrt(v) if v is not None else None) for k, v in
-              (("between_run_sd_pct", components["between_run_var"]), ("within_run_sd_pct", components["within_run_var"]))}
-    return {**group, "n_runs": components["n_runs"], "n_latencies": components["n_latencies"], **sd_pct,
-            "variance_ratio": components["ratio"], "recommended_runs": advice["runs"],
-            "at_iterations_per_run": advice["iterations_per_run"],
-            "for_rel_half_width_pct": 100 * advice["target_rel_half_width"],
-            "note": "; ".join(n for n in (components["note"], advice["note"]) if n) or None}
+    sd_pct = {
+        k: (100 * math.sqrt(v) if v is not None else None)
+        for k, v in (
+            ("between_run_sd_pct", components["between_run_var"]),
+            ("within_run_sd_pct", components["within_run_var"]),
+        )
+    }
+    return {
+        **group,
+        "n_runs": components["n_runs"],
+        "n_latencies": components["n_latencies"],
+        **sd_pct,
+        "variance_ratio": components["ratio"],
+        "recommended_runs": advice["runs"],
+        "at_iterations_per_run": advice["iterations_per_run"],
+        "for_rel_half_width_pct": 100 * advice["target_rel_half_width"],
+        "note": "; ".join(n for n in (components["note"], advice["note"]) if n) or None,
+    }
 
 
 def throughput_estimate(runs: pl.DataFrame, mean_latency: Estimate, level: float) -> Estimate:
@@ -136,9 +186,16 @@ def throughput_estimate(runs: pl.DataFrame, mean_latency: Estimate, level: float
         high = per_s / mean_latency.ci_low if mean_latency.ci_low and mean_latency.ci_low > 0 else None
         if low is None or high is None:
             low = high = None
-        return Estimate(per_s / mean_latency.estimate, low, high, level, mean_latency.n, mean_latency.n_unit,
-                        "batch_size / mean latency" + (f" ({mean_latency.method})" if low is not None else ""),
-                        mean_latency.note)
+        return Estimate(
+            per_s / mean_latency.estimate,
+            low,
+            high,
+            level,
+            mean_latency.n,
+            mean_latency.n_unit,
+            "batch_size / mean latency" + (f" ({mean_latency.method})" if low is not None else ""),
+            mean_latency.note,
+        )
     return positive_mean(runs["throughput_per_s"].to_numpy(), level, n_unit="runs")
 
 
@@ -147,24 +204,50 @@ def energy_estimate(runs: pl.DataFrame, level: float) -> Estimate:
     values = runs["energy_per_inference_j"].to_numpy().astype(float)
     measured = values[np.isfinite(values)]
     if len(measured) == 0:
-        reasons = sorted({r for r in runs["energy_unavailable_reason"].to_list() if r}) if "energy_unavailable_reason" in runs.columns else []
+        reasons = (
+            sorted({r for r in runs["energy_unavailable_reason"].to_list() if r})
+            if "energy_unavailable_reason" in runs.columns
+            else []
+        )
         why = "; ".join(reasons) or "no power source"
-        return _no_value(level, 0, "runs", "none", f"not enough data: energy was not measured for these runs ({why})")
+        return _no_value(
+            level, 0, "runs", "none", f"not enough data: energy was not measured for these runs ({why})"
+        )
     if len(measured) == 1:
         row = runs.filter(pl.col("energy_per_inference_j").is_not_null()).row(0, named=True)
         low, high = row.get("energy_per_inference_ci_low_j"), row.get("energy_per_inference_ci_high_j")
-        if low is not None and high is not None and abs(level - 0.95) < 1e-9:  # the view's interval is a 95 % one
-            return clip_at_zero(Estimate(float(measured[0]), float(low), float(high), level, 1, "runs", "idle-baseline interval",
-                                         "one run: the interval is the idle baseline's uncertainty, not run-to-run spread"))
+        if (
+            low is not None and high is not None and abs(level - 0.95) < 1e-9
+        ):  # the view's interval is a 95 % one
+            return clip_at_zero(
+                Estimate(
+                    float(measured[0]),
+                    float(low),
+                    float(high),
+                    level,
+                    1,
+                    "runs",
+                    "idle-baseline interval",
+                    "one run: the interval is the idle baseline's uncertainty, not run-to-run spread",
+                )
+            )
     return positive_mean(measured, level, n_unit="runs")
 
 
-def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[str], level: float = 0.95,
-              settings: BootstrapSettings | None = None) -> AnalysisResult:
+def summarise(
+    runs: pl.DataFrame,
+    latencies: pl.DataFrame | None,
+    *,
+    by: list[str],
+    level: float = 0.95,
+    settings: BootstrapSettings | None = None,
+) -> AnalysisResult:
     settings = settings or BootstrapSettings()
     measured = runs.filter(pl.col("latency_median_ms").is_not_null())
     if measured.height == 0:
-        return unavailable(NAME, level, "no selected run has a latency (summary needs inference runs)", n=runs.height)
+        return unavailable(
+            NAME, level, "no selected run has a latency (summary needs inference runs)", n=runs.height
+        )
     index = LatencyIndex(latencies)
     entries, rows, members, variance_rows = [], [], [], []
     for g, (group, sub) in enumerate(iter_groups(measured, by)):
@@ -177,14 +260,30 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
         n_latencies = index.count(sub["run_idx"].to_list())
         by_run = run_latencies(index, sub["run_idx"].to_list())
         variance = variance_entry(by_run, level) if by_run else {}
-        entries.append({"group": group, "n": sub.height, "n_unit": "runs", "n_runs": sub.height, "n_latencies": n_latencies,
-                        "level": level, "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()], **variance})
+        entries.append(
+            {
+                "group": group,
+                "n": sub.height,
+                "n_unit": "runs",
+                "n_runs": sub.height,
+                "n_latencies": n_latencies,
+                "level": level,
+                "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()],
+                **variance,
+            }
+        )
         if variance:
             variance_rows.append(variance_row(group, variance))
         rows += [estimate_row(group, e, metric=m, n_runs=sub.height) for m, e in estimates.items()]
-        members.append(sub.select("run_idx", "latency_median_ms").with_columns(
-            pl.lit(g, pl.Int32).alias("g"), pl.lit(n_latencies > 0).alias("pooled"),
-            pl.lit(IMPORTED_NOTE if n_latencies == 0 else runs_left_out_note(sub), pl.String).alias("note")))
+        members.append(
+            sub.select("run_idx", "latency_median_ms").with_columns(
+                pl.lit(g, pl.Int32).alias("g"),
+                pl.lit(n_latencies > 0).alias("pooled"),
+                pl.lit(IMPORTED_NOTE if n_latencies == 0 else runs_left_out_note(sub), pl.String).alias(
+                    "note"
+                ),
+            )
+        )
     distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
     frames = {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf}
     if variance_rows:
@@ -192,8 +291,9 @@ def summarise(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, by: list[st
     return AnalysisResult(NAME, level, entries, frames, chart_only={"ecdf"})
 
 
-def latency_distribution(entries: list[dict], members: pl.DataFrame,
-                         latencies: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def latency_distribution(
+    entries: list[dict], members: pl.DataFrame, latencies: pl.DataFrame | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The `distribution` and `ecdf` frames of the groups in `entries` (in their order; `members`
     maps each run to its group g, whether the group pools latencies, and the group's note); each
     entry gets its "distribution" for the JSON."""
@@ -206,10 +306,18 @@ def latency_distribution(entries: list[dict], members: pl.DataFrame,
             continue
         n, values = quantiles[g]
         n_unit = "latencies" if entry["n_latencies"] else "runs"
-        figures = {"n": n, "n_unit": n_unit, **{c: values[at[p]] for c, p in BOX_QUANTILES.items()}, "note": notes.get(g)}
+        figures = {
+            "n": n,
+            "n_unit": n_unit,
+            **{c: values[at[p]] for c, p in BOX_QUANTILES.items()},
+            "note": notes.get(g),
+        }
         entry["distribution"] = figures
         box_rows.append({**entry["group"], "n_runs": entry["n"], **figures})
-        ecdf_rows += [{**entry["group"], "p": p, "latency_ms": values[at[p]], "n": n, "n_unit": n_unit} for p in ECDF_GRID]
+        ecdf_rows += [
+            {**entry["group"], "p": p, "latency_ms": values[at[p]], "n": n, "n_unit": n_unit}
+            for p in ECDF_GRID
+        ]
     return rows_frame(box_rows), rows_frame(ecdf_rows)
 
 

@@ -28,13 +28,18 @@ from edgestats.analysis.hierarchical import median_over_runs
 from edgestats.analysis.intervals import BootstrapSettings, Estimate, finite_or_none, quantile_ci
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, present_columns
 from edgestats.analysis.multiplicity import holm
-from edgestats.analysis.summary import run_latencies
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
+from edgestats.analysis.summary import run_latencies
 
 NAME = "tradeoff"
 # metric -> True when lower is better
-METRICS = {"latency_median_ms": True, "rss_peak_bytes": True, "energy_per_inference_j": True, "throughput_per_s": False}
+METRICS = {
+    "latency_median_ms": True,
+    "rss_peak_bytes": True,
+    "energy_per_inference_j": True,
+    "throughput_per_s": False,
+}
 CANDIDATE_COLUMNS = ("framework", "runtime")
 # Keys whose values are compared as like with like when naming a winner (unless --by says otherwise).
 STRATA = ("device", "model", "batch_size")
@@ -54,8 +59,15 @@ def pareto_mask(latency: np.ndarray, memory: np.ndarray) -> np.ndarray:
     return keep
 
 
-def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], device: list[str], *,
-                  level: float = 0.95, settings: BootstrapSettings | None = None) -> pl.DataFrame:
+def pareto_points(
+    runs: pl.DataFrame,
+    index: LatencyIndex,
+    config: list[str],
+    device: list[str],
+    *,
+    level: float = 0.95,
+    settings: BootstrapSettings | None = None,
+) -> pl.DataFrame:
     """One row per configuration: median latency and mean peak RSS, each with its interval
     (`X_ci_low`, `X_ci_high`: the same intervals as summary's latency_median_ms and rss_peak_bytes),
     n_runs, and the pareto flag."""
@@ -63,12 +75,23 @@ def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], de
     measured = runs.filter(pl.col("latency_median_ms").is_not_null() & pl.col("rss_peak_bytes").is_not_null())
     rows = []
     for group, sub in iter_groups(measured, list(dict.fromkeys([*device, *config]))):
-        latency = median_latency(sub, index, level=level, settings=settings, label=group_label("summary", group))
+        latency = median_latency(
+            sub, index, level=level, settings=settings, label=group_label("summary", group)
+        )
         memory = positive_mean(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
-        rows.append({**group, "latency_median_ms": latency.estimate, "latency_median_ms_ci_low": latency.ci_low,
-                     "latency_median_ms_ci_high": latency.ci_high, "rss_peak_bytes": memory.estimate,
-                     "rss_peak_bytes_ci_low": memory.ci_low, "rss_peak_bytes_ci_high": memory.ci_high,
-                     "level": level, "n_runs": sub.height})
+        rows.append(
+            {
+                **group,
+                "latency_median_ms": latency.estimate,
+                "latency_median_ms_ci_low": latency.ci_low,
+                "latency_median_ms_ci_high": latency.ci_high,
+                "rss_peak_bytes": memory.estimate,
+                "rss_peak_bytes_ci_low": memory.ci_low,
+                "rss_peak_bytes_ci_high": memory.ci_high,
+                "level": level,
+                "n_runs": sub.height,
+            }
+        )
     points = rows_frame(rows)
     if points.height == 0:
         return points
@@ -80,15 +103,22 @@ def pareto_points(runs: pl.DataFrame, index: LatencyIndex, config: list[str], de
     return points.with_columns(pl.Series("pareto", [flag_of[i] for i in range(points.height)]))
 
 
-def median_latency(runs: pl.DataFrame, index: LatencyIndex, *, level: float, settings: BootstrapSettings,
-                   label: str) -> Estimate:
+def median_latency(
+    runs: pl.DataFrame, index: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
+) -> Estimate:
     """summary's latency_median_ms of these runs (the same seed label, so the same interval):
     run-level over their latency rows, else across the runs' reported medians."""
     by_run = run_latencies(index, runs["run_idx"].to_list())
     if by_run:
         return median_over_runs(by_run, level=level, settings=settings, label=f"{label}|latency_median_ms")
-    return quantile_ci(runs["latency_median_ms"].to_numpy(), 0.5, level=level, settings=settings, n_unit="runs",
-                       label=f"{label}|median-of-runs")
+    return quantile_ci(
+        runs["latency_median_ms"].to_numpy(),
+        0.5,
+        level=level,
+        settings=settings,
+        n_unit="runs",
+        label=f"{label}|median-of-runs",
+    )
 
 
 def _values(sub: pl.DataFrame, metric: str) -> np.ndarray:
@@ -97,37 +127,67 @@ def _values(sub: pl.DataFrame, metric: str) -> np.ndarray:
     return values[np.isfinite(values)]
 
 
-def compare_metric(stratum: pl.DataFrame, metric: str, lower_is_better: bool, candidates: list[str],
-                   index: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str) -> dict | None:
+def compare_metric(
+    stratum: pl.DataFrame,
+    metric: str,
+    lower_is_better: bool,
+    candidates: list[str],
+    index: LatencyIndex,
+    *,
+    level: float,
+    settings: BootstrapSettings,
+    label: str,
+) -> dict | None:
     """Best vs runner-up on one metric in one stratum; None when fewer than two candidates have it."""
     scored = []
     for candidate, sub in iter_groups(stratum, candidates):
         values = _values(sub, metric)
         if len(values) == 0:
             continue
-        centre = (median_latency(sub, index, level=level, settings=settings, label=f"{label}|{_text(candidate)}")
-                  if metric == "latency_median_ms" else
-                  quantile_ci(values, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}|{candidate}"))
+        centre = (
+            median_latency(sub, index, level=level, settings=settings, label=f"{label}|{_text(candidate)}")
+            if metric == "latency_median_ms"
+            else quantile_ci(
+                values,
+                0.5,
+                level=level,
+                settings=settings,
+                n_unit="runs",
+                label=f"{label}|{metric}|{candidate}",
+            )
+        )
         scored.append((centre.estimate, candidate, values, centre))
     if len(scored) < 2:
         return None
     scored.sort(key=lambda item: item[0] if lower_is_better else -item[0])
-    (best_median, best, best_values, best_centre), (runner_median, runner, runner_values, runner_centre) = scored[:2]
-    result = {"metric": metric, "direction": "lower" if lower_is_better else "higher", "n_unit": "runs",
-              "candidates": len(scored), "test": "mann-whitney-u (two-sided)"}
+    (best_median, best, best_values, best_centre), (runner_median, runner, runner_values, runner_centre) = (
+        scored[:2]
+    )
+    result = {
+        "metric": metric,
+        "direction": "lower" if lower_is_better else "higher",
+        "n_unit": "runs",
+        "candidates": len(scored),
+        "test": "mann-whitney-u (two-sided)",
+    }
     for key, candidate, estimate in (("best", best, best_centre), ("runner_up", runner, runner_centre)):
         result[key] = {"candidate": candidate, **estimate.as_dict()}
     with np.errstate(divide="ignore", invalid="ignore"):
         result["ratio_of_medians"] = finite_or_none(runner_median / best_median) if best_median else None
     if len(best_values) < 2 or len(runner_values) < 2:
-        result.update(p_value=None, prob_superiority=None,
-                      note=f"not enough data for a test: {len(best_values)} vs {len(runner_values)} runs (each side needs at least 2)")
+        result.update(
+            p_value=None,
+            prob_superiority=None,
+            note=f"not enough data for a test: {len(best_values)} vs {len(runner_values)} runs (each side needs at least 2)",
+        )
         return result
     test = stats.mannwhitneyu(best_values, runner_values, alternative="two-sided")
     # U counts pairs where the first sample is larger: the best is "better" in the other direction.
     u_better = len(best_values) * len(runner_values) - test.statistic if lower_is_better else test.statistic
-    result.update(p_value=finite_or_none(test.pvalue),
-                  prob_superiority=float(u_better / (len(best_values) * len(runner_values))))
+    result.update(
+        p_value=finite_or_none(test.pvalue),
+        prob_superiority=float(u_better / (len(best_values) * len(runner_values))),
+    )
     return result
 
 
@@ -149,33 +209,80 @@ def single_winner(metrics: list[dict]) -> dict | None:
     return dict(next(iter(winners))) if len(winners) == 1 else None
 
 
-def tradeoff(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, config: list[str], strata: list[str],
-             level: float = 0.95, settings: BootstrapSettings | None = None) -> AnalysisResult:
+def tradeoff(
+    runs: pl.DataFrame,
+    latencies: pl.DataFrame | None,
+    *,
+    config: list[str],
+    strata: list[str],
+    level: float = 0.95,
+    settings: BootstrapSettings | None = None,
+) -> AnalysisResult:
     settings = settings or BootstrapSettings()
     index = LatencyIndex(latencies)
-    candidates = [c for c in CANDIDATE_COLUMNS if c in runs.columns and runs[c].is_not_null().any() and c not in strata]
+    candidates = [
+        c for c in CANDIDATE_COLUMNS if c in runs.columns and runs[c].is_not_null().any() and c not in strata
+    ]
     measured = runs.filter(pl.col("latency_median_ms").is_not_null() | pl.col("rss_peak_bytes").is_not_null())
     if measured.height == 0 or not candidates:
-        why = "no selected run has latency or memory" if measured.height == 0 else "no framework/runtime to compare"
+        why = (
+            "no selected run has latency or memory"
+            if measured.height == 0
+            else "no framework/runtime to compare"
+        )
         return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
     device = ["device"] if "device" in runs.columns else []
     points = pareto_points(measured, index, config, device, level=level, settings=settings)
     entries: list[dict] = []
     for group, sub in iter_groups(points, device) if points.height else []:
         front = sub.filter(pl.col("pareto")).drop("pareto").to_dicts()
-        entries.append({"part": "pareto", "group": group, "n": sub.height, "n_unit": "configurations", "level": level,
-                        "x": "latency_median_ms", "y": "rss_peak_bytes", "pareto": front})
+        entries.append(
+            {
+                "part": "pareto",
+                "group": group,
+                "n": sub.height,
+                "n_unit": "configurations",
+                "level": level,
+                "x": "latency_median_ms",
+                "y": "rss_peak_bytes",
+                "pareto": front,
+            }
+        )
     winner_entries, rows = [], []
     for group, stratum in iter_groups(measured, strata):
         label = group_label(NAME, group)
-        metrics = [m for metric, lower in METRICS.items() if metric in stratum.columns
-                   and (m := compare_metric(stratum, metric, lower, candidates, index, level=level, settings=settings, label=label))]
+        metrics = [
+            m
+            for metric, lower in METRICS.items()
+            if metric in stratum.columns
+            and (
+                m := compare_metric(
+                    stratum, metric, lower, candidates, index, level=level, settings=settings, label=label
+                )
+            )
+        ]
         if not metrics:
-            winner_entries.append(not_enough_entry("fewer than two candidates measured here", group=group, n=stratum.height,
-                                                   level=level, part="winners"))
+            winner_entries.append(
+                not_enough_entry(
+                    "fewer than two candidates measured here",
+                    group=group,
+                    n=stratum.height,
+                    level=level,
+                    part="winners",
+                )
+            )
             continue
-        winner_entries.append({"part": "winners", "group": group, "n": stratum.height, "n_unit": "runs", "level": level,
-                               "candidate_keys": candidates, "metrics": metrics})
+        winner_entries.append(
+            {
+                "part": "winners",
+                "group": group,
+                "n": stratum.height,
+                "n_unit": "runs",
+                "level": level,
+                "candidate_keys": candidates,
+                "metrics": metrics,
+            }
+        )
     holm_adjust(winner_entries, 1 - level)
     for entry in winner_entries:
         if "metrics" not in entry:
@@ -183,12 +290,26 @@ def tradeoff(runs: pl.DataFrame, latencies: pl.DataFrame | None, *, config: list
         for metric in entry["metrics"]:
             metric.setdefault("p_holm", None)
             metric.setdefault("significant", False if metric.get("p_value") is not None else None)
-            rows.append({**entry["group"], "metric": metric["metric"], "best": _text(metric["best"]["candidate"]),
-                         "runner_up": _text(metric["runner_up"]["candidate"]), "estimate": metric["best"]["estimate"],
-                         "ci_low": metric["best"]["ci_low"], "ci_high": metric["best"]["ci_high"],
-                         "runner_up_estimate": metric["runner_up"]["estimate"], "ratio_of_medians": metric["ratio_of_medians"],
-                         "p_value": metric["p_value"], "p_holm": metric["p_holm"], "significant": metric["significant"],
-                         "level": level, "n": metric["best"]["n"], "n_runner_up": metric["runner_up"]["n"], "n_unit": metric["n_unit"]})
+            rows.append(
+                {
+                    **entry["group"],
+                    "metric": metric["metric"],
+                    "best": _text(metric["best"]["candidate"]),
+                    "runner_up": _text(metric["runner_up"]["candidate"]),
+                    "estimate": metric["best"]["estimate"],
+                    "ci_low": metric["best"]["ci_low"],
+                    "ci_high": metric["best"]["ci_high"],
+                    "runner_up_estimate": metric["runner_up"]["estimate"],
+                    "ratio_of_medians": metric["ratio_of_medians"],
+                    "p_value": metric["p_value"],
+                    "p_holm": metric["p_holm"],
+                    "significant": metric["significant"],
+                    "level": level,
+                    "n": metric["best"]["n"],
+                    "n_runner_up": metric["runner_up"]["n"],
+                    "n_unit": metric["n_unit"],
+                }
+            )
         winner = single_winner(entry["metrics"])
         entry["single_winner"] = winner
         if winner is None:
@@ -206,6 +327,11 @@ def _text(candidate: dict) -> str:
 def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
     """The registry's entry point: candidates are full configurations, compared within --by strata."""
     runs = data.runs
-    return tradeoff(runs, data.latencies, config=default_config(runs),
-                    strata=options.group_keys(runs) or present_columns(runs, STRATA), level=options.level,
-                    settings=options.settings)
+    return tradeoff(
+        runs,
+        data.latencies,
+        config=default_config(runs),
+        strata=options.group_keys(runs) or present_columns(runs, STRATA),
+        level=options.level,
+        settings=options.settings,
+    )

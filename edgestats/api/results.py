@@ -21,7 +21,7 @@ import polars as pl
 from edgestats.api.sources import Source, source_of
 from edgestats.api.views import Analyses, Analysis, ComparisonView
 
-Names = str | Sequence[str]   # a repeatable flag: one value or several
+Names = str | Sequence[str]  # a repeatable flag: one value or several
 
 
 def _listed(value: Names | None) -> list[str]:
@@ -58,9 +58,18 @@ class Results:
         """What the library functions read: the DB, the lake, or the glob standing for a list."""
         return self._source.spec
 
-    def runs(self, *, where: str | None = None, device: Names | None = None, framework: Names | None = None,
-             runtime: Names | None = None, model: Names | None = None, dataset: Names | None = None,
-             kind: Names | None = None, noisy: str = "include") -> pl.DataFrame:
+    def runs(
+        self,
+        *,
+        where: str | None = None,
+        device: Names | None = None,
+        framework: Names | None = None,
+        runtime: Names | None = None,
+        model: Names | None = None,
+        dataset: Names | None = None,
+        kind: Names | None = None,
+        noisy: str = "include",
+    ) -> pl.DataFrame:
         """The runs `analyze` would use with these options (ok and diverged runs), one row each:
         run_summary's columns, the training and reported figures, and the derived ones
         (epoch_time_s, throughput_per_s, mem_peak_mb, mem_mean_mb). Every run, failed ones
@@ -68,8 +77,13 @@ class Results:
         from edgestats.analysis import AnalysisOptions
         from edgestats.analysis.load import load_data
 
-        options = AnalysisOptions(where=where, noisy=noisy, filters=_filters(
-            device=device, framework=framework, runtime=runtime, model=model, dataset=dataset, kind=kind))
+        options = AnalysisOptions(
+            where=where,
+            noisy=noisy,
+            filters=_filters(
+                device=device, framework=framework, runtime=runtime, model=model, dataset=dataset, kind=kind
+            ),
+        )
         options.check()
         return load_data(self.spec, where=options.where, filters=options.filters).runs.drop("run_idx")
 
@@ -81,31 +95,73 @@ class Results:
         result = run_query(self.spec, query, read=list(read))
         names = _unique_names(result.columns)
         columns = list(zip(*result.rows)) if result.rows else [()] * len(names)
-        return pl.DataFrame([pl.Series(name, list(values), strict=False) for name, values in zip(names, columns)])
+        return pl.DataFrame(
+            [pl.Series(name, list(values), strict=False) for name, values in zip(names, columns)]
+        )
 
-    def analyze(self, only: str | None = None, *, where: str | None = None, by: Names | None = None,
-                level: float = 0.95, seed: int = 0, resamples: int = 2000, bca_max_n: int = 500,
-                device: Names | None = None, framework: Names | None = None, runtime: Names | None = None,
-                model: Names | None = None, dataset: Names | None = None, kind: Names | None = None,
-                noisy: str = "include", response: str | None = None, factor: Names | None = None,
-                interaction: bool = False, best: str | None = None, constraint: str | None = None,
-                log: Names | None = None, linear: Names | None = None) -> Analysis | Analyses:
+    def analyze(
+        self,
+        only: str | None = None,
+        *,
+        where: str | None = None,
+        by: Names | None = None,
+        level: float = 0.95,
+        seed: int = 0,
+        resamples: int = 2000,
+        bca_max_n: int = 500,
+        device: Names | None = None,
+        framework: Names | None = None,
+        runtime: Names | None = None,
+        model: Names | None = None,
+        dataset: Names | None = None,
+        kind: Names | None = None,
+        noisy: str = "include",
+        response: str | None = None,
+        factor: Names | None = None,
+        interaction: bool = False,
+        best: str | None = None,
+        constraint: str | None = None,
+        log: Names | None = None,
+        linear: Names | None = None,
+    ) -> Analysis | Analyses:
         """`edgestats analyze DB [--only NAME] ...`: one Analysis for `only`, or every analysis of
         the registry (an Analyses mapping, as without --only). Defaults are the CLI's."""
         from edgestats.analysis import AnalysisOptions, run_analyses
 
         options = AnalysisOptions.from_flags(
-            only=only, where=where, by=_listed(by), level=level, seed=seed, resamples=resamples, bca_max_n=bca_max_n,
-            filters=_filters(device=device, framework=framework, runtime=runtime, model=model, dataset=dataset,
-                             kind=kind),
-            noisy=noisy, response=response, factor=_listed(factor), interaction=interaction, best=best,
-            constraint=constraint, log=_listed(log), linear=_listed(linear))
-        results = run_analyses(self.spec, options)   # checks the options as the CLI's are checked
+            only=only,
+            where=where,
+            by=_listed(by),
+            level=level,
+            seed=seed,
+            resamples=resamples,
+            bca_max_n=bca_max_n,
+            filters=_filters(
+                device=device, framework=framework, runtime=runtime, model=model, dataset=dataset, kind=kind
+            ),
+            noisy=noisy,
+            response=response,
+            factor=_listed(factor),
+            interaction=interaction,
+            best=best,
+            constraint=constraint,
+            log=_listed(log),
+            linear=_listed(linear),
+        )
+        results = run_analyses(self.spec, options)  # checks the options as the CLI's are checked
         return Analysis(results[only]) if only is not None else Analyses(results)
 
-    def compare(self, a: str | None = None, b: str | None = None, *, other: Results | str | os.PathLike | None = None,
-                where: str | None = None, match: Names | None = None, threshold: float = 5.0,
-                level: float = 0.95) -> ComparisonView:
+    def compare(
+        self,
+        a: str | None = None,
+        b: str | None = None,
+        *,
+        other: Results | str | os.PathLike | None = None,
+        where: str | None = None,
+        match: Names | None = None,
+        threshold: float = 5.0,
+        level: float = 0.95,
+    ) -> ComparisonView:
         """`edgestats compare`: B against A. Side A is these results; side B is `other` (like
         `compare A.duckdb B.duckdb`) or these results again. `a`, `b` and `where` select runs
         (--a, --b, --where); without `other`, both `a` and `b` are needed. `threshold` is in
@@ -114,13 +170,18 @@ class Results:
         from edgestats.analysis.load import AnalysisInputError
 
         if other is None and (a is None or b is None):
-            raise AnalysisInputError("give other= (the results of side B), or both a= and b= to select the two "
-                                     "sides of these results")
-        other_spec = other.spec if isinstance(other, Results) else Path(other) if other is not None else self.spec
+            raise AnalysisInputError(
+                "give other= (the results of side B), or both a= and b= to select the two "
+                "sides of these results"
+            )
+        other_spec = (
+            other.spec if isinstance(other, Results) else Path(other) if other is not None else self.spec
+        )
         side_a = Selection(self.spec, combined_where({"--where": where, "--a": a}))
         side_b = Selection(other_spec, combined_where({"--where": where, "--b": b}))
-        return ComparisonView(compare(side_a, side_b, threshold=threshold / 100.0, level=level,
-                                      match=_listed(match) or None))
+        return ComparisonView(
+            compare(side_a, side_b, threshold=threshold / 100.0, level=level, match=_listed(match) or None)
+        )
 
     def close(self) -> None:
         """Drop the links made for a list of DB files (nothing else is held open)."""

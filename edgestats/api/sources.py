@@ -52,8 +52,10 @@ def source_of(where: str | os.PathLike | Sequence[str | os.PathLike]) -> Source:
         return source_of(paths[0])
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
-        raise DatabaseError(f"{', '.join(missing)}: no such DB file; a list names DB files (a lake folder or a glob "
-                            "is given alone, as a string)")
+        raise DatabaseError(
+            f"{', '.join(missing)}: no such DB file; a list names DB files (a lake folder or a glob "
+            "is given alone, as a string)"
+        )
     return _linked(paths)
 
 

@@ -26,7 +26,7 @@ class Analysis:
     """One analysis' result: `.frame` / `.frames` (polars), `.json()`, `.chart()`, `.sentence`."""
 
     def __init__(self, result: Any):
-        self.result = result   # the AnalysisResult, as the CLI and the report get it
+        self.result = result  # the AnalysisResult, as the CLI and the report get it
 
     @property
     def name(self) -> str:
@@ -70,7 +70,11 @@ class Analysis:
         from edgestats.reports.report import section_module
         from edgestats.reports.sections import unavailable_sentence
 
-        return section_module(self.name).sentence(self.result) if self.available else unavailable_sentence(self.result)
+        return (
+            section_module(self.name).sentence(self.result)
+            if self.available
+            else unavailable_sentence(self.result)
+        )
 
     def chart_keys(self) -> list[str]:
         """The keys of the charts the report draws for this analysis, in its order."""
@@ -105,7 +109,9 @@ class Analysis:
 
         parts = [f"<h4>{esc(self.name)}</h4><p>{esc(self.sentence)}</p>"]
         if self.available:
-            parts += [table_html(caption, frame) for _, caption, frame in table_frames(self.name, self.result)]
+            parts += [
+                table_html(caption, frame) for _, caption, frame in table_frames(self.name, self.result)
+            ]
         parts += [f"<p><em>note: {esc(note)}</em></p>" for note in self.notes]
         return "".join(parts)
 
@@ -118,7 +124,7 @@ class Analyses(Mapping[str, Analysis]):
     """Several analyses by name, in registry order (what `analyze` without --only runs)."""
 
     def __init__(self, results: dict[str, Any]):
-        self.results = results   # {name: AnalysisResult}, as run_analyses returns them
+        self.results = results  # {name: AnalysisResult}, as run_analyses returns them
         self._views = {name: Analysis(result) for name, result in results.items()}
 
     def __getitem__(self, name: str) -> Analysis:
@@ -147,7 +153,7 @@ class ComparisonView:
     """B against A (edgestats/analysis/compare.py): `.frame`, `.json()`, `.chart()`, `.regressions`."""
 
     def __init__(self, comparison: Any):
-        self.comparison = comparison   # the Comparison, as `edgestats compare` gets it
+        self.comparison = comparison  # the Comparison, as `edgestats compare` gets it
 
     @property
     def frame(self) -> pl.DataFrame:
@@ -184,9 +190,14 @@ class ComparisonView:
         from edgestats.reports.page import esc, table_html
 
         notes = "".join(f"<p><em>note: {esc(n)}</em></p>" for n in self.comparison.notes)
-        return (f"<p>{esc(self.sentence)}</p>" + table_html("Every matched configuration and metric",
-                                                            figures_table(self.comparison)) + notes)
+        return (
+            f"<p>{esc(self.sentence)}</p>"
+            + table_html("Every matched configuration and metric", figures_table(self.comparison))
+            + notes
+        )
 
     def __repr__(self) -> str:
-        return (f"<Comparison B={self.comparison.b.label!r} vs A={self.comparison.a.label!r}: "
-                f"{len(self.comparison.matched)} matched, {len(self.regressions)} regressions>")
+        return (
+            f"<Comparison B={self.comparison.b.label!r} vs A={self.comparison.a.label!r}: "
+            f"{len(self.comparison.matched)} matched, {len(self.regressions)} regressions>"
+        )

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import typer
 
-from edgestats.version import __version__
 from edgestats.cli import analyze, baseline, collect, compare, dataset, db_commands, doctor, export, prepare
 from edgestats.cli.common import FlagsGroup, state
+from edgestats.version import __version__
 
 app = typer.Typer(
     name="edgestats",
@@ -29,7 +29,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error."),
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """edgestats: results database and statistics for deep learning on edge devices.
 

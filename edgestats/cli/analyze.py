@@ -11,59 +11,150 @@ commands never load it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
-from edgestats.reports.terminal import DEFAULT_LIMIT, TextOptions, print_results
 from edgestats.cli.common import handle_errors
 from edgestats.registry.analyses import ANALYSES, choices_text
+from edgestats.reports.terminal import DEFAULT_LIMIT, TextOptions, print_results
+
 
 @handle_errors
 def analyze_command(
     db: Path = typer.Argument(..., metavar="DB", help="Results DB (opened read-only).", show_default=False),
-    only: Optional[str] = typer.Option(None, "--only", metavar="NAME", help=f"Run one analysis: {choices_text()}."),
-    as_json: bool = typer.Option(False, "--json", help="Print {analysis: [entries]} as JSON on stdout (docs/cli/analyze.md)."),
-    where: Optional[str] = typer.Option(None, "--where", metavar="SQL",
-                                        help="Select runs with an expression on run_summary columns, e.g. \"framework = 'pytorch'\"."),
-    by: List[str] = typer.Option([], "--by", metavar="COL", help="Group key (repeatable), any run column: device, framework, runtime, model, batch_size, threads, precision, dataset and the others of run_summary."),
+    only: str | None = typer.Option(
+        None, "--only", metavar="NAME", help=f"Run one analysis: {choices_text()}."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print {analysis: [entries]} as JSON on stdout (docs/cli/analyze.md)."
+    ),
+    where: str | None = typer.Option(
+        None,
+        "--where",
+        metavar="SQL",
+        help="Select runs with an expression on run_summary columns, e.g. \"framework = 'pytorch'\".",
+    ),
+    by: list[str] = typer.Option(
+        [],
+        "--by",
+        metavar="COL",
+        help="Group key (repeatable), any run column: device, framework, runtime, model, batch_size, threads, precision, dataset and the others of run_summary.",
+    ),
     level: float = typer.Option(0.95, "--level", help="Confidence level of every interval."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling (results are reproducible for a seed)."),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the bootstrap resampling (results are reproducible for a seed)."
+    ),
     resamples: int = typer.Option(2000, "--resamples", help="Bootstrap resamples per interval."),
-    bca_max_n: int = typer.Option(500, "--bca-max-n", help="Largest sample bootstrapped with BCa; bigger ones use order statistics (quantiles) or the percentile bootstrap (ratios)."),
-    device: List[str] = typer.Option([], "--device", help="Only runs on this device (repeatable)."),
-    framework: List[str] = typer.Option([], "--framework", help="Only this framework (repeatable)."),
-    runtime: List[str] = typer.Option([], "--runtime", help="Only this runtime (repeatable)."),
-    model: List[str] = typer.Option([], "--model", help="Only this model (repeatable)."),
-    dataset: List[str] = typer.Option([], "--dataset", help="Only this dataset (repeatable)."),
-    kind: List[str] = typer.Option([], "--kind", help="Only inference or training runs."),
-    noisy: str = typer.Option("include", "--noisy", metavar="include|exclude", help="Runs flagged noisy by collect's noise sentinel (a busy machine): include them, counted in a note, or exclude them. Runs never judged (imported, recovered) are kept."),
-    response: Optional[str] = typer.Option(None, "--response", metavar="COL", help="hyperparams: the response, e.g. training_time_s, accuracy_pct, epoch_time_s, testing_time_s, latency_median_ms."),
-    factor: List[str] = typer.Option([], "--factor", metavar="COL", help="hyperparams: a factor (repeatable), e.g. batch_size, iterations, learning_rate, threads."),
-    interaction: bool = typer.Option(False, "--interaction", help="hyperparams: add every pairwise interaction of the factors."),
-    best: Optional[str] = typer.Option(None, "--best", metavar="min|max", help="hyperparams: report the configuration with the min or max mean response per group."),
-    constraint: Optional[str] = typer.Option(None, "--constraint", metavar="TEXT", help="hyperparams: only configurations meeting it count for --best, e.g. \"training_time_s <= 600\"."),
-    log: List[str] = typer.Option([], "--log", metavar="COL", help="hyperparams: log10-scale this factor (default: when it spans two decades)."),
-    linear: List[str] = typer.Option([], "--linear", metavar="COL", help="hyperparams: never log-scale this factor."),
-    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Write the report here: DIR/index.html (one self-contained page, works offline) and DIR/analysis.json."),
+    bca_max_n: int = typer.Option(
+        500,
+        "--bca-max-n",
+        help="Largest sample bootstrapped with BCa; bigger ones use order statistics (quantiles) or the percentile bootstrap (ratios).",
+    ),
+    device: list[str] = typer.Option([], "--device", help="Only runs on this device (repeatable)."),
+    framework: list[str] = typer.Option([], "--framework", help="Only this framework (repeatable)."),
+    runtime: list[str] = typer.Option([], "--runtime", help="Only this runtime (repeatable)."),
+    model: list[str] = typer.Option([], "--model", help="Only this model (repeatable)."),
+    dataset: list[str] = typer.Option([], "--dataset", help="Only this dataset (repeatable)."),
+    kind: list[str] = typer.Option([], "--kind", help="Only inference or training runs."),
+    noisy: str = typer.Option(
+        "include",
+        "--noisy",
+        metavar="include|exclude",
+        help="Runs flagged noisy by collect's noise sentinel (a busy machine): include them, counted in a note, or exclude them. Runs never judged (imported, recovered) are kept.",
+    ),
+    response: str | None = typer.Option(
+        None,
+        "--response",
+        metavar="COL",
+        help="hyperparams: the response, e.g. training_time_s, accuracy_pct, epoch_time_s, testing_time_s, latency_median_ms.",
+    ),
+    factor: list[str] = typer.Option(
+        [],
+        "--factor",
+        metavar="COL",
+        help="hyperparams: a factor (repeatable), e.g. batch_size, iterations, learning_rate, threads.",
+    ),
+    interaction: bool = typer.Option(
+        False, "--interaction", help="hyperparams: add every pairwise interaction of the factors."
+    ),
+    best: str | None = typer.Option(
+        None,
+        "--best",
+        metavar="min|max",
+        help="hyperparams: report the configuration with the min or max mean response per group.",
+    ),
+    constraint: str | None = typer.Option(
+        None,
+        "--constraint",
+        metavar="TEXT",
+        help='hyperparams: only configurations meeting it count for --best, e.g. "training_time_s <= 600".',
+    ),
+    log: list[str] = typer.Option(
+        [],
+        "--log",
+        metavar="COL",
+        help="hyperparams: log10-scale this factor (default: when it spans two decades).",
+    ),
+    linear: list[str] = typer.Option(
+        [], "--linear", metavar="COL", help="hyperparams: never log-scale this factor."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="Write the report here: DIR/index.html (one self-contained page, works offline) and DIR/analysis.json.",
+    ),
     png: bool = typer.Option(False, "--png", help="With --out: every chart as DIR/images/*.png too."),
     svg: bool = typer.Option(False, "--svg", help="With --out: every chart as DIR/images/*.svg too."),
-    limit: int = typer.Option(DEFAULT_LIMIT, "--limit", metavar="N", min=1, help="Rows per table in the text output (the collected devices' first)."),
+    limit: int = typer.Option(
+        DEFAULT_LIMIT,
+        "--limit",
+        metavar="N",
+        min=1,
+        help="Rows per table in the text output (the collected devices' first).",
+    ),
     all_rows: bool = typer.Option(False, "--all", help="Every row of every table in the text output."),
-    tables: Optional[str] = typer.Option(None, "--tables", metavar="latex|markdown|csv", help="With --out: every table, with its intervals, as DIR/tables/* in this format (for papers)."),
+    tables: str | None = typer.Option(
+        None,
+        "--tables",
+        metavar="latex|markdown|csv",
+        help="With --out: every table, with its intervals, as DIR/tables/* in this format (for papers).",
+    ),
 ) -> None:
     """Statistics with confidence intervals over the runs of a results DB; the --help text is
     command_help(), which lists the registry's analyses."""
     from edgestats.analysis import AnalysisOptions, dumps, run_analyses
 
-    filters = {"device": device, "framework": framework, "runtime": runtime, "model": model, "dataset": dataset,
-               "kind": kind}
-    options = AnalysisOptions.from_flags(only=only, where=where, by=by, level=level, seed=seed, resamples=resamples,
-                                         bca_max_n=bca_max_n, filters=filters, noisy=noisy, response=response,
-                                         factor=factor, interaction=interaction, best=best, constraint=constraint,
-                                         log=log, linear=linear)
+    filters = {
+        "device": device,
+        "framework": framework,
+        "runtime": runtime,
+        "model": model,
+        "dataset": dataset,
+        "kind": kind,
+    }
+    options = AnalysisOptions.from_flags(
+        only=only,
+        where=where,
+        by=by,
+        level=level,
+        seed=seed,
+        resamples=resamples,
+        bca_max_n=bca_max_n,
+        filters=filters,
+        noisy=noisy,
+        response=response,
+        factor=factor,
+        interaction=interaction,
+        best=best,
+        constraint=constraint,
+        log=log,
+        linear=linear,
+    )
     if (png or svg or tables) and out is None:
-        raise typer.BadParameter("--png, --svg and --tables write into the report folder: add --out DIR", param_hint="--out")
+        raise typer.BadParameter(
+            "--png, --svg and --tables write into the report folder: add --out DIR", param_hint="--out"
+        )
     if tables is not None and tables not in ("latex", "markdown", "csv"):
         raise typer.BadParameter("use latex, markdown or csv", param_hint="--tables")
     results = run_analyses(db, options)
@@ -72,17 +163,23 @@ def analyze_command(
     elif out is None:
         from edgestats.analysis.overview import collected_devices
 
-        print_results(results, TextOptions(limit=None if all_rows else limit, collected_devices=collected_devices(db)))
+        print_results(
+            results, TextOptions(limit=None if all_rows else limit, collected_devices=collected_devices(db))
+        )
     if out is not None:
-        write_report_files(db, out, results, images=[f for f, on in (("png", png), ("svg", svg)) if on], tables=tables)
+        write_report_files(
+            db, out, results, images=[f for f, on in (("png", png), ("svg", svg)) if on], tables=tables
+        )
 
 
 def command_help() -> str:
     """The command's help: what it does, then every analysis of the registry with its help line."""
     analyses = "\n\n".join(f"{entry.name}: {entry.help}" for entry in ANALYSES)
-    return ("Statistics with confidence intervals over the runs of a results DB.\n\n"
-            "Without --only, runs every analysis the data supports:\n\n" + analyses + "\n\n"
-            "Every estimate comes with its interval, its n and what n counts. Only ok and diverged runs are used.")
+    return (
+        "Statistics with confidence intervals over the runs of a results DB.\n\n"
+        "Without --only, runs every analysis the data supports:\n\n" + analyses + "\n\n"
+        "Every estimate comes with its interval, its n and what n counts. Only ok and diverged runs are used."
+    )
 
 
 def write_report_files(db: Path, out: Path, results, *, images: list[str], tables: str | None) -> None:

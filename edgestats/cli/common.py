@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import typer
 from typer.core import TyperGroup
 
-from edgestats.store.database import damage_error, storage_error
 from edgestats.errors import DatabaseError, EdgestatsError
+from edgestats.store.database import damage_error, storage_error
 
 
 @dataclass
@@ -38,7 +39,9 @@ def handle_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             if state.debug:
                 raise
             # An error a layer raised from a damaged block (a query's error) is that damage.
-            damaged = None if isinstance(exc, DatabaseError) else damage_error(exc.__cause__, kwargs.get("db"))
+            damaged = (
+                None if isinstance(exc, DatabaseError) else damage_error(exc.__cause__, kwargs.get("db"))
+            )
             typer.echo(f"error: {damaged or exc}", err=True)
             raise typer.Exit(1) from None
         except (duckdb.Error, OSError) as exc:

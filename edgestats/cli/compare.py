@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -22,22 +21,61 @@ EXIT_REGRESSION = 1
 EXIT_INPUT_ERROR = 2
 FORMATS = ("text", "json", "markdown")
 WIDTH = 80
-SHORT = {"latency_median_ms": "median latency", "energy_per_inference_j": "energy/inference", "rss_peak_bytes": "peak RSS"}
+SHORT = {
+    "latency_median_ms": "median latency",
+    "energy_per_inference_j": "energy/inference",
+    "rss_peak_bytes": "peak RSS",
+}
 # Terminal columns: metric, A, B, B/A [interval], Holm's p, verdict (2 + 16+10+10+21+8+13 = 80).
 COLUMNS = ((16, "<"), (10, ">"), (10, ">"), (21, ">"), (8, ">"), (13, "<"))
 
 
 def compare_command(
-    db_a: Path = typer.Argument(..., metavar="A", help="Results DB of side A, the baseline (opened read-only).", show_default=False),
-    db_b: Optional[Path] = typer.Argument(None, metavar="[B]", help="Results DB of side B; without it, both sides come from A with --a and --b.", show_default=False),
-    a: Optional[str] = typer.Option(None, "--a", metavar="SQL", help="Select side A's runs: an expression on run_summary columns, e.g. \"framework = 'pytorch'\"."),
-    b: Optional[str] = typer.Option(None, "--b", metavar="SQL", help="Select side B's runs, e.g. \"framework = 'onnxruntime'\"."),
-    where: Optional[str] = typer.Option(None, "--where", metavar="SQL", help="Select the runs of both sides, e.g. \"model = 'cnn9'\"."),
-    match: List[str] = typer.Option([], "--match", metavar="COL", help="Match configurations on these run columns (repeatable); default: the configuration columns that do not differ between the sides."),
-    threshold: float = typer.Option(5.0, "--threshold", metavar="PCT", help="Changes within ±PCT % count as the same; a regression must be beyond it (default 5)."),
-    level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals; the tests' significance level is 1 - level."),
-    fmt: str = typer.Option("text", "--format", metavar="text|json|markdown", help="Output: text (80 columns), json or markdown."),
-    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Also write DIR/index.html (a chart of the ratios and their intervals, offline) and DIR/compare.json."),
+    db_a: Path = typer.Argument(
+        ..., metavar="A", help="Results DB of side A, the baseline (opened read-only).", show_default=False
+    ),
+    db_b: Path | None = typer.Argument(
+        None,
+        metavar="[B]",
+        help="Results DB of side B; without it, both sides come from A with --a and --b.",
+        show_default=False,
+    ),
+    a: str | None = typer.Option(
+        None,
+        "--a",
+        metavar="SQL",
+        help="Select side A's runs: an expression on run_summary columns, e.g. \"framework = 'pytorch'\".",
+    ),
+    b: str | None = typer.Option(
+        None, "--b", metavar="SQL", help="Select side B's runs, e.g. \"framework = 'onnxruntime'\"."
+    ),
+    where: str | None = typer.Option(
+        None, "--where", metavar="SQL", help="Select the runs of both sides, e.g. \"model = 'cnn9'\"."
+    ),
+    match: list[str] = typer.Option(
+        [],
+        "--match",
+        metavar="COL",
+        help="Match configurations on these run columns (repeatable); default: the configuration columns that do not differ between the sides.",
+    ),
+    threshold: float = typer.Option(
+        5.0,
+        "--threshold",
+        metavar="PCT",
+        help="Changes within ±PCT % count as the same; a regression must be beyond it (default 5).",
+    ),
+    level: float = typer.Option(
+        0.95, "--level", help="Confidence level of the intervals; the tests' significance level is 1 - level."
+    ),
+    fmt: str = typer.Option(
+        "text", "--format", metavar="text|json|markdown", help="Output: text (80 columns), json or markdown."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="Also write DIR/index.html (a chart of the ratios and their intervals, offline) and DIR/compare.json.",
+    ),
 ) -> None:
     """Compare B with A, configuration by configuration: the ratio B/A of median latency, energy
     per inference and peak RSS with run-level intervals (Welch t on log per-run figures), Holm's
@@ -48,23 +86,46 @@ def compare_command(
     --threshold in some configuration; 2 bad input (missing DB, bad --a/--b/--where, nothing
     matched)."""
     try:
-        code = _compare(db=db_a, db_b=db_b, a=a, b=b, where=where, match=match, threshold=threshold, level=level,
-                        fmt=fmt, out=out)
-    except typer.Exit as exc:   # handle_errors printed the one line; input errors exit 2 here
+        code = _compare(
+            db=db_a,
+            db_b=db_b,
+            a=a,
+            b=b,
+            where=where,
+            match=match,
+            threshold=threshold,
+            level=level,
+            fmt=fmt,
+            out=out,
+        )
+    except typer.Exit as exc:  # handle_errors printed the one line; input errors exit 2 here
         raise typer.Exit(EXIT_INPUT_ERROR if exc.exit_code == 1 else exc.exit_code) from None
     raise typer.Exit(code)
 
 
 @handle_errors
-def _compare(*, db: Path, db_b: Path | None, a: str | None, b: str | None, where: str | None, match: list[str],
-             threshold: float, level: float, fmt: str, out: Path | None) -> int:
+def _compare(
+    *,
+    db: Path,
+    db_b: Path | None,
+    a: str | None,
+    b: str | None,
+    where: str | None,
+    match: list[str],
+    threshold: float,
+    level: float,
+    fmt: str,
+    out: Path | None,
+) -> int:
     from edgestats.analysis.compare import Selection, combined_where, compare
 
     if fmt not in FORMATS:
         raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
     if db_b is None and (a is None or b is None):
-        raise typer.BadParameter("give two DBs (compare A.duckdb B.duckdb), or one DB with both --a SQL and --b SQL",
-                                 param_hint="--a/--b")
+        raise typer.BadParameter(
+            "give two DBs (compare A.duckdb B.duckdb), or one DB with both --a SQL and --b SQL",
+            param_hint="--a/--b",
+        )
     side_a = Selection(db, combined_where({"--where": where, "--a": a}))
     side_b = Selection(db_b or db, combined_where({"--where": where, "--b": b}))
     comparison = compare(side_a, side_b, threshold=threshold / 100.0, level=level, match=list(match) or None)
@@ -83,12 +144,13 @@ def write_page(comparison, out: Path) -> None:
     from edgestats.analysis.overview import load_overview
     from edgestats.reports.compare_page import write_compare_page
 
-    dbs = dict.fromkeys([comparison.a.db, comparison.b.db])   # one DB with two selections: one overview
+    dbs = dict.fromkeys([comparison.a.db, comparison.b.db])  # one DB with two selections: one overview
     files = write_compare_page(out, comparison, [load_overview(db) for db in dbs])
     typer.echo(f"report: {files[0]} (open it in a browser; it needs no network) and {files[1]}", err=True)
 
 
 # -- rendering ----------------------------------------------------------------------------------
+
 
 def value_text(value: float | None, metric: str) -> str:
     if value is None:
@@ -120,27 +182,42 @@ def split_key(comparison) -> tuple[dict, list[str]]:
 
 
 def metric_cells(test) -> list[str]:
-    return [SHORT.get(test.metric, test.metric), value_text(test.a_estimate, test.metric),
-            value_text(test.b_estimate, test.metric), format_interval(test.estimate, test.ci_low, test.ci_high),
-            p_text(test.p_holm), test.verdict]
+    return [
+        SHORT.get(test.metric, test.metric),
+        value_text(test.a_estimate, test.metric),
+        value_text(test.b_estimate, test.metric),
+        format_interval(test.estimate, test.ci_low, test.ci_high),
+        p_text(test.p_holm),
+        test.verdict,
+    ]
 
 
 def _row(cells: list[str]) -> str:
-    return "  " + "".join(f"{c:{align}{w}}" if i == 0 else f" {c:{align}{w - 1}}"
-                          for i, (c, (w, align)) in enumerate(zip(cells, COLUMNS))).rstrip()
+    return (
+        "  "
+        + "".join(
+            f"{c:{align}{w}}" if i == 0 else f" {c:{align}{w - 1}}"
+            for i, (c, (w, align)) in enumerate(zip(cells, COLUMNS))
+        ).rstrip()
+    )
 
 
 def header_lines(comparison) -> list[str]:
     t = comparison.threshold
     lines = [f"A: {comparison.a.label}", f"B: {comparison.b.label}"]
     if comparison.differing:
-        lines.append("compared: " + "; ".join(f"{c} {va} (A) vs {vb} (B)" for c, (va, vb) in comparison.differing.items()))
+        lines.append(
+            "compared: "
+            + "; ".join(f"{c} {va} (A) vs {vb} (B)" for c, (va, vb) in comparison.differing.items())
+        )
     common, _ = split_key(comparison)
     lines.append("matched on: " + (", ".join(comparison.key) or "nothing (one group a side)"))
     if common:
         lines.append("every configuration: " + config_text(common))
-    lines.append(f"same within {t:.0%} (ratio in [{1 / (1 + t):.3f}, {1 + t:.3f}]); intervals {comparison.level:.0%}, "
-                 "unit: runs; p Holm-adjusted")
+    lines.append(
+        f"same within {t:.0%} (ratio in [{1 / (1 + t):.3f}, {1 + t:.3f}]); intervals {comparison.level:.0%}, "
+        "unit: runs; p Holm-adjusted"
+    )
     return [w for line in lines for w in wrap(line, subsequent_indent="  ")]
 
 
@@ -153,9 +230,16 @@ def render_text(comparison) -> str:
         lines += wrap(f"{label}{n_a} (A) vs {n_b} (B) runs", subsequent_indent="  ")
         lines.append(_row(["metric", "A", "B", "B/A [interval]", "p", "verdict"]))
         lines += [_row(metric_cells(t)) for t in tests]
-        lines += [w for t in tests if t.note
-                  for w in wrap(f"{SHORT.get(t.metric, t.metric)}: {t.note}", initial_indent="  note: ",
-                                subsequent_indent="    ")]
+        lines += [
+            w
+            for t in tests
+            if t.note
+            for w in wrap(
+                f"{SHORT.get(t.metric, t.metric)}: {t.note}",
+                initial_indent="  note: ",
+                subsequent_indent="    ",
+            )
+        ]
         lines.append("")
     lines += footer_lines(comparison)
     return "\n".join(lines).rstrip()
@@ -168,8 +252,11 @@ def footer_lines(comparison) -> list[str]:
         lines += wrap(text, subsequent_indent="  ")
     lines += [w for note in comparison.notes for w in wrap(f"note: {note}", subsequent_indent="  ")]
     n = len(comparison.regressions)
-    summary = (f"regression: {counted(n, 'configurations')} significantly slower by more than {comparison.threshold:.0%} (exit 1)"
-               if n else f"no significant regression beyond {comparison.threshold:.0%} (exit 0)")
+    summary = (
+        f"regression: {counted(n, 'configurations')} significantly slower by more than {comparison.threshold:.0%} (exit 1)"
+        if n
+        else f"no significant regression beyond {comparison.threshold:.0%} (exit 0)"
+    )
     return lines + wrap(summary)
 
 
@@ -179,15 +266,26 @@ def render_markdown(comparison) -> str:
 
     t = comparison.threshold
     common, varying = split_key(comparison)
-    lines = [f"**B** {markdown_escape(comparison.b.label)} vs **A** {markdown_escape(comparison.a.label)}: "
-             f"same within ±{t:.0%}, {comparison.level:.0%} intervals over runs, Holm-adjusted p", "",
-             *([f"Every configuration: {markdown_escape(config_text(common))}", ""] if common else []),
-             "| configuration | metric | A | B | B/A [interval] | p (Holm) | verdict | runs |", "|---|---|--:|--:|--:|--:|---|--:|"]
+    lines = [
+        f"**B** {markdown_escape(comparison.b.label)} vs **A** {markdown_escape(comparison.a.label)}: "
+        f"same within ±{t:.0%}, {comparison.level:.0%} intervals over runs, Holm-adjusted p",
+        "",
+        *([f"Every configuration: {markdown_escape(config_text(common))}", ""] if common else []),
+        "| configuration | metric | A | B | B/A [interval] | p (Holm) | verdict | runs |",
+        "|---|---|--:|--:|--:|--:|---|--:|",
+    ]
     for config, tests in comparison.matched:
         for test in tests:
-            cells = [config_text({c: config[c] for c in varying}), *metric_cells(test), f"{test.n_a} vs {test.n_b}"]
+            cells = [
+                config_text({c: config[c] for c in varying}),
+                *metric_cells(test),
+                f"{test.n_a} vs {test.n_b}",
+            ]
             lines.append("| " + " | ".join(markdown_escape(c) for c in cells) + " |")
-    extra = [f"only in {u['side'].upper()}: {config_text(u['config'])} ({u['n_runs']} runs)" for u in comparison.unmatched]
+    extra = [
+        f"only in {u['side'].upper()}: {config_text(u['config'])} ({u['n_runs']} runs)"
+        for u in comparison.unmatched
+    ]
     extra += list(comparison.notes)
     lines += ([""] + [f"- {markdown_escape(e)}" for e in extra]) if extra else []
     lines += ["", "**regression**" if comparison.regressions else "no significant regression"]

@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.store.database import connect
+from edgestats.exports.merge import merge
 from edgestats.formatting import counted
 from edgestats.imports.importer import import_results
-from edgestats.exports.merge import merge
+from edgestats.store.database import connect
 from edgestats.store.migrations import current_version, latest_version, migrate
 from edgestats.store.query import FORMATS, format_result, run_query, terminal_columns
 
@@ -18,13 +18,31 @@ from edgestats.store.query import FORMATS, format_result, run_query, terminal_co
 @handle_errors
 def import_command(
     db: Path = typer.Argument(..., help="Results DB to import into (created if missing)."),
-    file: Path = typer.Argument(..., help="CSV, TSV or Parquet file with one row per run, or a benchmark tool's output (--format)."),
-    kind: str = typer.Option(None, "--kind", help="What the rows are: inference or training (not needed with --format)."),
-    map_: list[str] = typer.Option([], "--map", help="Rename a column: SRC=DST (repeatable), e.g. --map 'Train (s)=training_time_s'."),
+    file: Path = typer.Argument(
+        ..., help="CSV, TSV or Parquet file with one row per run, or a benchmark tool's output (--format)."
+    ),
+    kind: str = typer.Option(
+        None, "--kind", help="What the rows are: inference or training (not needed with --format)."
+    ),
+    map_: list[str] = typer.Option(
+        [], "--map", help="Rename a column: SRC=DST (repeatable), e.g. --map 'Train (s)=training_time_s'."
+    ),
     device: str = typer.Option(None, "--device", help="Device name for rows without a 'device' column."),
-    long: bool = typer.Option(False, "--long", help="The file is long-format: one row per run and metric (or phase), with 'metric' (or 'phase'), 'value' and optionally 'unit' columns."),
-    replace: bool = typer.Option(False, "--replace", help="Replace the runs of an earlier import of this file (same content or same file name), e.g. after correcting --map or --device."),
-    fmt: str = typer.Option(None, "--format", help="FILE is a benchmark tool's output, one inference run: benchmark_model (TFLite), benchmark_app (OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen mlperf_log_summary.txt)."),
+    long: bool = typer.Option(
+        False,
+        "--long",
+        help="The file is long-format: one row per run and metric (or phase), with 'metric' (or 'phase'), 'value' and optionally 'unit' columns.",
+    ),
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="Replace the runs of an earlier import of this file (same content or same file name), e.g. after correcting --map or --device.",
+    ),
+    fmt: str = typer.Option(
+        None,
+        "--format",
+        help="FILE is a benchmark tool's output, one inference run: benchmark_model (TFLite), benchmark_app (OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen mlperf_log_summary.txt).",
+    ),
 ) -> None:
     """Import results made elsewhere (CSV or Parquet, one row per run).
 
@@ -35,14 +53,21 @@ def import_command(
     importing it again with another --map or --device needs --replace. With --format, FILE is
     the output of benchmark_model, benchmark_app, onnxruntime_perf_test or MLPerf LoadGen.
     """
-    report = import_results(db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt)
+    report = import_results(
+        db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt
+    )
     replaced = f", {counted(report.runs_replaced, 'runs')} of its earlier import replaced" if replace else ""
-    typer.echo(f"{report.file.name}: {counted(report.rows, 'rows')} -> {counted(report.runs_added, 'runs')} added, "
-               f"{report.runs_already_present} already in {db}{replaced}")
+    typer.echo(
+        f"{report.file.name}: {counted(report.rows, 'rows')} -> {counted(report.runs_added, 'runs')} added, "
+        f"{report.runs_already_present} already in {db}{replaced}"
+    )
     typer.echo("  columns: " + ", ".join(f"{src} -> {dst}" for src, dst in report.columns.items()))
     if report.extra_columns:
         typer.echo("  kept as extra JSON: " + ", ".join(report.extra_columns))
-        typer.echo("  queryable in view run_extra as: " + ", ".join(report.extra_view.get(c, "?") for c in report.extra_columns))
+        typer.echo(
+            "  queryable in view run_extra as: "
+            + ", ".join(report.extra_view.get(c, "?") for c in report.extra_columns)
+        )
     if report.diverged_rows:
         typer.echo(f"  rows with NaN/inf values stored as status 'diverged': {report.diverged_rows}")
     typer.echo(f"  devices: {', '.join(report.devices)}")
@@ -65,20 +90,38 @@ def merge_command(
     for r in reports:
         migrated = f" (migrated from schema {r.migrated_from} in a copy)" if r.migrated_from else ""
         rows = sum(r.rows_added.values())
-        typer.echo(f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already present, "
-                   f"{r.devices_added} devices added, {r.baselines_added} baselines added")
+        typer.echo(
+            f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already present, "
+            f"{r.devices_added} devices added, {r.baselines_added} baselines added"
+        )
         if r.devices_differing:
-            typer.echo(f"  note: {counted(r.devices_differing, 'devices')} already in {out} with other facts; the existing facts were kept")
+            typer.echo(
+                f"  note: {counted(r.devices_differing, 'devices')} already in {out} with other facts; the existing facts were kept"
+            )
 
 
 @handle_errors
 def sql_command(
     db: Path = typer.Argument(..., help="Results DB to query."),
-    query: str = typer.Argument(..., help="SQL (DuckDB dialect), e.g. \"SELECT * FROM run_summary\"."),
-    fmt: str = typer.Option("auto", "--format", "-f", help=f"Output format: {', '.join(FORMATS)}. auto: a table, or "
-                            "one field per line (line) when a row is wider than the terminal."),
-    read: list[Path] = typer.Option([], "--read", metavar="PATH", help="A file or folder the query may read, e.g. an export folder for read_parquet (repeatable); nothing else outside the DB is readable."),
-    write: bool = typer.Option(False, "--write", help="Open the DB for writing, without the sandbox: the query can then write and read any file."),
+    query: str = typer.Argument(..., help='SQL (DuckDB dialect), e.g. "SELECT * FROM run_summary".'),
+    fmt: str = typer.Option(
+        "auto",
+        "--format",
+        "-f",
+        help=f"Output format: {', '.join(FORMATS)}. auto: a table, or "
+        "one field per line (line) when a row is wider than the terminal.",
+    ),
+    read: list[Path] = typer.Option(
+        [],
+        "--read",
+        metavar="PATH",
+        help="A file or folder the query may read, e.g. an export folder for read_parquet (repeatable); nothing else outside the DB is readable.",
+    ),
+    write: bool = typer.Option(
+        False,
+        "--write",
+        help="Open the DB for writing, without the sandbox: the query can then write and read any file.",
+    ),
 ) -> None:
     """Run a SQL query on a results DB and print the result.
 
@@ -94,7 +137,9 @@ def sql_command(
 
 
 @handle_errors
-def migrate_command(db: Path = typer.Argument(..., help="Results DB to bring to this edgestats' schema.")) -> None:
+def migrate_command(
+    db: Path = typer.Argument(..., help="Results DB to bring to this edgestats' schema."),
+) -> None:
     """Upgrade a results DB written by an older edgestats to the current schema, in place.
 
     Each migration runs in its own transaction: an interrupted upgrade leaves the DB at the
@@ -107,7 +152,9 @@ def migrate_command(db: Path = typer.Argument(..., help="Results DB to bring to 
     finally:
         con.close()
     if applied:
-        typer.echo(f"{db}: schema {before} -> {latest_version()} ({', '.join(f'{m.version:04d}_{m.name}' for m in applied)})")
+        typer.echo(
+            f"{db}: schema {before} -> {latest_version()} ({', '.join(f'{m.version:04d}_{m.name}' for m in applied)})"
+        )
     else:
         typer.echo(f"{db}: already at schema {latest_version()}")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import List, Optional
 
 import typer
 
 from edgestats.cli.common import handle_errors
+
 # Cheap to import (the report's heavy parts load when it is built), so `edgestats --help` stays
 # fast; the probe names in --only's help come from the registries through it.
 from edgestats.collectors.host.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
@@ -16,18 +16,32 @@ from edgestats.collectors.host.doctor import DEFAULT_TIMEOUT_S, doctor_report, o
 
 @handle_errors
 def doctor(
-    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object on stdout (fields: docs/cli/doctor.md)."),
-    module: Optional[List[str]] = typer.Option(
-        None, "--module", "-m", metavar="MODULE",
-        help="Also check that this Python module imports (e.g. tensorrt). Repeatable."),
-    only: Optional[List[str]] = typer.Option(None, "--only", metavar="NAME", help=only_help()),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the report as one JSON object on stdout (fields: docs/cli/doctor.md)."
+    ),
+    module: list[str] | None = typer.Option(
+        None,
+        "--module",
+        "-m",
+        metavar="MODULE",
+        help="Also check that this Python module imports (e.g. tensorrt). Repeatable.",
+    ),
+    only: list[str] | None = typer.Option(None, "--only", metavar="NAME", help=only_help()),
     timeout: float = typer.Option(
-        DEFAULT_TIMEOUT_S, "--timeout", min=1.0, metavar="SECONDS",
-        help="Give up on an import that takes longer than this (it is reported as not available)."),
-    jobs: Optional[int] = typer.Option(
-        None, "--jobs", "-j", min=1,
+        DEFAULT_TIMEOUT_S,
+        "--timeout",
+        min=1.0,
+        metavar="SECONDS",
+        help="Give up on an import that takes longer than this (it is reported as not available).",
+    ),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,
         help="How many probes import at once (default: one per CPU, at least 2). "
-             "Lower it on a board with little RAM; 1 gives uncontended import times."),
+        "Lower it on a board with little RAM; 1 gives uncontended import times.",
+    ),
 ) -> None:
     """Show this device's facts and which frameworks, runtimes and tools are usable here.
 
@@ -46,10 +60,15 @@ def doctor(
     """
     from rich.console import Console
 
-    console = Console(stderr=True)   # stdout stays the report (or its JSON)
+    console = Console(stderr=True)  # stdout stays the report (or its JSON)
     with console.status("edgestats doctor: reading this device", spinner="line") as status:
-        report = doctor_report(probes=only or None, modules=module or (), timeout_s=timeout, max_workers=jobs,
-                               progress=ProbeStatus(status))
+        report = doctor_report(
+            probes=only or None,
+            modules=module or (),
+            timeout_s=timeout,
+            max_workers=jobs,
+            progress=ProbeStatus(status),
+        )
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
@@ -62,7 +81,7 @@ class ProbeStatus:
 
     def __init__(self, status) -> None:
         self.status, self.pending, self.total = status, [], 0
-        self.lock = threading.Lock()   # done() is called from the probes' threads
+        self.lock = threading.Lock()  # done() is called from the probes' threads
 
     def start(self, names: list[str]) -> None:
         self.pending, self.total = list(names), len(names)
@@ -75,8 +94,9 @@ class ProbeStatus:
 
     def _show(self) -> None:
         waiting = ", ".join(self.pending[:3]) + (", ..." if len(self.pending) > 3 else "")
-        text = (f"doctor: imports {self.total - len(self.pending)}/{self.total} done"
-                + (f" (waiting for {waiting})" if waiting else "; reading sensors and load"))
+        text = f"doctor: imports {self.total - len(self.pending)}/{self.total} done" + (
+            f" (waiting for {waiting})" if waiting else "; reading sensors and load"
+        )
         self.status.update(text)
 
 

@@ -34,23 +34,32 @@ runs, devices and baselines DIR lacks, so appending the same DB twice adds nothi
 
 @handle_errors
 def export_command(
-    db: Path = typer.Argument(..., metavar="DB", help="The results DB (.duckdb) to export.", show_default=False),
+    db: Path = typer.Argument(
+        ..., metavar="DB", help="The results DB (.duckdb) to export.", show_default=False
+    ),
     parquet: Path = typer.Option(
-        ..., "--parquet", metavar="DIR", show_default=False,
+        ...,
+        "--parquet",
+        metavar="DIR",
+        show_default=False,
         help="Folder to write the Parquet export to; must be new or empty (see --overwrite).",
     ),
     overwrite: bool = typer.Option(
-        False, "--overwrite",
+        False,
+        "--overwrite",
         help=f"Replace an earlier edgestats export in DIR (a folder without {MANIFEST_NAME} is never deleted).",
     ),
     append: bool = typer.Option(
-        False, "--append",
+        False,
+        "--append",
         help="Add the DB's runs that DIR lacks to the export already there (a lake of many devices); idempotent.",
     ),
 ) -> None:
     if append:
         if overwrite:
-            raise ExportError("--append adds to the export in DIR and --overwrite replaces it: give one of them")
+            raise ExportError(
+                "--append adds to the export in DIR and --overwrite replaces it: give one of them"
+            )
         _append(db, parquet)
         return
     manifest = export_parquet(db, parquet, overwrite=overwrite)

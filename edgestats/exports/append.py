@@ -27,13 +27,23 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from edgestats.version import __version__
-from edgestats.store.database import scalar
 from edgestats.errors import ExportError
-from edgestats.exports.parquet import (FILE_PREFIX, MANIFEST_NAME, NULL_PARTITION, PARTITION_COLUMN, file_rows, schema_tables,
-                              device_source, export_select_sql, read_manifest, sql_string)
+from edgestats.exports.parquet import (
+    FILE_PREFIX,
+    MANIFEST_NAME,
+    NULL_PARTITION,
+    PARTITION_COLUMN,
+    device_source,
+    export_select_sql,
+    file_rows,
+    read_manifest,
+    schema_tables,
+    sql_string,
+)
+from edgestats.store.database import scalar
 from edgestats.store.migrations import MIGRATIONS_TABLE
 from edgestats.store.results import Store, quote_ident
+from edgestats.version import __version__
 
 # The key that decides whether a table's row is new, for tables that hold no run_id.
 OWN_KEYS = {"devices": "device_id", "baselines": "baseline_id"}
@@ -51,8 +61,10 @@ def append_parquet(db_path: str | Path, lake_dir: str | Path) -> dict[str, Any]:
         con = store.con
         version = scalar(con, f"SELECT max(version) FROM {MIGRATIONS_TABLE}")
         if version != manifest.get("schema_version"):
-            raise ExportError(f"{lake} holds schema version {manifest.get('schema_version')} and {db_path} version {version}: "
-                              "bring both to this edgestats (edgestats migrate DB; export the lake again) before appending.")
+            raise ExportError(
+                f"{lake} holds schema version {manifest.get('schema_version')} and {db_path} version {version}: "
+                "bring both to this edgestats (edgestats migrate DB; export the lake again) before appending."
+            )
         _drop_unlisted(lake, manifest)
         for table, key in (("runs", "run_id"), *OWN_KEYS.items()):
             known = pa.array(sorted(_lake_keys(con, lake, manifest, table, key)), pa.string())
@@ -85,12 +97,17 @@ def _drop_unlisted(lake: Path, manifest: dict[str, Any]) -> None:
                 path.unlink()
 
 
-def _lake_keys(con: duckdb.DuckDBPyConnection, lake: Path, manifest: dict[str, Any], table: str, key: str) -> set[str]:
+def _lake_keys(
+    con: duckdb.DuckDBPyConnection, lake: Path, manifest: dict[str, Any], table: str, key: str
+) -> set[str]:
     files = [str(lake / f["path"]) for f in manifest["tables"].get(table, {}).get("files", [])]
     if not files:
         return set()
-    rows = con.execute(f"SELECT DISTINCT CAST({quote_ident(key)} AS VARCHAR) FROM read_parquet(?, hive_partitioning = true, "
-                       "union_by_name = true)", [files]).fetchall()
+    rows = con.execute(
+        f"SELECT DISTINCT CAST({quote_ident(key)} AS VARCHAR) FROM read_parquet(?, hive_partitioning = true, "
+        "union_by_name = true)",
+        [files],
+    ).fetchall()
     return {r[0] for r in rows if r[0] is not None}
 
 
@@ -103,14 +120,18 @@ def _write_new_rows(con: duckdb.DuckDBPyConnection, staging: Path, append_id: st
         source = device_source(table.name, table.columns, names)
         key = "run_id" if "run_id" in table.columns else OWN_KEYS.get(table.name)
         if source is None or key is None:
-            raise ExportError(f"{table.name}: a table with no device and no key cannot be appended; export the DB whole")
+            raise ExportError(
+                f"{table.name}: a table with no device and no key cannot be appended; export the DB whole"
+            )
         select, _ = export_select_sql(table.name, table.columns, source)
         select += f" WHERE CAST(src.{quote_ident(key)} AS VARCHAR) NOT IN (SELECT {quote_ident(key)} FROM _lake_{key})"
         n = scalar(con, f"SELECT count(*) FROM ({select})")
         if n:
             target = staging / table.name
-            con.execute(f"COPY ({select}) TO {sql_string(str(target))} (FORMAT parquet, PARTITION_BY "
-                        f"({quote_ident(PARTITION_COLUMN)}), FILENAME_PATTERN '{FILE_PREFIX}{append_id}-{{i}}')")
+            con.execute(
+                f"COPY ({select}) TO {sql_string(str(target))} (FORMAT parquet, PARTITION_BY "
+                f"({quote_ident(PARTITION_COLUMN)}), FILENAME_PATTERN '{FILE_PREFIX}{append_id}-{{i}}')"
+            )
         added[table.name] = n
     return added
 
@@ -118,7 +139,10 @@ def _write_new_rows(con: duckdb.DuckDBPyConnection, staging: Path, append_id: st
 def _move_into_place(staging: Path, lake: Path, manifest: dict[str, Any]) -> None:
     """Rename the staged files into the lake's partition folders, LAST tables last. A table that
     was empty held one zero-row file outside any partition: it goes, now that rows come."""
-    staged = sorted((p.name for p in staging.iterdir()), key=lambda name: (name in LAST, LAST.index(name) if name in LAST else 0))
+    staged = sorted(
+        (p.name for p in staging.iterdir()),
+        key=lambda name: (name in LAST, LAST.index(name) if name in LAST else 0),
+    )
     for table in staged:
         entry = manifest["tables"].get(table, {})
         for path in sorted((staging / table).rglob("*.parquet")):
@@ -129,8 +153,9 @@ def _move_into_place(staging: Path, lake: Path, manifest: dict[str, Any]) -> Non
             (lake / table / f"{FILE_PREFIX}0.parquet").unlink(missing_ok=True)
 
 
-def _write_manifest(con: duckdb.DuckDBPyConnection, lake: Path, manifest: dict[str, Any], added: dict[str, int],
-                    db_path: Path) -> None:
+def _write_manifest(
+    con: duckdb.DuckDBPyConnection, lake: Path, manifest: dict[str, Any], added: dict[str, int], db_path: Path
+) -> None:
     for table, n in added.items():
         if not n:
             continue
@@ -139,14 +164,25 @@ def _write_manifest(con: duckdb.DuckDBPyConnection, lake: Path, manifest: dict[s
         partitions: dict[str | None, int] = {}
         for rel, rows in files.items():
             value = Path(rel).parent.name.split("=", 1)[1]
-            partitions[None if value == NULL_PARTITION else value] = partitions.get(None if value == NULL_PARTITION else value, 0) + rows
-        entry.update(rows=entry["rows"] + n, partitioned_by=[PARTITION_COLUMN],
-                     partitions=[{"device_id": k, "rows": v} for k, v in sorted(partitions.items(), key=lambda kv: kv[0] or "")],
-                     files=[{"path": f"{table}/{rel}", "rows": rows} for rel, rows in sorted(files.items())])
-    manifest.setdefault("appends", []).append({
-        "source_db": str(db_path.resolve()), "edgestats_version": __version__,
-        "appended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "rows_added": {t: n for t, n in added.items() if n}})
+            partitions[None if value == NULL_PARTITION else value] = (
+                partitions.get(None if value == NULL_PARTITION else value, 0) + rows
+            )
+        entry.update(
+            rows=entry["rows"] + n,
+            partitioned_by=[PARTITION_COLUMN],
+            partitions=[
+                {"device_id": k, "rows": v} for k, v in sorted(partitions.items(), key=lambda kv: kv[0] or "")
+            ],
+            files=[{"path": f"{table}/{rel}", "rows": rows} for rel, rows in sorted(files.items())],
+        )
+    manifest.setdefault("appends", []).append(
+        {
+            "source_db": str(db_path.resolve()),
+            "edgestats_version": __version__,
+            "appended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "rows_added": {t: n for t, n in added.items() if n},
+        }
+    )
     tmp = lake / f".{MANIFEST_NAME}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, lake / MANIFEST_NAME)

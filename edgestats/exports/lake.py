@@ -35,7 +35,9 @@ def is_lake(spec: str | Path) -> bool:
     text = str(spec)
     if Path(text).is_file():
         return False  # a DB whose name happens to hold a glob character
-    return any(c in text for c in GLOB_CHARACTERS) or (Path(text).is_dir() and (Path(text) / MANIFEST_NAME).is_file())
+    return any(c in text for c in GLOB_CHARACTERS) or (
+        Path(text).is_dir() and (Path(text) / MANIFEST_NAME).is_file()
+    )
 
 
 def lake_paths(spec: str | Path) -> list[Path]:
@@ -45,8 +47,10 @@ def lake_paths(spec: str | Path) -> list[Path]:
         return [Path(text)]
     files = sorted(Path(p) for p in glob.glob(text))
     if not files:
-        raise DatabaseError(f"{text}: no file matches this pattern; give an export folder or a glob of .duckdb files "
-                            "(quoted, so the shell does not expand it)")
+        raise DatabaseError(
+            f"{text}: no file matches this pattern; give an export folder or a glob of .duckdb files "
+            "(quoted, so the shell does not expand it)"
+        )
     return files
 
 
@@ -67,10 +71,12 @@ def open_lake(spec: str | Path) -> Store:
 
 
 def _schema_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
-    rows = con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                       "WHERE database_name = current_database() AND NOT internal "
-                       "AND table_name IN (SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()) "
-                       "ORDER BY table_name, column_index").fetchall()
+    rows = con.execute(
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND NOT internal "
+        "AND table_name IN (SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()) "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
     tables: dict[str, list[tuple[str, str]]] = {}
     for table, column, data_type in rows:
         tables.setdefault(table, []).append((column, data_type))
@@ -84,7 +90,10 @@ def _replace_with_view(con: duckdb.DuckDBPyConnection, table: str, select: str) 
 
 # -- an export folder ----------------------------------------------------------------------------
 
-def _parquet_views(con: duckdb.DuckDBPyConnection, root: Path, tables: dict[str, list[tuple[str, str]]]) -> None:
+
+def _parquet_views(
+    con: duckdb.DuckDBPyConnection, root: Path, tables: dict[str, list[tuple[str, str]]]
+) -> None:
     """Each table a view over the files its manifest lists (not a glob: files an interrupted
     `export --append` left behind are listed nowhere, so they are never read)."""
     manifest = read_manifest(root)
@@ -95,31 +104,45 @@ def _parquet_views(con: duckdb.DuckDBPyConnection, root: Path, tables: dict[str,
             continue  # a schema table the export did not write (none today): stays an empty table
         listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
         casts = ", ".join(f"CAST({quote_ident(c)} AS {t}) AS {quote_ident(c)}" for c, t in columns)
-        _replace_with_view(con, table, f"SELECT {casts} FROM read_parquet([{listed}], hive_partitioning = true, "
-                                       "union_by_name = true)")
+        _replace_with_view(
+            con,
+            table,
+            f"SELECT {casts} FROM read_parquet([{listed}], hive_partitioning = true, union_by_name = true)",
+        )
 
 
 def _check_lake_version(manifest: dict, root: Path) -> None:
     version = manifest.get("schema_version") or 0
     if version < latest_version():
-        raise DatabaseError(f"{root} was exported at schema version {version}; this edgestats reads {latest_version()}. "
-                            "Export the DBs again (edgestats migrate DB, then edgestats export DB --parquet DIR).")
+        raise DatabaseError(
+            f"{root} was exported at schema version {version}; this edgestats reads {latest_version()}. "
+            "Export the DBs again (edgestats migrate DB, then edgestats export DB --parquet DIR)."
+        )
     if version > latest_version():
-        raise DatabaseError(f"{root} was exported by a newer edgestats (schema version {version}); upgrade edgestats to read it.")
+        raise DatabaseError(
+            f"{root} was exported by a newer edgestats (schema version {version}); upgrade edgestats to read it."
+        )
 
 
 # -- a glob of DB files --------------------------------------------------------------------------
 
-def _union_views(con: duckdb.DuckDBPyConnection, files: list[Path], tables: dict[str, list[tuple[str, str]]]) -> None:
+
+def _union_views(
+    con: duckdb.DuckDBPyConnection, files: list[Path], tables: dict[str, list[tuple[str, str]]]
+) -> None:
     for i, path in enumerate(files):
         with Store.open(path, read_only=True):
             pass  # checked whole and at this schema version, with the same errors a single DB gets
         con.execute(f"ATTACH '{str(path).replace(chr(39), chr(39) * 2)}' AS {_alias(i)} (READ_ONLY)")
     for table, columns in tables.items():
         names = ", ".join(quote_ident(c) for c, _ in columns)
-        union = " UNION ALL ".join(f"SELECT {names}, {i} AS _lake_file FROM {_alias(i)}.{quote_ident(table)}"
-                                   for i in range(len(files)))
-        _replace_with_view(con, table, f"SELECT {names} FROM ({union}) u {_first_copy(table, columns, len(files))}")
+        union = " UNION ALL ".join(
+            f"SELECT {names}, {i} AS _lake_file FROM {_alias(i)}.{quote_ident(table)}"
+            for i in range(len(files))
+        )
+        _replace_with_view(
+            con, table, f"SELECT {names} FROM ({union}) u {_first_copy(table, columns, len(files))}"
+        )
 
 
 def _alias(i: int) -> str:
@@ -132,9 +155,16 @@ def _first_copy(table: str, columns: list[tuple[str, str]], n_files: int) -> str
     names = {c for c, _ in columns}
     if "run_id" in names and table != "runs":
         firsts = " UNION ALL ".join(f"SELECT run_id, {i} AS f FROM {_alias(i)}.runs" for i in range(n_files))
-        return (f"SEMI JOIN (SELECT run_id, min(f) AS f FROM ({firsts}) GROUP BY run_id) first_copy "
-                "ON u.run_id = first_copy.run_id AND u._lake_file = first_copy.f")
-    key = {"runs": "run_id", "devices": "device_id", "baselines": "baseline_id", MIGRATIONS_TABLE: "version"}.get(table)
+        return (
+            f"SEMI JOIN (SELECT run_id, min(f) AS f FROM ({firsts}) GROUP BY run_id) first_copy "
+            "ON u.run_id = first_copy.run_id AND u._lake_file = first_copy.f"
+        )
+    key = {
+        "runs": "run_id",
+        "devices": "device_id",
+        "baselines": "baseline_id",
+        MIGRATIONS_TABLE: "version",
+    }.get(table)
     if key is None or key not in names:
         return ""
     return f"QUALIFY row_number() OVER (PARTITION BY {quote_ident(key)} ORDER BY _lake_file) = 1"

@@ -28,12 +28,20 @@ from pathlib import Path
 
 import duckdb
 
-from edgestats.store.database import (STORED_BEFORE, check_intact, connect, damage_error, first_row, scalar,
-                                storage_errors, translate_open_error)
 from edgestats.errors import DatabaseError, MergeConflictError, StorageError
+from edgestats.formatting import counted
+from edgestats.store.database import (
+    STORED_BEFORE,
+    check_intact,
+    connect,
+    damage_error,
+    first_row,
+    scalar,
+    storage_errors,
+    translate_open_error,
+)
 from edgestats.store.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store.results import CHILD_TABLES, Store, quote_ident
-from edgestats.formatting import counted
 
 # Tables holding a run's content, compared to detect conflicts; all keyed by run_id.
 RUN_TABLES = ("runs", "run_results", *CHILD_TABLES)
@@ -61,7 +69,9 @@ def _attach_current(con, path: Path, alias: str, workdir: Path) -> int | None:
     version, written_by = current_version(con, label, database=alias)
     check_not_newer(version, written_by, label)
     if version == 0:
-        raise DatabaseError(f"{path} holds no edgestats results (empty DuckDB file); leave it out of the merge")
+        raise DatabaseError(
+            f"{path} holds no edgestats results (empty DuckDB file); leave it out of the merge"
+        )
     if version == latest_version():
         return None
     con.execute(f"DETACH {alias}")
@@ -112,15 +122,21 @@ class _Merger:
             return 0
         conflicts: dict[str, list[str]] = {}
         for table in RUN_TABLES:
-            for run_id, n_in, n_out in self.con.execute(differing_runs_sql(src, self.dst, table, "_overlap")).fetchall():
-                conflicts.setdefault(str(run_id), []).append(f"{table} ({n_in} rows in {path.name}, {n_out} in the output)")
+            for run_id, n_in, n_out in self.con.execute(
+                differing_runs_sql(src, self.dst, table, "_overlap")
+            ).fetchall():
+                conflicts.setdefault(str(run_id), []).append(
+                    f"{table} ({n_in} rows in {path.name}, {n_out} in the output)"
+                )
         if conflicts:
-            shown = "; ".join(f"run {rid}: differs in {', '.join(where)}" for rid, where in list(conflicts.items())[:5])
+            shown = "; ".join(
+                f"run {rid}: differs in {', '.join(where)}" for rid, where in list(conflicts.items())[:5]
+            )
             more = f" and {len(conflicts) - 5} more runs" if len(conflicts) > 5 else ""
             raise MergeConflictError(
                 f"{path}: {counted(len(conflicts), 'runs')} {'has' if len(conflicts) == 1 else 'have'} the same run_id as runs already merged but different content: "
                 f"{shown}{more}. Nothing was written. Remove the stale copy of those runs from one input "
-                "(e.g. with `edgestats sql IN --write \"DELETE ...\"` on a copy) and merge again."
+                '(e.g. with `edgestats sql IN --write "DELETE ..."` on a copy) and merge again.'
             )
         return overlapping
 
@@ -141,10 +157,13 @@ class _Merger:
             f"SELECT count(*) FROM {s}.devices a JOIN {d}.devices b USING (device_id) WHERE hash(a) <> hash(b)"
         )
         baseline_conflicts = first_row(
-            self.con, f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) WHERE hash(a) <> hash(b) LIMIT 1"
+            self.con,
+            f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) WHERE hash(a) <> hash(b) LIMIT 1",
         )
         if baseline_conflicts:
-            raise MergeConflictError(f"{path}: baseline {baseline_conflicts[0]} differs from the one already merged; nothing was written")
+            raise MergeConflictError(
+                f"{path}: baseline {baseline_conflicts[0]} differs from the one already merged; nothing was written"
+            )
         report.devices_added = self.add_missing_by_id(src, "devices", "device_id")
         report.baselines_added = self.add_missing_by_id(src, "baselines", "baseline_id")
         self.con.execute(
@@ -205,7 +224,9 @@ def staged_output(out: Path) -> Iterator[Path]:
         shutil.rmtree(staged.with_name(staged.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
 
 
-def merge(out: str | Path, inputs: list[str | Path], *, progress: Callable[[str], None] | None = None) -> list[InputReport]:
+def merge(
+    out: str | Path, inputs: list[str | Path], *, progress: Callable[[str], None] | None = None
+) -> list[InputReport]:
     """Merge `inputs` into `out` (created if missing) in one transaction: all or nothing; `out`
     is replaced only when the merge succeeds (see the module docstring)."""
     out_path = Path(out)
@@ -230,13 +251,19 @@ def merge(out: str | Path, inputs: list[str | Path], *, progress: Callable[[str]
                 with storage_errors(staged):
                     store.con.execute("CHECKPOINT")  # all in the file: the rename moves one complete file
     except StorageError as exc:
-        unchanged = (f"{out_path} was not {'changed' if existed else 'created'} "
-                     "(the merge wrote to a temporary file beside it, now removed).")
-        raise StorageError(str(exc).replace(STORED_BEFORE, unchanged), cause=exc.cause, path=exc.path) from exc
+        unchanged = (
+            f"{out_path} was not {'changed' if existed else 'created'} "
+            "(the merge wrote to a temporary file beside it, now removed)."
+        )
+        raise StorageError(
+            str(exc).replace(STORED_BEFORE, unchanged), cause=exc.cause, path=exc.path
+        ) from exc
     return reports
 
 
-def _merge_all(store: Store, reports: list[InputReport], workdir: Path, progress: Callable[[str], None] | None) -> None:
+def _merge_all(
+    store: Store, reports: list[InputReport], workdir: Path, progress: Callable[[str], None] | None
+) -> None:
     """Attach every input (checked whole, migrated in a copy if older), then merge them all in
     one transaction."""
     aliases: list[str] = []
@@ -264,7 +291,9 @@ def _merge_all(store: Store, reports: list[InputReport], workdir: Path, progress
         # A damaged input can fail DuckDB so badly that it invalidates the whole instance; then
         # the temporary output is discarded anyway, and the input's error is the one to report.
         with suppress(duckdb.Error):
-            attached = {row[0] for row in store.con.execute("SELECT database_name FROM duckdb_databases()").fetchall()}
+            attached = {
+                row[0] for row in store.con.execute("SELECT database_name FROM duckdb_databases()").fetchall()
+            }
             for alias in aliases + [f"edgestats_in_{len(aliases)}"]:
                 if alias in attached:
                     store.con.execute(f"DETACH {alias}")

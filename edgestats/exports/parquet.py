@@ -38,11 +38,11 @@ from typing import Any
 
 import duckdb
 
-from edgestats.version import __version__
-from edgestats.store.database import damage_error, scalar, storage_error
 from edgestats.errors import ExportError
+from edgestats.store.database import damage_error, scalar, storage_error
 from edgestats.store.migrations import MIGRATIONS_TABLE
 from edgestats.store.results import Store, quote_ident
+from edgestats.version import __version__
 
 MANIFEST_NAME = "_edgestats_export.json"
 MANIFEST_FORMAT = "edgestats-parquet-export"
@@ -52,7 +52,17 @@ NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how DuckDB (and Hive, Spark) na
 FILE_PREFIX = "part-"
 
 # DuckDB types that Spark cannot read from Parquet (or reads lossily): written as text.
-_AS_TEXT = {"UUID", "JSON", "INTERVAL", "TIME", "TIME WITH TIME ZONE", "TIME_NS", "HUGEINT", "UHUGEINT", "BIT"}
+_AS_TEXT = {
+    "UUID",
+    "JSON",
+    "INTERVAL",
+    "TIME",
+    "TIME WITH TIME ZONE",
+    "TIME_NS",
+    "HUGEINT",
+    "UHUGEINT",
+    "BIT",
+}
 # Timestamp units other than microseconds: Spark reads only micro- (and milli-) second timestamps.
 _AS_MICROS = {"TIMESTAMP_NS", "TIMESTAMP_MS", "TIMESTAMP_S"}
 _NESTED = re.compile(r"(\[\d*\]$)|^(STRUCT|MAP|UNION)\(")
@@ -90,7 +100,9 @@ def device_source(table: str, columns: dict[str, str], tables: set[str]) -> str 
     return None
 
 
-def export_select_sql(table: str, columns: dict[str, str], source: str | None) -> tuple[str, list[tuple[str, str, str]]]:
+def export_select_sql(
+    table: str, columns: dict[str, str], source: str | None
+) -> tuple[str, list[tuple[str, str, str]]]:
     """The SELECT that one table is exported from, and its exported columns
     (name, exported type, DB type) in the order readers see them: device_id last."""
     select: list[str] = []
@@ -103,10 +115,14 @@ def export_select_sql(table: str, columns: dict[str, str], source: str | None) -
         exported.append((name, out_type, db_type))
     from_sql = f"FROM {quote_ident(table)} AS src"
     if source == "own":
-        select.append(f"CAST(src.{quote_ident(PARTITION_COLUMN)} AS VARCHAR) AS {quote_ident(PARTITION_COLUMN)}")
+        select.append(
+            f"CAST(src.{quote_ident(PARTITION_COLUMN)} AS VARCHAR) AS {quote_ident(PARTITION_COLUMN)}"
+        )
         exported.append((PARTITION_COLUMN, "VARCHAR", columns[PARTITION_COLUMN]))
     elif source == "runs":
-        select.append(f"CAST(run.{quote_ident(PARTITION_COLUMN)} AS VARCHAR) AS {quote_ident(PARTITION_COLUMN)}")
+        select.append(
+            f"CAST(run.{quote_ident(PARTITION_COLUMN)} AS VARCHAR) AS {quote_ident(PARTITION_COLUMN)}"
+        )
         exported.append((PARTITION_COLUMN, "VARCHAR", "UUID (from runs)"))
         from_sql += ' LEFT JOIN "runs" AS run ON run."run_id" = src."run_id"'
     return f"SELECT {', '.join(select)} {from_sql}", exported
@@ -147,7 +163,9 @@ def schema_tables(con: duckdb.DuckDBPyConnection) -> list[_Table]:
     ]
 
 
-def _write_table(con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_tables: set[str]) -> dict[str, Any]:
+def _write_table(
+    con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_tables: set[str]
+) -> dict[str, Any]:
     """Write one table's dataset folder under root and describe it for the manifest."""
     source = device_source(table.name, table.columns, all_tables) if table.name != MIGRATIONS_TABLE else None
     select, exported = export_select_sql(table.name, table.columns, source)
@@ -161,7 +179,9 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_
     files = file_rows(con, folder)
     on_disk = sum(files.values())
     if not written == on_disk == table.rows:
-        raise RuntimeError(f"export of {table.name}: the DB has {table.rows} rows, COPY wrote {written}, the files hold {on_disk}")
+        raise RuntimeError(
+            f"export of {table.name}: the DB has {table.rows} rows, COPY wrote {written}, the files hold {on_disk}"
+        )
     partitions: dict[str | None, int] = {}
     if partitioned:
         for rel, n in files.items():
@@ -173,7 +193,9 @@ def _write_table(con: duckdb.DuckDBPyConnection, table: _Table, root: Path, all_
         "partitioned_by": [PARTITION_COLUMN] if partitioned else [],
         "device_id_from": {"own": "column", "runs": "runs.run_id"}.get(source or "", None),
         "columns": [{"name": n, "type": t, "db_type": d} for n, t, d in exported],
-        "partitions": [{"device_id": k, "rows": v} for k, v in sorted(partitions.items(), key=lambda kv: kv[0] or "")],
+        "partitions": [
+            {"device_id": k, "rows": v} for k, v in sorted(partitions.items(), key=lambda kv: kv[0] or "")
+        ],
         "files": [{"path": f"{table.name}/{rel}", "rows": n} for rel, n in sorted(files.items())],
     }
 
@@ -194,9 +216,13 @@ def _is_inside(path: Path, folder: Path) -> bool:
 def _check_target(out: Path, db_path: Path, overwrite: bool) -> None:
     """Refuse a DIR that would mix two exports or lose files that are not an export."""
     if _is_inside(db_path, out):
-        raise ExportError(f"{out} holds the DB being exported ({db_path}); choose an export folder outside it.")
+        raise ExportError(
+            f"{out} holds the DB being exported ({db_path}); choose an export folder outside it."
+        )
     if out.exists() and not out.is_dir():
-        raise ExportError(f"{out} is a file, not a folder; give the path of a new (or empty) folder for the export.")
+        raise ExportError(
+            f"{out} is a file, not a folder; give the path of a new (or empty) folder for the export."
+        )
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise ExportError(
@@ -235,7 +261,11 @@ def _export_failure(exc: BaseException, table: str, db_path: Path, work: Path, o
     fault = storage_error(work, exc, note="")
     if fault is None and not isinstance(exc, (duckdb.IOException, OSError)):
         return None
-    why = str(fault) if fault is not None else f"{str(exc).strip().splitlines()[0]}. Check free space and permissions"
+    why = (
+        str(fault)
+        if fault is not None
+        else f"{str(exc).strip().splitlines()[0]}. Check free space and permissions"
+    )
     return ExportError(f"writing {table} to {work} failed: {why.rstrip('. ')}; {out} was not changed.")
 
 
@@ -262,7 +292,9 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
             work = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:12]}")
             work.mkdir()
         except OSError as exc:
-            raise ExportError(f"cannot create the export folder next to {out}: {exc}. Check the path and its permissions.") from exc
+            raise ExportError(
+                f"cannot create the export folder next to {out}: {exc}. Check the path and its permissions."
+            ) from exc
         try:
             tables = schema_tables(con)
             names = {t.name for t in tables}
@@ -272,7 +304,7 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
                 "edgestats_version": __version__,
                 "schema_version": schema_version,
                 "duckdb_version": duckdb.__version__,
-                "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 "source_db": str(db_path.resolve()),
                 "partition_column": PARTITION_COLUMN,
                 "null_partition": NULL_PARTITION,

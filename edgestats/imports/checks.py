@@ -11,12 +11,19 @@ from pathlib import Path
 
 import duckdb
 
-from edgestats.store.database import first_row
 from edgestats.errors import ImportFileError
-from edgestats.imports.columns import BIGINT_COLUMNS, BIGINT_MAX, CANONICAL, INT_MAX, Canonical, resolve, suggest
-from edgestats.store.results import quote_ident
 from edgestats.formatting import counted
-
+from edgestats.imports.columns import (
+    BIGINT_COLUMNS,
+    BIGINT_MAX,
+    CANONICAL,
+    INT_MAX,
+    Canonical,
+    resolve,
+    suggest,
+)
+from edgestats.store.database import first_row
+from edgestats.store.results import quote_ident
 
 RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
 
@@ -43,12 +50,19 @@ def numeric_expr(column: str) -> str:
     return f"TRY_CAST(CASE WHEN regexp_full_match({c}, '{THOUSANDS}') THEN replace({c}, ',', '') ELSE {c} END AS DOUBLE)"
 
 
-def fail_at(con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, condition: str, what: str) -> None:
+def fail_at(
+    con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, condition: str, what: str
+) -> None:
     """Raise naming the first row where `condition` holds."""
-    row = first_row(con, f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE {condition} ORDER BY _row LIMIT 1")
+    row = first_row(
+        con,
+        f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE {condition} ORDER BY _row LIMIT 1",
+    )
     if row:
         line = f" (line {row[0] + 1})" if path.suffix.lower() in (".csv", ".tsv", ".txt") else ""
-        raise ImportFileError(f"{path}: row {row[0]}{line}, column {column.original!r}: {row[1]!r} {what}; nothing was imported")
+        raise ImportFileError(
+            f"{path}: row {row[0]}{line}, column {column.original!r}: {row[1]!r} {what}; nothing was imported"
+        )
 
 
 def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceColumn], kind: str) -> None:
@@ -60,35 +74,82 @@ def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceCo
         present = f"{raw} IS NOT NULL AND trim({raw}) <> ''"
         if spec.type in ("int", "float"):
             number = numeric_expr(column.original)
-            fail_at(con, path, column, f"{present} AND {number} IS NULL", f"is not a number ({spec.name} is numeric)")
+            fail_at(
+                con,
+                path,
+                column,
+                f"{present} AND {number} IS NULL",
+                f"is not a number ({spec.name} is numeric)",
+            )
             finite = f"{present} AND isfinite({number})"
             if spec.type == "int":
                 # a count in another unit (dataset_gb -> dataset_bytes) is whole once converted
                 scaled = f"{number} * {column.factor}"
-                fail_at(con, path, column, f"{finite} AND ({scaled} <> round({scaled}) OR {number} < 0)"
-                         if column.factor == 1 else f"{finite} AND {number} < 0", f"is not a whole number ≥ 0 ({spec.name} counts)")
+                fail_at(
+                    con,
+                    path,
+                    column,
+                    f"{finite} AND ({scaled} <> round({scaled}) OR {number} < 0)"
+                    if column.factor == 1
+                    else f"{finite} AND {number} < 0",
+                    f"is not a whole number ≥ 0 ({spec.name} counts)",
+                )
                 bits, limit = (64, BIGINT_MAX) if spec.name in BIGINT_COLUMNS else (32, INT_MAX)
-                fail_at(con, path, column, f"{finite} AND {scaled} > {limit}",
-                         f"is too large ({spec.name} is stored as a {bits}-bit integer, at most {limit})")
-            fail_at(con, path, column, f"{finite} AND NOT isfinite({number} * {column.factor})",
-                     f"is too large to store once converted to {spec.name}")
+                fail_at(
+                    con,
+                    path,
+                    column,
+                    f"{finite} AND {scaled} > {limit}",
+                    f"is too large ({spec.name} is stored as a {bits}-bit integer, at most {limit})",
+                )
+            fail_at(
+                con,
+                path,
+                column,
+                f"{finite} AND NOT isfinite({number} * {column.factor})",
+                f"is too large to store once converted to {spec.name}",
+            )
             if spec.family in NONNEGATIVE_FAMILIES:
-                fail_at(con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)")
+                fail_at(
+                    con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)"
+                )
             if spec.name == "accuracy_pct":
                 scaled = f"{number} * {column.factor}"
-                fail_at(con, path, column, f"{finite} AND {scaled} > 100", "is above 100 % (accuracy_pct is a percentage; for a fraction name the column accuracy_frac)")
+                fail_at(
+                    con,
+                    path,
+                    column,
+                    f"{finite} AND {scaled} > 100",
+                    "is above 100 % (accuracy_pct is a percentage; for a fraction name the column accuracy_frac)",
+                )
             if spec.name == "learning_rate":
                 fail_at(con, path, column, f"{finite} AND {number} <= 0", "is not a positive learning rate")
             if spec.name == "epochs_run":
-                fail_at(con, path, column, f"{finite} AND {number} < 0", "is negative (epochs_run counts epochs)")
+                fail_at(
+                    con, path, column, f"{finite} AND {number} < 0", "is negative (epochs_run counts epochs)"
+                )
         elif spec.name == "status":
             allowed = ", ".join(f"'{s}'" for s in RUN_STATUSES)
-            fail_at(con, path, column, f"{present} AND lower(trim({raw})) NOT IN ({allowed})", f"is not a run status (one of {', '.join(RUN_STATUSES)})")
+            fail_at(
+                con,
+                path,
+                column,
+                f"{present} AND lower(trim({raw})) NOT IN ({allowed})",
+                f"is not a run status (one of {', '.join(RUN_STATUSES)})",
+            )
         elif spec.name == "kind":
-            fail_at(con, path, column, f"{present} AND lower(trim({raw})) <> '{kind}'", f"disagrees with --kind {kind}")
+            fail_at(
+                con,
+                path,
+                column,
+                f"{present} AND lower(trim({raw})) <> '{kind}'",
+                f"disagrees with --kind {kind}",
+            )
 
 
-def fractional_epochs(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceColumn], notes: list[str]) -> None:
+def fractional_epochs(
+    con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceColumn], notes: list[str]
+) -> None:
     """A column giving `epochs` with a fractional value holds the epochs actually run (published
     tables derive them as iterations x batch / dataset size): it goes to epochs_run, as given,
     rather than being refused; a table that also has an epochs_run column keeps both."""
@@ -96,18 +157,24 @@ def fractional_epochs(con: duckdb.DuckDBPyConnection, path: Path, plan: list[Sou
     if column is None:
         return
     number = numeric_expr(column.original)
-    row = first_row(con, f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE isfinite({number}) "
-                         f"AND {number} <> round({number}) ORDER BY _row LIMIT 1")
+    row = first_row(
+        con,
+        f"SELECT _row, {quote_ident(column.original)} FROM staged WHERE isfinite({number}) "
+        f"AND {number} <> round({number}) ORDER BY _row LIMIT 1",
+    )
     if row is None:
         return
     taken = next((c.original for c in plan if c.canonical and c.canonical.name == "epochs_run"), None)
     if taken is not None:
         raise ImportFileError(
             f"{path}: row {row[0]}, column {column.original!r}: {row[1]!r} is not a whole number, and column "
-            f"{taken!r} already gives epochs_run; map one of them elsewhere with --map; nothing was imported")
+            f"{taken!r} already gives epochs_run; map one of them elsewhere with --map; nothing was imported"
+        )
     column.canonical = CANONICAL["epochs_run"]
-    notes.append(f"column {column.original!r} has fractional epochs (row {row[0]}: {row[1]}): stored as given in "
-                 f"epochs_run (the epochs run); epochs (the whole epochs set) is left empty")
+    notes.append(
+        f"column {column.original!r} has fractional epochs (row {row[0]}: {row[1]}): stored as given in "
+        f"epochs_run (the epochs run); epochs (the whole epochs set) is left empty"
+    )
 
 
 UNSET_THREADS = ("unset", "default", "")
@@ -132,12 +199,17 @@ def unset_threads(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn], note
     said = sorted({(value or "").strip() for _, value in found})
     if any(said):
         con.execute(f"ALTER TABLE staged ADD COLUMN {THREADS_AS_WRITTEN} VARCHAR")
-        con.execute(f"UPDATE staged SET {THREADS_AS_WRITTEN} = trim({raw}), {raw} = NULL WHERE {unset} AND trim({raw}) <> ''")
+        con.execute(
+            f"UPDATE staged SET {THREADS_AS_WRITTEN} = trim({raw}), {raw} = NULL WHERE {unset} AND trim({raw}) <> ''"
+        )
         plan.append(SourceColumn(THREADS_AS_WRITTEN))
     shown = ", ".join(str(r) for r, _ in found[:10]) + (", ..." if len(found) > 10 else "")
     words_seen = " or ".join(repr(w) if w else "empty" for w in said)
-    notes.append(f"column {column.original!r} is {words_seen} in {counted(len(found), 'rows')} (rows {shown}): threads stored as "
-                 f"NULL (the framework's own default)" + (f", the words kept in extra as {THREADS_AS_WRITTEN}" if any(said) else ""))
+    notes.append(
+        f"column {column.original!r} is {words_seen} in {counted(len(found), 'rows')} (rows {shown}): threads stored as "
+        f"NULL (the framework's own default)"
+        + (f", the words kept in extra as {THREADS_AS_WRITTEN}" if any(said) else "")
+    )
 
 
 def measure_hints(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> list[str]:
@@ -152,17 +224,26 @@ def measure_hints(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> l
         present = f"{raw} IS NOT NULL AND trim({raw}) <> ''"
         n_present, n_numeric = con.execute(
             f"SELECT count(*) FILTER (WHERE {present}), count(*) FILTER (WHERE {present} AND "
-            f"{numeric_expr(column.original)} IS NOT NULL) FROM staged").fetchall()[0]
+            f"{numeric_expr(column.original)} IS NOT NULL) FROM staged"
+        ).fetchall()[0]
         target = suggest(column.original, numeric=n_present > 0 and n_numeric == n_present)
         if target is None or resolve(target)[0].name in given:
             continue
-        hints.append(f"column {column.original!r} looks like {resolve(target)[0].name} but is kept as extra: "
-                     f"if it is, import it with --map '{column.original}={target}'")
+        hints.append(
+            f"column {column.original!r} looks like {resolve(target)[0].name} but is kept as extra: "
+            f"if it is, import it with --map '{column.original}={target}'"
+        )
     return hints
 
 
-def check_measured(path: Path, plan: list[SourceColumn], rows: list[dict], hints: list[str], notes: list[str],
-                    long: bool = False) -> None:
+def check_measured(
+    path: Path,
+    plan: list[SourceColumn],
+    rows: list[dict],
+    hints: list[str],
+    notes: list[str],
+    long: bool = False,
+) -> None:
     """Refuse a file whose rows carry no measurement (a long-format table read as one row per
     run, or a measure under a name edgestats does not know): it would import as runs with no
     figures. Rows that all say they failed (status) are runs without figures, and import."""
@@ -171,19 +252,30 @@ def check_measured(path: Path, plan: list[SourceColumn], rows: list[dict], hints
     failed = all((r.get("status") or "ok") != "ok" or r["_nan_columns"] for r in rows)
     if len(without) == len(rows) and not failed:
         hint = f" ({hints[0]})" if hints else ""
-        what = (f"its measured columns ({', '.join(measured)}) are empty" if measured
-                else "none of its columns is a measure (latency_ms, training_time_s, accuracy_pct, ...)")
+        what = (
+            f"its measured columns ({', '.join(measured)}) are empty"
+            if measured
+            else "none of its columns is a measure (latency_ms, training_time_s, accuracy_pct, ...)"
+        )
         if long:
             what = what.replace("columns", "metrics")
-            advice = "Name the metrics that are measures with --map METRIC=DST (e.g. --map total=total_time_s)"
+            advice = (
+                "Name the metrics that are measures with --map METRIC=DST (e.g. --map total=total_time_s)"
+            )
         else:
-            advice = ("A long-format table (one row per metric or phase, the figure in a 'value' column) imports "
-                      "with --long; else name the measured column with --map SRC=DST")
-        raise ImportFileError(f"{path}: no row carries a measurement: {what}{hint}. {advice}; nothing was imported")
+            advice = (
+                "A long-format table (one row per metric or phase, the figure in a 'value' column) imports "
+                "with --long; else name the measured column with --map SRC=DST"
+            )
+        raise ImportFileError(
+            f"{path}: no row carries a measurement: {what}{hint}. {advice}; nothing was imported"
+        )
     notes.extend(hints)
     if without and not failed:
         shown = ", ".join(map(str, without[:10])) + (", ..." if len(without) > 10 else "")
-        notes.append(f"{counted(len(without), 'rows')} {'carries' if len(without) == 1 else 'carry'} no measurement (rows {shown}): imported as runs with empty figures")
+        notes.append(
+            f"{counted(len(without), 'rows')} {'carries' if len(without) == 1 else 'carry'} no measurement (rows {shown}): imported as runs with empty figures"
+        )
 
 
 def sql_str(text: str) -> str:

@@ -14,8 +14,16 @@ from dataclasses import dataclass
 # Factor from each unit to the family's base unit (seconds, MiB, joules, watts, percent).
 UNIT_FACTORS: dict[str, dict[str, float]] = {
     "time": {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0},
-    "memory": {"bytes": 2.0**-20, "b": 2.0**-20, "kb": 2.0**-10, "kib": 2.0**-10, "mb": 1.0, "mib": 1.0,
-               "gb": 1024.0, "gib": 1024.0},
+    "memory": {
+        "bytes": 2.0**-20,
+        "b": 2.0**-20,
+        "kb": 2.0**-10,
+        "kib": 2.0**-10,
+        "mb": 1.0,
+        "mib": 1.0,
+        "gb": 1024.0,
+        "gib": 1024.0,
+    },
     "energy": {"j": 1.0, "mj": 1e-3, "kj": 1e3, "wh": 3600.0, "mwh": 3.6},
     "power": {"w": 1.0, "mw": 1e-3, "kw": 1e3},
     "pct": {"pct": 1.0, "frac": 100.0},
@@ -33,7 +41,7 @@ BIGINT_MAX = 2**63 - 1
 class Canonical:
     name: str
     table: str  # "runs", "run_results" or "devices"
-    type: str   # "text", "int" or "float"
+    type: str  # "text", "int" or "float"
     family: str | None = None  # unit family of a measured quantity
 
     @property
@@ -47,16 +55,41 @@ class Canonical:
 
 
 def _columns() -> dict[str, Canonical]:
-    text_runs = ["framework", "runtime", "model", "dataset", "kind", "optimizer", "storage", "precision", "accelerator",
-                 "status"]
+    text_runs = [
+        "framework",
+        "runtime",
+        "model",
+        "dataset",
+        "kind",
+        "optimizer",
+        "storage",
+        "precision",
+        "accelerator",
+        "status",
+    ]
     int_runs = ["batch_size", "iterations", "epochs", "threads", "num_workers"]
     measured = {
-        "training_time_s": "time", "testing_time_s": "time", "accuracy_pct": "pct", "latency_ms": "time",
+        "training_time_s": "time",
+        "testing_time_s": "time",
+        "accuracy_pct": "pct",
+        "latency_ms": "time",
         # a run's percentiles as a benchmark tool prints them (0007)
-        "latency_p50_ms": "time", "latency_p90_ms": "time", "latency_p99_ms": "time",
-        "load_time_s": "time", "total_time_s": "time", "mem_avg_mb": "memory", "mem_max_mb": "memory",
-        "cpu_user_pct": "pct", "cpu_system_pct": "pct", "cpu_iowait_pct": "pct", "cpu_total_pct": "pct",
-        "energy_j": "energy", "power_w": "power", "fetch_stall_s": "time", "compute_s": "time", "e2e_s": "time",
+        "latency_p50_ms": "time",
+        "latency_p90_ms": "time",
+        "latency_p99_ms": "time",
+        "load_time_s": "time",
+        "total_time_s": "time",
+        "mem_avg_mb": "memory",
+        "mem_max_mb": "memory",
+        "cpu_user_pct": "pct",
+        "cpu_system_pct": "pct",
+        "cpu_iowait_pct": "pct",
+        "cpu_total_pct": "pct",
+        "energy_j": "energy",
+        "power_w": "power",
+        "fetch_stall_s": "time",
+        "compute_s": "time",
+        "e2e_s": "time",
         "epoch_time_s": "time",
     }
     cols = [Canonical("device", "devices", "text")]
@@ -67,8 +100,16 @@ def _columns() -> dict[str, Canonical]:
     cols += [Canonical("learning_rate", "runs", "float"), Canonical("epochs_run", "runs", "float")]
     # the dataset's size (0006): samples per split, image size; its bytes may come in any memory
     # unit (dataset_gb, dataset_mb), converted to bytes as the other memory columns are
-    cols += [Canonical(n, "runs", "int") for n in ("dataset_samples", "dataset_test_samples", "dataset_image_h",
-                                                   "dataset_image_w", "dataset_image_c")]
+    cols += [
+        Canonical(n, "runs", "int")
+        for n in (
+            "dataset_samples",
+            "dataset_test_samples",
+            "dataset_image_h",
+            "dataset_image_w",
+            "dataset_image_c",
+        )
+    ]
     cols += [Canonical("dataset_bytes", "runs", "int", "memory")]
     cols += [Canonical(n, "run_results", "float", fam) for n, fam in measured.items()]
     return {c.name: c for c in cols}
@@ -80,12 +121,23 @@ _BY_BASE = {c.base: c for c in CANONICAL.values() if c.family}
 # Other names published tables give a canonical column under, matched exactly (after
 # normalise) like the canonical names themselves: they are the same quantity, not a guess.
 ALIASES: dict[str, str] = {
-    "epochs_derived": "epochs_run", "epochs_actual": "epochs_run", "actual_epochs": "epochs_run",
-    "epochs_completed": "epochs_run", "epochs_trained": "epochs_run", "epochs_run": "epochs_run",
-    "epochs_set": "epochs", "max_epochs": "epochs",
-    "train_samples": "dataset_samples", "training_samples": "dataset_samples", "n_train": "dataset_samples",
-    "dataset_train_samples": "dataset_samples", "test_samples": "dataset_test_samples", "n_test": "dataset_test_samples",
-    "image_height": "dataset_image_h", "image_width": "dataset_image_w", "image_channels": "dataset_image_c",
+    "epochs_derived": "epochs_run",
+    "epochs_actual": "epochs_run",
+    "actual_epochs": "epochs_run",
+    "epochs_completed": "epochs_run",
+    "epochs_trained": "epochs_run",
+    "epochs_run": "epochs_run",
+    "epochs_set": "epochs",
+    "max_epochs": "epochs",
+    "train_samples": "dataset_samples",
+    "training_samples": "dataset_samples",
+    "n_train": "dataset_samples",
+    "dataset_train_samples": "dataset_samples",
+    "test_samples": "dataset_test_samples",
+    "n_test": "dataset_test_samples",
+    "image_height": "dataset_image_h",
+    "image_width": "dataset_image_w",
+    "image_channels": "dataset_image_c",
 }
 
 
@@ -127,21 +179,56 @@ def resolve(name: str) -> tuple[Canonical, float] | None:
 # Names published tables give a measure under that are not the same quantity for sure (a total
 # training time may include testing): never mapped by themselves, only suggested as a --map.
 SUGGESTIONS: dict[str, str] = {
-    "total_training_time": "training_time_s", "total_train_time": "training_time_s", "train_time": "training_time_s",
-    "training_duration": "training_time_s", "time_to_train": "training_time_s", "training": "training_time_s",
-    "test_time": "testing_time_s", "total_testing_time": "testing_time_s", "inference_time": "latency_ms",
-    "inference_latency": "latency_ms", "mean_latency": "latency_ms", "avg_latency": "latency_ms",
-    "average_latency": "latency_ms", "median_latency": "latency_ms", "time_per_inference": "latency_ms",
-    "acc": "accuracy_pct", "top1": "accuracy_pct", "top_1": "accuracy_pct", "top1_accuracy": "accuracy_pct",
-    "top_1_accuracy": "accuracy_pct", "test_accuracy": "accuracy_pct", "peak_memory": "mem_max_mb",
-    "max_memory": "mem_max_mb", "memory_peak": "mem_max_mb", "peak_rss": "mem_max_mb", "memory": "mem_max_mb",
-    "avg_memory": "mem_avg_mb", "mean_memory": "mem_avg_mb", "model_load_time": "load_time_s",
-    "loading_time": "load_time_s", "total_energy": "energy_j", "avg_power": "power_w", "mean_power": "power_w",
-    "time_per_epoch": "epoch_time_s", "epoch_duration": "epoch_time_s", "stall_time": "fetch_stall_s",
-    "end_to_end_time": "e2e_s", "e2e_time": "e2e_s", "num_threads": "threads", "n_threads": "threads",
-    "batchsize": "batch_size", "bs": "batch_size", "lr": "learning_rate", "workers": "num_workers",
-    "dataset_size": "dataset_bytes", "size_on_disk": "dataset_bytes", "num_samples": "dataset_samples",
-    "samples": "dataset_samples", "images": "dataset_samples", "num_images": "dataset_samples",
+    "total_training_time": "training_time_s",
+    "total_train_time": "training_time_s",
+    "train_time": "training_time_s",
+    "training_duration": "training_time_s",
+    "time_to_train": "training_time_s",
+    "training": "training_time_s",
+    "test_time": "testing_time_s",
+    "total_testing_time": "testing_time_s",
+    "inference_time": "latency_ms",
+    "inference_latency": "latency_ms",
+    "mean_latency": "latency_ms",
+    "avg_latency": "latency_ms",
+    "average_latency": "latency_ms",
+    "median_latency": "latency_ms",
+    "time_per_inference": "latency_ms",
+    "acc": "accuracy_pct",
+    "top1": "accuracy_pct",
+    "top_1": "accuracy_pct",
+    "top1_accuracy": "accuracy_pct",
+    "top_1_accuracy": "accuracy_pct",
+    "test_accuracy": "accuracy_pct",
+    "peak_memory": "mem_max_mb",
+    "max_memory": "mem_max_mb",
+    "memory_peak": "mem_max_mb",
+    "peak_rss": "mem_max_mb",
+    "memory": "mem_max_mb",
+    "avg_memory": "mem_avg_mb",
+    "mean_memory": "mem_avg_mb",
+    "model_load_time": "load_time_s",
+    "loading_time": "load_time_s",
+    "total_energy": "energy_j",
+    "avg_power": "power_w",
+    "mean_power": "power_w",
+    "time_per_epoch": "epoch_time_s",
+    "epoch_duration": "epoch_time_s",
+    "stall_time": "fetch_stall_s",
+    "end_to_end_time": "e2e_s",
+    "e2e_time": "e2e_s",
+    "num_threads": "threads",
+    "n_threads": "threads",
+    "batchsize": "batch_size",
+    "bs": "batch_size",
+    "lr": "learning_rate",
+    "workers": "num_workers",
+    "dataset_size": "dataset_bytes",
+    "size_on_disk": "dataset_bytes",
+    "num_samples": "dataset_samples",
+    "samples": "dataset_samples",
+    "images": "dataset_samples",
+    "num_images": "dataset_samples",
 }
 
 

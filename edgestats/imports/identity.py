@@ -11,11 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 
 from edgestats.errors import ImportFileError
-from edgestats.store.run_extra import ExtraColumn, refresh_run_extra
 from edgestats.store.results import CHILD_TABLES, Store
+from edgestats.store.run_extra import ExtraColumn, refresh_run_extra
 
 
-def import_identity(maps: dict[str, str], device: str | None, long: bool = False, fmt: str | None = None) -> dict:
+def import_identity(
+    maps: dict[str, str], device: str | None, long: bool = False, fmt: str | None = None
+) -> dict:
     """What, besides the file's bytes, decides the runs an import makes: the same file read with
     another --map, --device, --long or --format gives other runs, so it must not pass for "already in"."""
     identity = {"map": dict(sorted(maps.items())), "device": device}
@@ -29,15 +31,24 @@ def import_identity(maps: dict[str, str], device: str | None, long: bool = False
 def identity_key(identity: dict) -> str:
     """'' for an import with no --map and no --device, whose run ids stay those that earlier
     edgestats gave (file hash and row only), so DBs imported before stay idempotent."""
-    if not identity["map"] and identity["device"] is None and not identity.get("long") and not identity.get("format"):
+    if (
+        not identity["map"]
+        and identity["device"] is None
+        and not identity.get("long")
+        and not identity.get("format")
+    ):
         return ""
     return json.dumps(identity, sort_keys=True, ensure_ascii=False)
 
 
 def describe_identity(identity: dict | None) -> str:
     """'--map a=b --device X' as the user typed it, or 'no --map and no --device'."""
-    if not identity or (not identity.get("map") and identity.get("device") is None and not identity.get("long")
-                        and not identity.get("format")):
+    if not identity or (
+        not identity.get("map")
+        and identity.get("device") is None
+        and not identity.get("long")
+        and not identity.get("format")
+    ):
         return "no --map and no --device"
     parts = ["--long"] if identity.get("long") else []
     parts += [f"--format {identity['format']}"] if identity.get("format") else []
@@ -55,19 +66,32 @@ def earlier_imports(store: Store, path: Path, file_hash: str, new_ids: list[str]
         "SELECT CAST(run_id AS VARCHAR), config->>'sha256', config->'import' FROM runs "
         "WHERE starts_with(source, 'import:') AND (config->>'sha256' = ? OR source = ?) "
         "AND run_id NOT IN (SELECT unnest(?::UUID[]))",
-        [file_hash, f"import:{path.name}", new_ids]).fetchall()
+        [file_hash, f"import:{path.name}", new_ids],
+    ).fetchall()
     same_content: dict[str, list[str]] = {}
     same_name: dict[str, list[str]] = {}
     for run_id, sha, identity in found:
         if sha == file_hash:
-            same_content.setdefault(describe_identity(json.loads(identity) if identity else None), []).append(run_id)
+            same_content.setdefault(describe_identity(json.loads(identity) if identity else None), []).append(
+                run_id
+            )
         else:
             same_name.setdefault(sha or "?", []).append(run_id)
     return same_content, same_name
 
 
-def write_import(db_path: Path, runs: pa.Table, results: pa.Table, device_names: list[str], path: Path, *,
-           file_hash: str, identity: dict, replace: bool, notes: list[str]) -> tuple[set[str], int, list[ExtraColumn]]:
+def write_import(
+    db_path: Path,
+    runs: pa.Table,
+    results: pa.Table,
+    device_names: list[str],
+    path: Path,
+    *,
+    file_hash: str,
+    identity: dict,
+    replace: bool,
+    notes: list[str],
+) -> tuple[set[str], int, list[ExtraColumn]]:
     """Write the new runs in one transaction: the run ids already present (left as they are),
     the number of earlier runs of this file replaced, and the columns of the view run_extra."""
     new_ids = runs["run_id"].to_pylist()
@@ -78,26 +102,41 @@ def write_import(db_path: Path, runs: pa.Table, results: pa.Table, device_names:
             raise ImportFileError(
                 f"{path}: {db_path.name} already holds this file imported with another mapping or device ({earlier}); "
                 f"this import has {describe_identity(identity)}. Pass --replace to replace that import with this one; "
-                f"nothing was imported")
-        doomed = [rid for ids in [*same_content.values(), *same_name.values()] for rid in ids] if replace else []
+                f"nothing was imported"
+            )
+        doomed = (
+            [rid for ids in [*same_content.values(), *same_name.values()] for rid in ids] if replace else []
+        )
         if replace:
             # --replace makes this import the file's only one: its own earlier runs go too, so that
             # a changed reading of the file (not only of --map) is never kept beside the new one.
-            doomed += [str(r[0]) for r in store.con.execute(
-                "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [new_ids]).fetchall()]
+            doomed += [
+                str(r[0])
+                for r in store.con.execute(
+                    "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [new_ids]
+                ).fetchall()
+            ]
             present: set[str] = set()
         else:
-            present = {str(r[0]) for r in store.con.execute(
-                "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [new_ids]).fetchall()}
+            present = {
+                str(r[0])
+                for r in store.con.execute(
+                    "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [new_ids]
+                ).fetchall()
+            }
             if same_name:
                 n = sum(len(ids) for ids in same_name.values())
-                notes.append(f"{db_path.name} also holds {n} runs imported earlier from another file named {path.name} "
-                             f"(other content); they are kept beside these: pass --replace to replace them")
+                notes.append(
+                    f"{db_path.name} also holds {n} runs imported earlier from another file named {path.name} "
+                    f"(other content); they are kept beside these: pass --replace to replace them"
+                )
         keep = pa.array([rid not in present for rid in new_ids])
         with store.transaction():
             if doomed:
                 for table in ("runs", "run_results", *CHILD_TABLES):
-                    store.con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?::UUID[]))", [doomed])
+                    store.con.execute(
+                        f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?::UUID[]))", [doomed]
+                    )
             for name in device_names:
                 store.register_device({"name": name, "facts": {"registered_by": f"import:{path.name}"}})
             store.insert_rows("runs", runs.filter(keep))

@@ -20,17 +20,24 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from edgestats.version import __version__
+from edgestats.contracts import dataset_name, device_uuid, name_uuid
 from edgestats.errors import ImportFileError
-from edgestats.imports.checks import (SourceColumn, check_measured, check_values, fractional_epochs, measure_hints,
-                                     numeric_expr, sql_str, unset_threads)
+from edgestats.imports.checks import (
+    SourceColumn,
+    check_measured,
+    check_values,
+    fractional_epochs,
+    measure_hints,
+    numeric_expr,
+    sql_str,
+    unset_threads,
+)
 from edgestats.imports.columns import CANONICAL, UnitMismatch, normalise, resolve
-from edgestats.contracts import dataset_name
 from edgestats.imports.identity import describe_identity, identity_key, import_identity, write_import
 from edgestats.imports.native import FORMATS, read_native
 from edgestats.imports.read import check_text_file, pivot_long, read_as_text
 from edgestats.store.results import quote_ident
-from edgestats.contracts import device_uuid, name_uuid
+from edgestats.version import __version__
 
 __all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
 
@@ -68,7 +75,9 @@ def parse_mappings(mappings: list[str]) -> dict[str, str]:
 def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> list[SourceColumn]:
     missing = [src for src in mappings if src not in columns]
     if missing:
-        raise ImportFileError(f"{path}: --map names column(s) {missing} that the file does not have; its columns are {columns}")
+        raise ImportFileError(
+            f"{path}: --map names column(s) {missing} that the file does not have; its columns are {columns}"
+        )
     plan, seen = [], {}
     for original in columns:
         target_name = normalise(mappings.get(original, original))
@@ -81,7 +90,8 @@ def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> l
             raise ImportFileError(
                 f"{path}: --map '{original}={mappings[original]}': {mappings[original]!r} is not a column edgestats "
                 f"imports; use one of {', '.join(sorted(CANONICAL))} (a measure may carry another unit of its "
-                f"kind, e.g. latency_us, training_time_min); nothing was imported")
+                f"kind, e.g. latency_us, training_time_min); nothing was imported"
+            )
         column = SourceColumn(original)
         if match:
             column.canonical, column.factor = match
@@ -113,7 +123,9 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
             value = f"CASE WHEN isfinite({number}) THEN {number} * {column.factor} END"
             if spec.type == "int":
                 value = f"CAST({value} AS BIGINT)"
-            nan_checks.append(f"CASE WHEN {number} IS NOT NULL AND NOT isfinite({number}) THEN '{column.original}' END")
+            nan_checks.append(
+                f"CASE WHEN {number} IS NOT NULL AND NOT isfinite({number}) THEN '{column.original}' END"
+            )
             selects.append(f"{value} AS {quote_ident(spec.name)}")
         else:
             text = f"NULLIF(trim({quote_ident(column.original)}), '')"
@@ -124,13 +136,16 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
     if extras:
         pairs = ", ".join(f"{sql_str(c)}, NULLIF(trim({quote_ident(c)}), '')" for c in extras)
         selects.append(f"CAST(json_object({pairs}) AS VARCHAR) AS _extra")
-    nan_list = f"list_filter([{', '.join(nan_checks)}], lambda x: x IS NOT NULL)" if nan_checks else "[]::VARCHAR[]"
+    nan_list = (
+        f"list_filter([{', '.join(nan_checks)}], lambda x: x IS NOT NULL)" if nan_checks else "[]::VARCHAR[]"
+    )
     selects.append(f"{nan_list} AS _nan_columns")
     return con.sql(f"SELECT {', '.join(selects)} FROM staged ORDER BY _row").to_arrow_table()
 
 
-def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str],
-           fmt: str | None = None) -> tuple[list[SourceColumn], list[dict]]:
+def _stage(
+    path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str], fmt: str | None = None
+) -> tuple[list[SourceColumn], list[dict]]:
     """Read, plan, check and convert the file in an in-memory DuckDB, before the DB is opened:
     the column plan and the converted rows. `fmt`: a benchmark tool's output (native.py)."""
     staging = duckdb.connect()
@@ -153,9 +168,17 @@ def _stage(path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: li
     return plan, rows
 
 
-def import_results(db_path: str | Path, file: str | Path, *, kind: str | None, mappings: list[str] | None = None,
-                   device: str | None = None, replace: bool = False, long: bool = False,
-                   fmt: str | None = None) -> ImportReport:
+def import_results(
+    db_path: str | Path,
+    file: str | Path,
+    *,
+    kind: str | None,
+    mappings: list[str] | None = None,
+    device: str | None = None,
+    replace: bool = False,
+    long: bool = False,
+    fmt: str | None = None,
+) -> ImportReport:
     """Import one results file; returns what was added. Raises ImportFileError on a wrong file.
 
     `replace`: take away the runs of an earlier import of this file (same content, or same file
@@ -165,9 +188,13 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str | None, m
     (benchmark_model, benchmark_app, perf_test, mlperf: import_native.py), one inference run."""
     path = Path(file)
     if fmt is not None and fmt not in FORMATS:
-        raise ImportFileError(f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)")
+        raise ImportFileError(
+            f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)"
+        )
     if fmt is not None and (long or kind not in (None, "inference")):
-        raise ImportFileError(f"--format {fmt}: a benchmark tool's output is one inference run; drop --long and --kind")
+        raise ImportFileError(
+            f"--format {fmt}: a benchmark tool's output is one inference run; drop --long and --kind"
+        )
     kind = "inference" if fmt else kind
     if kind is None:
         raise ImportFileError("--kind is missing: say what the rows are, inference or training")
@@ -185,28 +212,58 @@ def import_results(db_path: str | Path, file: str | Path, *, kind: str | None, m
     for row in rows:
         row["device"] = row.get("device") or device
         if not row["device"]:
-            where = f"row {row['_row']} has an empty 'device'" if has_device else "the file has no 'device' column"
-            raise ImportFileError(f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported")
+            where = (
+                f"row {row['_row']} has an empty 'device'"
+                if has_device
+                else "the file has no 'device' column"
+            )
+            raise ImportFileError(
+                f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported"
+            )
 
     identity = import_identity(maps, device, long, fmt)
-    runs, results, diverged = _build_tables(rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity)
+    runs, results, diverged = _build_tables(
+        rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity
+    )
     device_names = sorted({r["device"] for r in rows})
     created = not Path(db_path).exists()
     try:
-        present, replaced, extra_view = write_import(Path(db_path), runs, results, device_names, path, file_hash=file_hash,
-                                                     identity=identity, replace=replace, notes=notes)
+        present, replaced, extra_view = write_import(
+            Path(db_path),
+            runs,
+            results,
+            device_names,
+            path,
+            file_hash=file_hash,
+            identity=identity,
+            replace=replace,
+            notes=notes,
+        )
     except BaseException:
         if created:  # the DB this import created holds nothing: take it away again
             for leftover in (Path(db_path), Path(f"{db_path}.wal")):
                 leftover.unlink(missing_ok=True)
         raise
     return ImportReport(
-        file=path, rows=len(rows), runs_added=len(rows) - len(present), runs_already_present=len(present),
+        file=path,
+        rows=len(rows),
+        runs_added=len(rows) - len(present),
+        runs_already_present=len(present),
         devices=device_names,
-        columns={c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "") for c in plan if c.canonical},
-        extra_columns=[c.original for c in plan if c.canonical is None], diverged_rows=diverged, notes=notes,
+        columns={
+            c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "")
+            for c in plan
+            if c.canonical
+        },
+        extra_columns=[c.original for c in plan if c.canonical is None],
+        diverged_rows=diverged,
+        notes=notes,
         runs_replaced=replaced,
-        extra_view={c.key: f"{c.column} {c.type}" for c in extra_view if c.key in {p.original for p in plan if p.canonical is None}},
+        extra_view={
+            c.key: f"{c.column} {c.type}"
+            for c in extra_view
+            if c.key in {p.original for p in plan if p.canonical is None}
+        },
     )
 
 
@@ -219,11 +276,31 @@ def _arrow_type(column: str) -> pa.DataType:
     return pa.string()  # ids, text and JSON; DuckDB casts to UUID / JSON on insert
 
 
-def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path: Path, file_hash: str, identity: dict):
+def _build_tables(
+    rows: list[dict], plan: list[SourceColumn], *, kind: str, path: Path, file_hash: str, identity: dict
+):
     """The runs and run_results rows, as Arrow tables, from the checked and converted rows."""
-    run_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "runs" and c.canonical.name not in ("kind", "status")]
+    run_columns = [
+        c.canonical.name
+        for c in plan
+        if c.canonical and c.canonical.table == "runs" and c.canonical.name not in ("kind", "status")
+    ]
     result_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "run_results"]
-    runs: dict[str, list] = {k: [] for k in ["run_id", "device_id", "kind", "status", "error_text", "extra", "config", "source", "edgestats_version", *run_columns]}
+    runs: dict[str, list] = {
+        k: []
+        for k in [
+            "run_id",
+            "device_id",
+            "kind",
+            "status",
+            "error_text",
+            "extra",
+            "config",
+            "source",
+            "edgestats_version",
+            *run_columns,
+        ]
+    }
     results: dict[str, list] = {k: [] for k in ["run_id", *result_columns]}
     diverged = []
     key = identity_key(identity)
@@ -243,9 +320,17 @@ def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path
         # one spelling per dataset on both sides (contracts.dataset_name); the table's own stays in config
         written = row.get("dataset")
         row["dataset"] = dataset_name(written)
-        runs["config"].append(json.dumps({"imported_from": path.name, "row": row["_row"], "sha256": file_hash,
-                                          "import": identity,
-                                          **({"dataset_as_written": written} if written != row["dataset"] else {})}))
+        runs["config"].append(
+            json.dumps(
+                {
+                    "imported_from": path.name,
+                    "row": row["_row"],
+                    "sha256": file_hash,
+                    "import": identity,
+                    **({"dataset_as_written": written} if written != row["dataset"] else {}),
+                }
+            )
+        )
         runs["source"].append(f"import:{path.name}")
         runs["edgestats_version"].append(__version__)
         for name in run_columns:
@@ -254,5 +339,7 @@ def _build_tables(rows: list[dict], plan: list[SourceColumn], *, kind: str, path
         for name in result_columns:
             results[name].append(row.get(name))
     runs_table = pa.table({k: pa.array(v, _arrow_type(k)) for k, v in runs.items()})
-    results_table = pa.table({k: pa.array(v, pa.string() if k == "run_id" else pa.float64()) for k, v in results.items()})
+    results_table = pa.table(
+        {k: pa.array(v, pa.string() if k == "run_id" else pa.float64()) for k, v in results.items()}
+    )
     return runs_table, results_table, diverged

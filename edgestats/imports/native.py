@@ -45,34 +45,60 @@ def _int(pattern: str, text: str) -> int | None:
 
 def _not_format(path: Path, fmt: str, expected: str, text: str) -> ImportFileError:
     """The error for a file that is not the stated tool's output, naming the format it looks like."""
-    other = next((name for name, (_, sign) in FORMATS.items() if name != fmt and re.search(sign, text, re.MULTILINE)), None)
+    other = next(
+        (name for name, (_, sign) in FORMATS.items() if name != fmt and re.search(sign, text, re.MULTILINE)),
+        None,
+    )
     looks = f"; it looks like {other} output: use --format {other}" if other else ""
-    return ImportFileError(f"{path}: not {TOOLS[fmt]} output (--format {fmt}): expected {expected}{looks}; "
-                           f"nothing was imported")
+    return ImportFileError(
+        f"{path}: not {TOOLS[fmt]} output (--format {fmt}): expected {expected}{looks}; nothing was imported"
+    )
 
 
 def parse_benchmark_model(text: str, path: Path) -> dict:
     """TFLite / LiteRT `benchmark_model` console output (with or without logcat's 'INFO: ')."""
-    summary = _find(rf"Inference timings in us: Init: {NUMBER}, First inference: {NUMBER}, "
-                    rf"Warmup \(avg\): {NUMBER}, Inference \(avg\): {NUMBER}", text)
+    summary = _find(
+        rf"Inference timings in us: Init: {NUMBER}, First inference: {NUMBER}, "
+        rf"Warmup \(avg\): {NUMBER}, Inference \(avg\): {NUMBER}",
+        text,
+    )
     if summary is None:
-        raise _not_format(path, "benchmark_model", "a line 'Inference timings in us: Init: ..., First inference: ..., "
-                          "Warmup (avg): ..., Inference (avg): ...'", text)
+        raise _not_format(
+            path,
+            "benchmark_model",
+            "a line 'Inference timings in us: Init: ..., First inference: ..., "
+            "Warmup (avg): ..., Inference (avg): ...'",
+            text,
+        )
     init, first, warmup, mean = (float(g) for g in summary.groups())
-    row: dict = {"framework": "tflite", "latency_ms": mean / 1e3, "load_time_s": init / 1e6,
-                 "first_inference_ms": first / 1e3, "warmup_avg_ms": warmup / 1e3}
+    row: dict = {
+        "framework": "tflite",
+        "latency_ms": mean / 1e3,
+        "load_time_s": init / 1e6,
+        "first_inference_ms": first / 1e3,
+        "warmup_avg_ms": warmup / 1e3,
+    }
     graph = _find(r"Graph: \[([^\]]+)\]", text)
     row["model"] = Path(graph.group(1)).stem if graph else None
     row["threads"] = _int(r"(?:Num threads|#threads used for CPU inference): \[(-?\d+)\]", text)
     # the steady-state runs' statistics: the last 'count=' line before the summary (the first is
     # the warm-up's; 'Timings (microseconds): count=' lines are the op profiler's)
-    runs = [line for line in text[:summary.start()].splitlines()
-            if re.search(r"(?:^|\s)count=\d+ first=", line) and "Timings (microseconds)" not in line]
+    runs = [
+        line
+        for line in text[: summary.start()].splitlines()
+        if re.search(r"(?:^|\s)count=\d+ first=", line) and "Timings (microseconds)" not in line
+    ]
     if runs:
         stats = dict(re.findall(rf"(\w+)={NUMBER}", runs[-1]))
         row["iterations"] = int(float(stats["count"]))
-        names = {"min": "latency_min_ms", "max": "latency_max_ms", "std": "latency_std_ms",
-                 "p5": "latency_p5_ms", "median": "latency_p50_ms", "p95": "latency_p95_ms"}
+        names = {
+            "min": "latency_min_ms",
+            "max": "latency_max_ms",
+            "std": "latency_std_ms",
+            "p5": "latency_p5_ms",
+            "median": "latency_p50_ms",
+            "p95": "latency_p95_ms",
+        }
         row.update({col: float(stats[key]) / 1e3 for key, col in names.items() if key in stats})
     memory = _find(rf"\(MB\): init={NUMBER} overall={NUMBER}", text)
     if memory:
@@ -86,11 +112,16 @@ def parse_benchmark_model(text: str, path: Path) -> dict:
 def _app_latencies(text: str) -> dict:
     """benchmark_app's console 'Latency:' block: Median / NN percentile, Average, Min, Max."""
     row = {}
-    for name, value, unit in re.findall(rf"^\[ INFO \]\s+(Median|Average|Min|Max|\d+ percentile):\s+{NUMBER} (us|ms)\s*$",
-                                        text, re.MULTILINE):
+    for name, value, unit in re.findall(
+        rf"^\[ INFO \]\s+(Median|Average|Min|Max|\d+ percentile):\s+{NUMBER} (us|ms)\s*$", text, re.MULTILINE
+    ):
         ms = float(value) * TIME_MS[unit]
-        column = {"Median": "latency_p50_ms", "Average": "latency_ms", "Min": "latency_min_ms",
-                  "Max": "latency_max_ms"}.get(name) or f"latency_p{name.split()[0]}_ms"
+        column = {
+            "Median": "latency_p50_ms",
+            "Average": "latency_ms",
+            "Min": "latency_min_ms",
+            "Max": "latency_max_ms",
+        }.get(name) or f"latency_p{name.split()[0]}_ms"
         row[column] = ms
     return row
 
@@ -98,11 +129,18 @@ def _app_latencies(text: str) -> dict:
 def _app_console(text: str, path: Path) -> dict:
     """OpenVINO `benchmark_app` console output (steps 1-11)."""
     if "Dumping statistics report" not in text or "Throughput:" not in text:
-        raise _not_format(path, "benchmark_app", "its console output with '[Step 11/11] Dumping statistics report', "
-                          "'Latency:' and 'Throughput:' lines, or its -report_folder file (benchmark_report.csv or .json)",
-                          text)
+        raise _not_format(
+            path,
+            "benchmark_app",
+            "its console output with '[Step 11/11] Dumping statistics report', "
+            "'Latency:' and 'Throughput:' lines, or its -report_folder file (benchmark_report.csv or .json)",
+            text,
+        )
     row: dict = {"framework": "openvino", **_app_latencies(text)}
-    phases = {name: _num(rf"{name.capitalize()} model took {NUMBER} ms", text) for name in ("read", "reshape", "compile")}
+    phases = {
+        name: _num(rf"{name.capitalize()} model took {NUMBER} ms", text)
+        for name in ("read", "reshape", "compile")
+    }
     row.update({f"{name}_model_ms": ms for name, ms in phases.items() if ms is not None})
     if any(ms is not None for ms in phases.values()):
         row["load_time_s"] = sum(ms for ms in phases.values() if ms is not None) / 1e3
@@ -129,8 +167,14 @@ def _app_report_sections(text: str, path: Path) -> dict[str, dict[str, str]]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ImportFileError(f"{path}: benchmark_app report is not valid JSON ({exc}); nothing was imported") from None
-        return {key: {k: str(v) for k, v in value.items()} for key, value in data.items() if isinstance(value, dict)}
+            raise ImportFileError(
+                f"{path}: benchmark_app report is not valid JSON ({exc}); nothing was imported"
+            ) from None
+        return {
+            key: {k: str(v) for k, v in value.items()}
+            for key, value in data.items()
+            if isinstance(value, dict)
+        }
     sections: dict[str, dict[str, str]] = {}
     current = None
     for line in text.splitlines():
@@ -148,13 +192,20 @@ def _app_report(text: str, path: Path) -> dict:
     sections = _app_report_sections(text, path)
     results, setup = sections.get("execution_results", {}), sections.get("configuration_setup", {})
     options = sections.get("cmd_options") or sections.get("command_line_parameters") or {}
+
     def number(key: str, section: dict = results) -> float | None:
         value = section.get(key)
         return float(value) if value not in (None, "") and re.fullmatch(NUMBER, value) else None
-    row: dict = {"framework": "openvino", "latency_ms": number("avg latency"), "latency_min_ms": number("min latency"),
-                 "latency_max_ms": number("max latency"), "throughput_fps": number("throughput"),
-                 "first_inference_ms": number("first inference time (ms)"),
-                 "duration_ms": number("total execution time (ms)")}
+
+    row: dict = {
+        "framework": "openvino",
+        "latency_ms": number("avg latency"),
+        "latency_min_ms": number("min latency"),
+        "latency_max_ms": number("max latency"),
+        "throughput_fps": number("throughput"),
+        "first_inference_ms": number("first inference time (ms)"),
+        "duration_ms": number("total execution time (ms)"),
+    }
     for key in results:
         percentile = re.fullmatch(r"latency \((?:(\d+) percentile|median)\) \(ms\)|latency \(ms\)", key)
         if percentile:
@@ -187,16 +238,23 @@ def parse_perf_test(text: str, path: Path) -> dict:
     """ONNX Runtime `onnxruntime_perf_test` console output."""
     mean = _num(rf"^Average inference time cost(?: total)?: {NUMBER} ms", text)
     if mean is None:
-        raise _not_format(path, "perf_test", "a line 'Average inference time cost: ... ms' (or 'Average inference "
-                          "time cost total: ... ms')", text)
-    row: dict = {"framework": "onnxruntime", "latency_ms": mean,
-                 "load_time_s": _num(rf"^Session creation time cost: {NUMBER} s", text),
-                 "first_inference_ms": _num(rf"^First inference time cost: {NUMBER} ms", text),
-                 "iterations": _int(r"^Total inference requests: (\d+)", text),
-                 "throughput_ips": _num(rf"^Number of inferences per second: {NUMBER}", text),
-                 "avg_cpu_usage_pct": _num(rf"^(?:Avg|Total) CPU usage: {NUMBER} %", text),
-                 "mem_max_mb": _num(rf"^Peak working set size: {NUMBER} bytes", text, 2.0**-20),
-                 "threads": _int(r"^Setting intra_op_num_threads to (\d+)", text)}
+        raise _not_format(
+            path,
+            "perf_test",
+            "a line 'Average inference time cost: ... ms' (or 'Average inference time cost total: ... ms')",
+            text,
+        )
+    row: dict = {
+        "framework": "onnxruntime",
+        "latency_ms": mean,
+        "load_time_s": _num(rf"^Session creation time cost: {NUMBER} s", text),
+        "first_inference_ms": _num(rf"^First inference time cost: {NUMBER} ms", text),
+        "iterations": _int(r"^Total inference requests: (\d+)", text),
+        "throughput_ips": _num(rf"^Number of inferences per second: {NUMBER}", text),
+        "avg_cpu_usage_pct": _num(rf"^(?:Avg|Total) CPU usage: {NUMBER} %", text),
+        "mem_max_mb": _num(rf"^Peak working set size: {NUMBER} bytes", text, 2.0**-20),
+        "threads": _int(r"^Setting intra_op_num_threads to (\d+)", text),
+    }
     for name, seconds in re.findall(rf"^(Min|Max|P\d+) Latency: {NUMBER} s", text, re.MULTILINE):
         row[f"latency_{name.lower().replace('p999', 'p99_9')}_ms"] = float(seconds) * 1e3
     provider = _find(r"^using (\w+ExecutionProvider)", text)
@@ -207,37 +265,60 @@ def parse_perf_test(text: str, path: Path) -> dict:
 def parse_mlperf(text: str, path: Path) -> dict:
     """MLPerf Inference LoadGen's mlperf_log_summary.txt (any scenario, performance mode)."""
     if not _find(r"^MLPerf Results Summary\s*$", text):
-        raise _not_format(path, "mlperf", "LoadGen's mlperf_log_summary.txt, beginning 'MLPerf Results Summary'", text)
+        raise _not_format(
+            path, "mlperf", "LoadGen's mlperf_log_summary.txt, beginning 'MLPerf Results Summary'", text
+        )
+
     def field(name: str) -> str | None:
         match = _find(rf"^{re.escape(name)}\s*: (.+?)\s*$", text)
         return match.group(1) if match else None
-    row: dict = {"latency_ms": _num(rf"^Mean latency \(ns\)\s*: {NUMBER}", text, 1e-6),
-                 "latency_min_ms": _num(rf"^Min latency \(ns\)\s*: {NUMBER}", text, 1e-6),
-                 "latency_max_ms": _num(rf"^Max latency \(ns\)\s*: {NUMBER}", text, 1e-6)}
-    for percentile, ns in re.findall(rf"^(\d+\.\d+) percentile latency \(ns\)\s*: {NUMBER}", text, re.MULTILINE):
+
+    row: dict = {
+        "latency_ms": _num(rf"^Mean latency \(ns\)\s*: {NUMBER}", text, 1e-6),
+        "latency_min_ms": _num(rf"^Min latency \(ns\)\s*: {NUMBER}", text, 1e-6),
+        "latency_max_ms": _num(rf"^Max latency \(ns\)\s*: {NUMBER}", text, 1e-6),
+    }
+    for percentile, ns in re.findall(
+        rf"^(\d+\.\d+) percentile latency \(ns\)\s*: {NUMBER}", text, re.MULTILINE
+    ):
         name = percentile.rstrip("0").rstrip(".").replace(".", "_")
         row[f"latency_p{name}_ms"] = float(ns) * 1e-6
     row["iterations"] = _int(r"Processed at least \d+ queries \((\d+)\)", text)
     row["throughput_qps"] = _num(rf"^QPS w/o loadgen overhead\s*: {NUMBER}", text)
     row["samples_per_second"] = _num(rf"^Samples per second\s*: {NUMBER}", text)
     row["samples_per_query"] = _int(r"^samples_per_query : (\d+)", text)
-    row.update({"sut_name": field("SUT name"), "scenario": field("Scenario"), "mlperf_mode": field("Mode"),
-                "mlperf_result": field("Result is")})
+    row.update(
+        {
+            "sut_name": field("SUT name"),
+            "scenario": field("Scenario"),
+            "mlperf_mode": field("Mode"),
+            "mlperf_result": field("Result is"),
+        }
+    )
     if row["latency_ms"] is None and row["samples_per_second"] is None:
-        raise ImportFileError(f"{path}: an MLPerf summary with neither 'Mean latency (ns)' nor 'Samples per second' "
-                              f"(mode {row['mlperf_mode']}): import the performance run's summary; nothing was imported")
+        raise ImportFileError(
+            f"{path}: an MLPerf summary with neither 'Mean latency (ns)' nor 'Samples per second' "
+            f"(mode {row['mlperf_mode']}): import the performance run's summary; nothing was imported"
+        )
     return row
 
 
 # format -> (parser, a line that only this tool's output has: used to say what a wrong file is)
 FORMATS = {
     "benchmark_model": (parse_benchmark_model, r"Inference timings in us:"),
-    "benchmark_app": (parse_benchmark_app, r"Dumping statistics report|^Execution results\s*$|\"execution_results\""),
+    "benchmark_app": (
+        parse_benchmark_app,
+        r"Dumping statistics report|^Execution results\s*$|\"execution_results\"",
+    ),
     "perf_test": (parse_perf_test, r"^Average inference time cost"),
     "mlperf": (parse_mlperf, r"^MLPerf Results Summary"),
 }
-TOOLS = {"benchmark_model": "TFLite benchmark_model", "benchmark_app": "OpenVINO benchmark_app",
-         "perf_test": "ONNX Runtime onnxruntime_perf_test", "mlperf": "MLPerf Inference LoadGen summary"}
+TOOLS = {
+    "benchmark_model": "TFLite benchmark_model",
+    "benchmark_app": "OpenVINO benchmark_app",
+    "perf_test": "ONNX Runtime onnxruntime_perf_test",
+    "mlperf": "MLPerf Inference LoadGen summary",
+}
 
 
 def _cell(value) -> str | None:
@@ -253,12 +334,21 @@ def read_native(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> list[st
     read.read_as_text does for a CSV; returns its columns. Columns the file gives no
     value for are left out."""
     if fmt not in FORMATS:
-        raise ImportFileError(f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)")
-    text = decode_utf8(path.read_bytes(), path, ImportFileError, "import the tool's output as it wrote it; "
-                       "nothing was imported", encoding="utf-8-sig")
+        raise ImportFileError(
+            f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)"
+        )
+    text = decode_utf8(
+        path.read_bytes(),
+        path,
+        ImportFileError,
+        "import the tool's output as it wrote it; nothing was imported",
+        encoding="utf-8-sig",
+    )
     row = {key: _cell(value) for key, value in FORMATS[fmt][0](text, path).items() if value is not None}
     columns = list(row)
     definition = ", ".join(f"{quote_ident(c)} VARCHAR" for c in columns)
     con.execute(f"CREATE TEMP TABLE staged (_row BIGINT, {definition})")
-    con.execute(f"INSERT INTO staged VALUES (1, {', '.join('?' for _ in columns)})", [row[c] for c in columns])
+    con.execute(
+        f"INSERT INTO staged VALUES (1, {', '.join('?' for _ in columns)})", [row[c] for c in columns]
+    )
     return columns

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import duckdb
 
-from edgestats.store.database import first_row
 from edgestats.errors import ImportFileError
 from edgestats.imports.checks import sql_str
 from edgestats.imports.columns import normalise, resolve
+from edgestats.store.database import first_row
 from edgestats.store.results import quote_ident
 from edgestats.textfiles import decode_utf8
-
 
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 
@@ -44,7 +43,9 @@ def read_as_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
         data = path.read_bytes() if suffix in TEXT_SUFFIXES else b""
         mixed = b"\r\n" in data and re.search(rb"(?<!\r)\n", data) is not None
         hint = " (it mixes \\r\\n and \\n line endings: save it with one kind)" if mixed else ""
-        raise ImportFileError(f"{path}: cannot read it as {suffix[1:]}{hint}: {first_line}; nothing was imported") from exc
+        raise ImportFileError(
+            f"{path}: cannot read it as {suffix[1:]}{hint}: {first_line}; nothing was imported"
+        ) from exc
     columns = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE raw)").fetchall()]
     casts = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR) AS {quote_ident(c)}" for c in columns)
     con.execute(f"CREATE TEMP TABLE staged AS SELECT row_number() OVER () AS _row, {casts} FROM raw")
@@ -57,12 +58,19 @@ def check_text_file(path: Path) -> str:
     DuckDB's reader is lenient: with an unclosed quote it guesses another dialect and imports
     `"pi` as a device name, or drops rows. Python's csv module in strict mode finds the record
     where quoting goes wrong, so the error can name its row and line."""
-    text = decode_utf8(path.read_bytes(), path, ImportFileError,
-                       "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported", encoding="utf-8-sig")
+    text = decode_utf8(
+        path.read_bytes(),
+        path,
+        ImportFileError,
+        "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported",
+        encoding="utf-8-sig",
+    )
     header = text.split("\n", 1)[0]
     default = "\t" if path.suffix.lower() == ".tsv" else ","
     delimiter = max(DELIMITERS, key=lambda d: (header.count(d), d == default))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
+    reader = csv.reader(
+        io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"', doublequote=True, strict=True
+    )
     record, start = 0, 1  # the record being read (0: the header) and the line it starts on
     try:
         for _ in reader:
@@ -70,15 +78,18 @@ def check_text_file(path: Path) -> str:
     except csv.Error as exc:
         where = "the header" if record == 0 else f"row {record}"
         raise ImportFileError(
-            f"{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (\") that does not close, or "
-            f"text follows its closing quote ({exc}); close the quote or remove it; nothing was imported") from None
+            f'{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (") that does not close, or '
+            f"text follows its closing quote ({exc}); close the quote or remove it; nothing was imported"
+        ) from None
     return delimiter
 
 
 LONG_NAME_COLUMNS = ("metric", "measure", "phase")
 
 
-def pivot_long(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str], maps: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def pivot_long(
+    con: duckdb.DuckDBPyConnection, path: Path, columns: list[str], maps: dict[str, str]
+) -> tuple[list[str], dict[str, str]]:
     """Turn `staged`, a long-format table (one row per run and metric or phase, the figure in
     'value', its unit in an optional 'unit' column), into one row per run: the other columns
     identify the run, each metric becomes a column named after it (so 'latency' with unit 'us'
@@ -91,25 +102,37 @@ def pivot_long(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str], m
     if name_col is None or value_col is None:
         raise ImportFileError(
             f"{path}: --long needs a column naming the metric or phase ({', '.join(LONG_NAME_COLUMNS)}) and a 'value' "
-            f"column (rename yours with --map SRC=metric, --map SRC=value); its columns are {columns}; nothing was imported")
+            f"column (rename yours with --map SRC=metric, --map SRC=value); its columns are {columns}; nothing was imported"
+        )
     keys = [c for c in columns if c not in (name_col, value_col, unit_col)]
     name = f"trim({quote_ident(name_col)})"
     unit = f"NULLIF(trim({quote_ident(unit_col)}), '')" if unit_col else "NULL"
     label = f"CASE WHEN {unit} IS NULL THEN {name} ELSE {name} || ' (' || {unit} || ')' END"
-    con.execute(f"CREATE TEMP TABLE labelled AS SELECT *, {label} AS _metric FROM staged WHERE NULLIF({name}, '') IS NOT NULL")
+    con.execute(
+        f"CREATE TEMP TABLE labelled AS SELECT *, {label} AS _metric FROM staged WHERE NULLIF({name}, '') IS NOT NULL"
+    )
     group = ", ".join(quote_ident(k) for k in keys)
-    dup = first_row(con, f"SELECT list(_row ORDER BY _row), any_value(_metric) FROM labelled GROUP BY {group + ', ' if group else ''}"
-                         f"_metric HAVING count(*) > 1 ORDER BY min(_row) LIMIT 1")
+    dup = first_row(
+        con,
+        f"SELECT list(_row ORDER BY _row), any_value(_metric) FROM labelled GROUP BY {group + ', ' if group else ''}"
+        f"_metric HAVING count(*) > 1 ORDER BY min(_row) LIMIT 1",
+    )
     if dup:
-        raise ImportFileError(f"{path}: rows {', '.join(map(str, dup[0]))} give {dup[1]!r} for the same run (the same values "
-                              f"in {keys}); a long table gives each metric once per run; nothing was imported")
-    found = con.execute(f"SELECT _metric, any_value({name}), any_value({unit}) FROM labelled GROUP BY _metric "
-                        f"ORDER BY min(_row)").fetchall()
+        raise ImportFileError(
+            f"{path}: rows {', '.join(map(str, dup[0]))} give {dup[1]!r} for the same run (the same values "
+            f"in {keys}); a long table gives each metric once per run; nothing was imported"
+        )
+    found = con.execute(
+        f"SELECT _metric, any_value({name}), any_value({unit}) FROM labelled GROUP BY _metric "
+        f"ORDER BY min(_row)"
+    ).fetchall()
     metrics = [label for label, _, _ in found] + [bare for _, bare, _ in found]
     unknown = [src for src in maps if src not in columns and src not in metrics]
     if unknown:
-        raise ImportFileError(f"{path}: --map names {unknown}, neither a column of the file nor one of its metrics "
-                              f"{sorted(set(metrics))}; its columns are {columns}; nothing was imported")
+        raise ImportFileError(
+            f"{path}: --map names {unknown}, neither a column of the file nor one of its metrics "
+            f"{sorted(set(metrics))}; its columns are {columns}; nothing was imported"
+        )
     names = {}
     for label, bare, unit_text in found:
         target = maps.get(label)
@@ -123,12 +146,18 @@ def pivot_long(con: duckdb.DuckDBPyConnection, path: Path, columns: list[str], m
     clash = [label for label, col in names.items() if normalise(col) in {normalise(k) for k in keys}]
     twice = sorted({col for col in names.values() if list(names.values()).count(col) > 1})
     if clash or twice:
-        raise ImportFileError(f"{path}: metric(s) {clash or twice} would give a column twice (or one the file has); "
-                              f"rename them with --map; nothing was imported")
-    pivots = ", ".join(f"any_value({quote_ident(value_col)}) FILTER (WHERE _metric = {sql_str(label)}) AS {quote_ident(col)}"
-                       for label, col in names.items())
-    con.execute(f"CREATE TEMP TABLE wide AS SELECT min(_row) AS _row{', ' + group if group else ''}, {pivots} FROM labelled "
-                f"{'GROUP BY ' + group if group else ''}")
+        raise ImportFileError(
+            f"{path}: metric(s) {clash or twice} would give a column twice (or one the file has); "
+            f"rename them with --map; nothing was imported"
+        )
+    pivots = ", ".join(
+        f"any_value({quote_ident(value_col)}) FILTER (WHERE _metric = {sql_str(label)}) AS {quote_ident(col)}"
+        for label, col in names.items()
+    )
+    con.execute(
+        f"CREATE TEMP TABLE wide AS SELECT min(_row) AS _row{', ' + group if group else ''}, {pivots} FROM labelled "
+        f"{'GROUP BY ' + group if group else ''}"
+    )
     con.execute("DROP TABLE staged")
     con.execute("ALTER TABLE wide RENAME TO staged")
     wide = keys + list(names.values())

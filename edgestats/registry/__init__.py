@@ -19,13 +19,13 @@ from typing import Any
 
 
 def resolve(target: str) -> Any:
-    """"package.module:attribute" -> that attribute ("package.module" -> the module), imported now."""
+    """ "package.module:attribute" -> that attribute ("package.module" -> the module), imported now."""
     module_name, _, attribute = target.partition(":")
     module = importlib.import_module(module_name)
     return getattr(module, attribute) if attribute else module
 
 
 def names_text(names: list[str] | tuple[str, ...], last: str = "or") -> str:
-    """"a, b, c or d": a list of choices as help text reads it."""
+    """ "a, b, c or d": a list of choices as help text reads it."""
     names = list(names)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"

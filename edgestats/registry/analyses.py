@@ -17,42 +17,69 @@ FRAMES = ("latencies", "phases", "phase_energy", "epochs")
 
 @dataclass(frozen=True)
 class AnalysisEntry:
-    name: str                 # --only value, key of the JSON document and of the report section
-    title: str                # the report section's heading
-    help: str                 # one line: what it estimates (CLI help, docs)
-    analyse: str              # "module:function": (AnalysisData, AnalysisOptions) -> AnalysisResult
-    section: str              # module under reports/sections/ with figures(result) and sentence(result)
-    doc: str                  # "docs/FILE.md#anchor" of its section
+    name: str  # --only value, key of the JSON document and of the report section
+    title: str  # the report section's heading
+    help: str  # one line: what it estimates (CLI help, docs)
+    analyse: str  # "module:function": (AnalysisData, AnalysisOptions) -> AnalysisResult
+    section: str  # module under reports/sections/ with figures(result) and sentence(result)
+    doc: str  # "docs/FILE.md#anchor" of its section
     needs: tuple[str, ...] = ()  # FRAMES it reads besides the runs
 
 
 ANALYSES: tuple[AnalysisEntry, ...] = (
-    AnalysisEntry("summary", "Latency, throughput, memory and energy per configuration",
-                  "latency, throughput, memory and energy per configuration",
-                  "edgestats.analysis.summary:analyse", "edgestats.reports.sections.summary",
-                  "docs/cli/analyze.md#summary--per-configuration", needs=("latencies",)),
-    AnalysisEntry("breakdown", "Where the time goes: import, model load, inference (pCAMP Table 3)",
-                  "load vs inference: seconds per phase and load / steady ratios",
-                  "edgestats.analysis.breakdown:analyse", "edgestats.reports.sections.breakdown",
-                  "docs/cli/analyze.md#breakdown--load-vs-inference-pcamp-table-3-insight-1", needs=("phases",)),
-    AnalysisEntry("energy", "Time and energy",
-                  "time-energy correlation and energy per phase above idle",
-                  "edgestats.analysis.energy:analyse", "edgestats.reports.sections.energy",
-                  "docs/cli/analyze.md#energy--timeenergy-correlation-and-energy-per-phase-pcamp-figure-3-insight-3",
-                  needs=("phase_energy",)),
-    AnalysisEntry("tradeoff", "Memory–latency trade-off and winners",
-                  "memory vs latency (Pareto front) and the best framework per metric, Holm-corrected",
-                  "edgestats.analysis.tradeoff:analyse", "edgestats.reports.sections.tradeoff",
-                  "docs/cli/analyze.md#tradeoff--memory-vs-latency-and-no-single-winner", needs=("latencies",)),
-    AnalysisEntry("hyperparams", "Hyperparameters: main effects on accuracy and training time",
-                  "OLS/ANOVA of a response on hyperparameters, and the best configuration",
-                  "edgestats.analysis.hyperparams:analyse", "edgestats.reports.sections.hyperparams",
-                  "docs/cli/analyze.md#hyperparams--ols--anova-of-a-response-on-factors-the-dlaas-tables"),
-    AnalysisEntry("pipeline", "Data pipeline: fetch stalls, CPU and memory",
-                  "data-loading stalls vs workers, resources vs batch size",
-                  "edgestats.analysis.pipeline:analyse", "edgestats.reports.sections.pipeline",
-                  "docs/cli/analyze.md#pipeline--data-loading-stalls-and-resources-vs-batch-size-jetson-study-dlaas-table-xxii",
-                  needs=("epochs",)),
+    AnalysisEntry(
+        "summary",
+        "Latency, throughput, memory and energy per configuration",
+        "latency, throughput, memory and energy per configuration",
+        "edgestats.analysis.summary:analyse",
+        "edgestats.reports.sections.summary",
+        "docs/cli/analyze.md#summary--per-configuration",
+        needs=("latencies",),
+    ),
+    AnalysisEntry(
+        "breakdown",
+        "Where the time goes: import, model load, inference (pCAMP Table 3)",
+        "load vs inference: seconds per phase and load / steady ratios",
+        "edgestats.analysis.breakdown:analyse",
+        "edgestats.reports.sections.breakdown",
+        "docs/cli/analyze.md#breakdown--load-vs-inference-pcamp-table-3-insight-1",
+        needs=("phases",),
+    ),
+    AnalysisEntry(
+        "energy",
+        "Time and energy",
+        "time-energy correlation and energy per phase above idle",
+        "edgestats.analysis.energy:analyse",
+        "edgestats.reports.sections.energy",
+        "docs/cli/analyze.md#energy--timeenergy-correlation-and-energy-per-phase-pcamp-figure-3-insight-3",
+        needs=("phase_energy",),
+    ),
+    AnalysisEntry(
+        "tradeoff",
+        "Memory–latency trade-off and winners",
+        "memory vs latency (Pareto front) and the best framework per metric, Holm-corrected",
+        "edgestats.analysis.tradeoff:analyse",
+        "edgestats.reports.sections.tradeoff",
+        "docs/cli/analyze.md#tradeoff--memory-vs-latency-and-no-single-winner",
+        needs=("latencies",),
+    ),
+    AnalysisEntry(
+        "hyperparams",
+        "Hyperparameters: main effects on accuracy and training time",
+        "OLS/ANOVA of a response on hyperparameters, and the best configuration",
+        "edgestats.analysis.hyperparams:analyse",
+        "edgestats.reports.sections.hyperparams",
+        "docs/cli/analyze.md#hyperparams--ols--anova-of-a-response-on-factors-the-dlaas-tables",
+    ),
+    AnalysisEntry(
+        "pipeline",
+        "Data pipeline: fetch stalls, CPU and memory",
+        "data-loading stalls vs workers, resources vs batch size",
+        "edgestats.analysis.pipeline:analyse",
+        "edgestats.reports.sections.pipeline",
+        "docs/cli/analyze.md#pipeline--data-loading-stalls-and-resources-vs-batch-size-jetson-study-dlaas-table-xxii",
+        needs=("epochs",),
+    ),
 )
 
 

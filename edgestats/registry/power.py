@@ -14,12 +14,12 @@ from edgestats.registry import names_text, resolve
 
 @dataclass(frozen=True)
 class PowerSourceEntry:
-    name: str           # --power value (a source that reads a file takes NAME:PATH)
+    name: str  # --power value (a source that reads a file takes NAME:PATH)
     title: str
-    source: str         # "module:Class" of its PowerSource subclass
-    help: str           # one line: what it reads (CLI help, docs)
-    doc: str            # "docs/FILE.md#anchor" of its section
-    auto: bool = True   # tried by --power auto, in list order
+    source: str  # "module:Class" of its PowerSource subclass
+    help: str  # one line: what it reads (CLI help, docs)
+    doc: str  # "docs/FILE.md#anchor" of its section
+    auto: bool = True  # tried by --power auto, in list order
     takes_path: bool = False  # --power NAME:PATH (an external meter's log)
 
     def source_class(self) -> type:
@@ -33,15 +33,36 @@ class PowerSourceEntry:
 # Order is auto's order. A device rarely has more than one of these; where it does
 # (x86 + NVIDIA GPU) RAPL wins and the GPU's energy needs --power nvml in a second sweep.
 POWER_SOURCES: tuple[PowerSourceEntry, ...] = (
-    PowerSourceEntry("rapl", "Intel/AMD RAPL", "edgestats.collectors.power.rapl:RaplSource",
-                     "x86 CPU package and DRAM energy counters (powercap sysfs)", "docs/power-sources.md#rapl"),
-    PowerSourceEntry("nvml", "NVIDIA NVML", "edgestats.collectors.power.nvml:NvmlSource",
-                     "NVIDIA GPU energy counter or power (nvidia-ml-py)", "docs/power-sources.md#nvml"),
-    PowerSourceEntry("jetson", "Jetson INA3221 rails", "edgestats.collectors.power.jetson:JetsonSource",
-                     "Jetson on-board power monitor rails (hwmon sysfs)", "docs/power-sources.md#jetson"),
-    PowerSourceEntry("csv", "External meter log", "edgestats.collectors.power.meter_csv:CsvMeterSource",
-                     "an external meter's CSV log, aligned by timestamp", "docs/power-sources.md#csv",
-                     auto=False, takes_path=True),
+    PowerSourceEntry(
+        "rapl",
+        "Intel/AMD RAPL",
+        "edgestats.collectors.power.rapl:RaplSource",
+        "x86 CPU package and DRAM energy counters (powercap sysfs)",
+        "docs/power-sources.md#rapl",
+    ),
+    PowerSourceEntry(
+        "nvml",
+        "NVIDIA NVML",
+        "edgestats.collectors.power.nvml:NvmlSource",
+        "NVIDIA GPU energy counter or power (nvidia-ml-py)",
+        "docs/power-sources.md#nvml",
+    ),
+    PowerSourceEntry(
+        "jetson",
+        "Jetson INA3221 rails",
+        "edgestats.collectors.power.jetson:JetsonSource",
+        "Jetson on-board power monitor rails (hwmon sysfs)",
+        "docs/power-sources.md#jetson",
+    ),
+    PowerSourceEntry(
+        "csv",
+        "External meter log",
+        "edgestats.collectors.power.meter_csv:CsvMeterSource",
+        "an external meter's CSV log, aligned by timestamp",
+        "docs/power-sources.md#csv",
+        auto=False,
+        takes_path=True,
+    ),
 )
 _BY_NAME = {entry.name: entry for entry in POWER_SOURCES}
 AUTO_ORDER: tuple[str, ...] = tuple(e.name for e in POWER_SOURCES if e.auto)
@@ -53,7 +74,7 @@ def power_source(name: str) -> PowerSourceEntry:
 
 
 def spec_help(*, with_none: bool = True) -> str:
-    """"auto, none, rapl, nvml, jetson or csv:PATH": every --power value (`baseline` needs a
+    """ "auto, none, rapl, nvml, jetson or csv:PATH": every --power value (`baseline` needs a
     source, so its help leaves out none)."""
     return names_text(["auto", *(["none"] if with_none else []), *(e.spec for e in POWER_SOURCES)])
 

@@ -35,9 +35,11 @@ STORAGE_COMPATIBILITY = "v1.0.0"
 # A DuckDB file is a 3 x 4096-byte header, then fixed-size blocks (block_size, 256 KiB by default).
 FILE_HEADER_BYTES = 3 * 4096
 
-RECOVER = ("edgestats does not read or write a damaged file. To recover, copy the DB again from the device "
-           "(its copy there is intact) or restore it from a backup, and merge or export from that copy "
-           "(`edgestats merge NEW.duckdb COPY.duckdb`, `edgestats export COPY.duckdb`).")
+RECOVER = (
+    "edgestats does not read or write a damaged file. To recover, copy the DB again from the device "
+    "(its copy there is intact) or restore it from a backup, and merge or export from that copy "
+    "(`edgestats merge NEW.duckdb COPY.duckdb`, `edgestats export COPY.duckdb`)."
+)
 
 # OS errors a write can meet, as the OS words them (the text DuckDB's IO errors end with).
 STORAGE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO)
@@ -45,23 +47,33 @@ STORAGE_ADVICE = {
     errno.ENOSPC: "free some space there and run the command again",
     errno.EDQUOT: "free some space within your quota and run the command again",
     errno.EFBIG: "the file reached the largest size allowed here (`ulimit -f`, or the file system's limit); "
-                 "raise the limit or write to another file system",
+    "raise the limit or write to another file system",
     errno.EROFS: "the file system is mounted read-only; write to a DB on a writable file system",
     errno.EACCES: "you may not write it (or read it): check the owner and permissions of the file and its folder",
     errno.EPERM: "the system does not allow writing it (an immutable file, or a security policy); check with `lsattr`",
     errno.EIO: "the storage device reported an input/output error; check the device (dmesg) before writing again",
 }
-_DAMAGE_MARKERS = ("could not read enough bytes", "corrupt database file", "checksum", "serialization error",
-                   "failed to load metadata pointer", "invalid metadata")
+_DAMAGE_MARKERS = (
+    "could not read enough bytes",
+    "corrupt database file",
+    "checksum",
+    "serialization error",
+    "failed to load metadata pointer",
+    "invalid metadata",
+)
 _QUOTED_FILE = re.compile(r'file "([^"]+)"')
 
 
-def connect(path: str | Path, *, read_only: bool = False, must_exist: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: str | Path, *, read_only: bool = False, must_exist: bool = False
+) -> duckdb.DuckDBPyConnection:
     """Open a DuckDB file, checked whole (`check_intact`). `read_only=True` makes the connection
     itself refuse writes."""
     path = Path(path)
     if (read_only or must_exist) and not path.exists():
-        raise DatabaseError(f"{path}: no such file. Check the path, or create a DB with `edgestats import` / `edgestats collect`.")
+        raise DatabaseError(
+            f"{path}: no such file. Check the path, or create a DB with `edgestats import` / `edgestats collect`."
+        )
     if path.exists() and path.is_dir():
         raise DatabaseError(f"{path} is a directory; give the path of a .duckdb file.")
     if not path.parent.exists():
@@ -83,8 +95,9 @@ def connect(path: str | Path, *, read_only: bool = False, must_exist: bool = Fal
     return con
 
 
-def check_intact(con: duckdb.DuckDBPyConnection, label: str | Path, database: str | None = None, *,
-                 thorough: bool = True) -> None:
+def check_intact(
+    con: duckdb.DuckDBPyConnection, label: str | Path, database: str | None = None, *, thorough: bool = True
+) -> None:
     """Raise DamagedDatabaseError when the file of `database` (the connection's own by default)
     is shorter than the blocks its catalog uses: a copy cut short, a truncated file. DuckDB opens
     such a file and fails only when it reads a missing block, or not at all; appending to it
@@ -99,9 +112,13 @@ def check_intact(con: duckdb.DuckDBPyConnection, label: str | Path, database: st
     The catalog itself was read and checksummed by DuckDB when the file was opened; a damaged
     data block is found (by its checksum) when a query reads it."""
     try:
-        row = first_row(con, "SELECT d.path, s.block_size, s.total_blocks, s.free_blocks FROM pragma_database_size() s "
-                             "JOIN duckdb_databases() d USING (database_name) "
-                             "WHERE d.database_name = coalesce(?, current_database())", [database])
+        row = first_row(
+            con,
+            "SELECT d.path, s.block_size, s.total_blocks, s.free_blocks FROM pragma_database_size() s "
+            "JOIN duckdb_databases() d USING (database_name) "
+            "WHERE d.database_name = coalesce(?, current_database())",
+            [database],
+        )
         if row is None or not row[0] or not row[1]:
             return  # in memory: no file to check
         file, block_size, total_blocks, free_blocks = row
@@ -123,12 +140,18 @@ def check_intact(con: duckdb.DuckDBPyConnection, label: str | Path, database: st
 def _last_used_block(con: duckdb.DuckDBPyConnection, database: str | None) -> int | None:
     """The highest block id holding a table segment or metadata, or None for an empty file."""
     db = database or first_row(con, "SELECT current_database()")[0]
-    tables = [r[0] for r in con.execute(
-        "SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE database_name = ? AND NOT temporary", [db]
-    ).fetchall()]
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE database_name = ? AND NOT temporary",
+            [db],
+        ).fetchall()
+    ]
     quoted_db = db.replace('"', '""')
     parts = [f"SELECT max(block_id) AS b FROM pragma_metadata_info('{quoted_db}')"]
-    parts += [f"SELECT max(block_id) FROM pragma_storage_info('{_sql_text(quoted_db + '.' + t)}')" for t in tables]
+    parts += [
+        f"SELECT max(block_id) FROM pragma_storage_info('{_sql_text(quoted_db + '.' + t)}')" for t in tables
+    ]
     return first_row(con, f"SELECT max(b) FROM ({' UNION ALL '.join(parts)})")[0]
 
 
@@ -160,7 +183,11 @@ def translate_open_error(path: Path, exc: Exception) -> DatabaseError:
     damaged = damage_error(exc, path)
     if damaged is not None:
         return damaged
-    if "serialization" in text.lower() or "storage version" in text.lower() or "newer version" in text.lower():
+    if (
+        "serialization" in text.lower()
+        or "storage version" in text.lower()
+        or "newer version" in text.lower()
+    ):
         return DatabaseError(
             f"{path} was written by a newer DuckDB than this one ({duckdb.__version__}): "
             f"upgrade duckdb (pip install -U duckdb). DuckDB said: {_first_line(text)}"
@@ -181,8 +208,11 @@ def damage_error(exc: BaseException | None, path: str | Path | None = None) -> D
         return None
     quoted = _QUOTED_FILE.search(text)
     where = path if path is not None else (quoted.group(1) if quoted else "a DB file")
-    newer = (f" (or it was written by a newer DuckDB than this one, {duckdb.__version__}: then upgrade duckdb)"
-             if "serialization" in lowered else "")
+    newer = (
+        f" (or it was written by a newer DuckDB than this one, {duckdb.__version__}: then upgrade duckdb)"
+        if "serialization" in lowered
+        else ""
+    )
     return DamagedDatabaseError(f"{where} is damaged{newer}: DuckDB found {_first_line(text)!r}. {RECOVER}")
 
 

@@ -19,9 +19,9 @@ from importlib import resources
 
 import duckdb
 
-from edgestats.version import __version__
-from edgestats.store.database import first_row
 from edgestats.errors import DatabaseError, SchemaOutdatedError, SchemaTooNewError
+from edgestats.store.database import first_row
+from edgestats.version import __version__
 
 MIGRATIONS_TABLE = "schema_migrations"
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -42,7 +42,7 @@ class Migration:
     sql: str
 
 
-@functools.cache   # package data: it cannot change while this process runs
+@functools.cache  # package data: it cannot change while this process runs
 def available_migrations() -> list[Migration]:
     """The migrations shipped with this edgestats, in version order."""
     found = []
@@ -53,7 +53,9 @@ def available_migrations() -> list[Migration]:
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if versions != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"edgestats.schema migrations must be numbered 1..N without gaps, found {versions}")
+        raise RuntimeError(
+            f"edgestats.schema migrations must be numbered 1..N without gaps, found {versions}"
+        )
     return found
 
 
@@ -76,8 +78,12 @@ def views_fingerprint() -> str:
 
 def views_current(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the DB's views were made by this edgestats' views.sql (see the module docstring)."""
-    row = first_row(con, "SELECT comment FROM duckdb_views() WHERE database_name = current_database() "
-                         "AND schema_name = 'main' AND view_name = ?", [FINGERPRINT_VIEW])
+    row = first_row(
+        con,
+        "SELECT comment FROM duckdb_views() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND view_name = ?",
+        [FINGERPRINT_VIEW],
+    )
     return row is not None and row[0] == views_fingerprint()
 
 
@@ -89,8 +95,9 @@ def _user_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) ->
     return [r[0] for r in rows]
 
 
-def current_version(con: duckdb.DuckDBPyConnection, label: str = "the DB", *,
-                    database: str | None = None) -> tuple[int, str | None]:
+def current_version(
+    con: duckdb.DuckDBPyConnection, label: str = "the DB", *, database: str | None = None
+) -> tuple[int, str | None]:
     """(schema version, edgestats version that applied it); (0, None) for an empty DB. `database`
     reads a DB attached under that name instead of the connection's own.
 
@@ -133,7 +140,9 @@ def check_current(con: duckdb.DuckDBPyConnection, label: str) -> int:
     return version
 
 
-def migrate(con: duckdb.DuckDBPyConnection, label: str = "the DB", *, refresh_views: bool = False) -> list[Migration]:
+def migrate(
+    con: duckdb.DuckDBPyConnection, label: str = "the DB", *, refresh_views: bool = False
+) -> list[Migration]:
     """Bring the DB to the latest schema and its views to this edgestats' views.sql (always with
     `refresh_views`). Returns the migrations applied."""
     version, written_by = current_version(con, label)

@@ -26,8 +26,8 @@ from typing import Any
 import duckdb
 
 from edgestats.errors import QueryError
-from edgestats.store.sandbox import HINT, refuse_writes, sandboxed_store
 from edgestats.store.results import Store
+from edgestats.store.sandbox import HINT, refuse_writes, sandboxed_store
 
 # auto: a table, or one field per line (`line`) when a row is wider than the terminal
 FORMATS = ("auto", "table", "line", "csv", "json", "markdown")
@@ -39,11 +39,15 @@ class QueryResult:
     rows: list[tuple]
 
 
-def run_query(db_path: str | Path, query: str, *, write: bool = False, read: Sequence[str | Path] = ()) -> QueryResult:
+def run_query(
+    db_path: str | Path, query: str, *, write: bool = False, read: Sequence[str | Path] = ()
+) -> QueryResult:
     """Run `query` on the DB: sandboxed (reading the DB and `read` only) unless `write`."""
     if write and read:
-        raise QueryError("--read is for the sandboxed (default) mode; with --write the connection is not sandboxed "
-                         "and reads any file, so drop --read")
+        raise QueryError(
+            "--read is for the sandboxed (default) mode; with --write the connection is not sandboxed "
+            "and reads any file, so drop --read"
+        )
     if write:
         with Store.open(db_path) as store:
             return _execute(store.con, query, write=True)
@@ -121,7 +125,9 @@ def format_result(result: QueryResult, fmt: str, *, width: int | None = None) ->
     if fmt == "line":
         return _line_records(result, width)
     if fmt == "json":
-        return json.dumps([dict(zip(result.columns, map(_plain, row))) for row in result.rows], indent=2, default=str)
+        return json.dumps(
+            [dict(zip(result.columns, map(_plain, row))) for row in result.rows], indent=2, default=str
+        )
     cells = [[_cell(v) for v in row] for row in result.rows]
     if fmt == "csv":
         out = io.StringIO()
@@ -131,8 +137,10 @@ def format_result(result: QueryResult, fmt: str, *, width: int | None = None) ->
         return out.getvalue().rstrip("\n")
     if fmt == "markdown":
         esc = lambda s: s.replace("|", "\\|").replace("\n", " ")  # noqa: E731
-        lines = ["| " + " | ".join(esc(c) for c in result.columns) + " |",
-                 "|" + "|".join("---" for _ in result.columns) + "|"]
+        lines = [
+            "| " + " | ".join(esc(c) for c in result.columns) + " |",
+            "|" + "|".join("---" for _ in result.columns) + "|",
+        ]
         lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in cells]
         return "\n".join(lines)
     return _text_table(result.columns, cells)
@@ -165,7 +173,9 @@ def _line_records(result: QueryResult, width: int | None) -> str:
         out.append(f"-[ row {i} ]" + "-" * max((width or 40) - len(f"-[ row {i} ]") - 1, 0))
         for name, value in zip(result.columns, row):
             text = _cell(value)
-            lines = textwrap.wrap(text, value_width, break_long_words=True) if value_width and text else [text]
+            lines = (
+                textwrap.wrap(text, value_width, break_long_words=True) if value_width and text else [text]
+            )
             out.append(f"{name.ljust(name_width)} | {lines[0]}".rstrip())
             out += [f"{' ' * name_width} | {more}" for more in lines[1:]]
     out.append(f"({len(result.rows)} row{'s' if len(result.rows) != 1 else ''})")

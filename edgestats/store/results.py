@@ -18,12 +18,11 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from edgestats.version import __version__
-from edgestats.store.database import connect, first_row, scalar, storage_errors, translate_open_error
 from edgestats.contracts import device_uuid
 from edgestats.errors import EdgestatsError
+from edgestats.store.database import connect, first_row, scalar, storage_errors, translate_open_error
 from edgestats.store.migrations import check_current, migrate
-
+from edgestats.version import __version__
 
 CHILD_TABLES = ("phases", "latencies", "samples", "epochs", "batches", "phase_energies", "sensor_notes")
 ROW_TABLES = ("devices", "runs", "run_results", "baselines")
@@ -62,7 +61,9 @@ def as_arrow(data: Any) -> pa.Table:
         return pa.Table.from_pandas(data, preserve_index=False)
     if isinstance(data, Mapping):
         return pa.table(dict(data))
-    raise TypeError(f"cannot store {type(data).__name__}: pass an Arrow table, a polars frame or a dict of columns")
+    raise TypeError(
+        f"cannot store {type(data).__name__}: pass an Arrow table, a polars frame or a dict of columns"
+    )
 
 
 def _to_db_value(value: Any, is_json: bool) -> Any:
@@ -83,7 +84,7 @@ class Store:
         self._columns: dict[str, dict[str, str]] = {}
 
     @classmethod
-    def open(cls, path: str | Path, *, read_only: bool = False) -> "Store":
+    def open(cls, path: str | Path, *, read_only: bool = False) -> Store:
         """Open (creating if needed) and migrate to the current schema; read-only opens never
         change the file, so an outdated DB must be migrated first (`edgestats migrate`)."""
         path = Path(path)
@@ -107,7 +108,7 @@ class Store:
         with storage_errors(self.path):
             self.con.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
@@ -198,7 +199,7 @@ class Store:
         row = dict(device)
         device_id = uuid.UUID(str(row.get("device_id") or device_uuid(row["name"])))
         row["device_id"] = device_id
-        row.setdefault("registered_at", dt.datetime.now(dt.timezone.utc))
+        row.setdefault("registered_at", dt.datetime.now(dt.UTC))
         with storage_errors(self.path):
             exists = first_row(self.con, "SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)])
             if not exists:
@@ -249,8 +250,15 @@ class Store:
         row["run_id"] = run_id
         row.setdefault("edgestats_version", __version__)
         row.setdefault("source", "collect")
-        children = {"phases": phases, "latencies": latencies, "samples": samples, "epochs": epochs, "batches": batches,
-                    "phase_energies": phase_energies, "sensor_notes": sensor_notes}
+        children = {
+            "phases": phases,
+            "latencies": latencies,
+            "samples": samples,
+            "epochs": epochs,
+            "batches": batches,
+            "phase_energies": phase_energies,
+            "sensor_notes": sensor_notes,
+        }
         with self.transaction():
             if self.has_run(run_id):
                 raise RunExistsError(f"run {run_id} is already stored in {self.path}; nothing was written")
@@ -266,7 +274,7 @@ class Store:
         row = dict(baseline)
         baseline_id = uuid.UUID(str(row.get("baseline_id") or uuid.uuid4()))
         row["baseline_id"] = baseline_id
-        row.setdefault("measured_at", dt.datetime.now(dt.timezone.utc))
+        row.setdefault("measured_at", dt.datetime.now(dt.UTC))
         with storage_errors(self.path):
             self._insert_row("baselines", row)
         return baseline_id
@@ -286,7 +294,9 @@ class Store:
         rows = self.con.execute(
             "SELECT list(l.latency_ns ORDER BY l.iteration) FROM runs r JOIN latencies l USING (run_id) "
             "WHERE r.config_hash IN (SELECT unnest(?::VARCHAR[])) AND r.status = 'ok' AND NOT l.warmup "
-            "GROUP BY r.run_id ORDER BY min(r.repeat_index), r.run_id", [config_hashes]).fetchall()
+            "GROUP BY r.run_id ORDER BY min(r.repeat_index), r.run_id",
+            [config_hashes],
+        ).fetchall()
         return [list(latencies) for (latencies,) in rows]
 
     def table(self, name: str):
@@ -295,4 +305,6 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Row count of every results table."""
-        return {t: scalar(self.con, f"SELECT count(*) FROM {quote_ident(t)}") for t in ROW_TABLES + CHILD_TABLES}
+        return {
+            t: scalar(self.con, f"SELECT count(*) FROM {quote_ident(t)}") for t in ROW_TABLES + CHILD_TABLES
+        }

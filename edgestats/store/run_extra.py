@@ -30,24 +30,34 @@ ANALYSIS_COLUMNS = {"run_idx", "epoch_time_s", "throughput_per_s", "mem_peak_mb"
 
 @dataclass(frozen=True)
 class ExtraColumn:
-    key: str     # the column of the imported file, as written (the JSON key)
+    key: str  # the column of the imported file, as written (the JSON key)
     column: str  # its column in run_extra
-    type: str    # DOUBLE or VARCHAR
+    type: str  # DOUBLE or VARCHAR
 
 
 def _taken_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     views = ", ".join(f"'{v}'" for v in JOINED_VIEWS)
-    run_columns = {r[0] for r in con.execute(
-        f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main' "
-        f"AND table_name IN ('runs', {views})").fetchall()}
-    reserved = {r[0] for r in con.execute(
-        "SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category = 'reserved'").fetchall()}
+    run_columns = {
+        r[0]
+        for r in con.execute(
+            f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main' "
+            f"AND table_name IN ('runs', {views})"
+        ).fetchall()
+    }
+    reserved = {
+        r[0]
+        for r in con.execute(
+            "SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category = 'reserved'"
+        ).fetchall()
+    }
     return run_columns | reserved | ANALYSIS_COLUMNS
 
 
 def extra_columns(con: duckdb.DuckDBPyConnection) -> list[ExtraColumn]:
     """The columns run_extra has for the extras now in the DB, in key order."""
-    keys = con.execute("SELECT key, count(value), count(value_num) FROM run_extra_values GROUP BY key ORDER BY key").fetchall()
+    keys = con.execute(
+        "SELECT key, count(value), count(value_num) FROM run_extra_values GROUP BY key ORDER BY key"
+    ).fetchall()
     taken, used = _taken_names(con), {"run_id"}
     columns = []
     for key, n_values, n_numbers in keys:
@@ -58,7 +68,9 @@ def extra_columns(con: duckdb.DuckDBPyConnection) -> list[ExtraColumn]:
         while unique in used:  # two keys that normalise alike ('GPU count', 'gpu_count')
             unique, k = f"{name}_{k}", k + 1
         used.add(unique)
-        columns.append(ExtraColumn(key, unique, "DOUBLE" if n_values and n_numbers == n_values else "VARCHAR"))
+        columns.append(
+            ExtraColumn(key, unique, "DOUBLE" if n_values and n_numbers == n_values else "VARCHAR")
+        )
     return columns
 
 
@@ -84,8 +96,10 @@ def runs_with_extras(con: duckdb.DuckDBPyConnection) -> str:
     """The relation analyze selects runs from: run_summary and, where the DB holds extra
     columns, those columns as run_extra has them (computed now from run_extra_values, so also
     current in a DB made by merge, which has no run_extra until its next import)."""
-    has_values = con.execute("SELECT 1 FROM duckdb_views() WHERE database_name = current_database() "
-                             "AND schema_name = 'main' AND view_name = 'run_extra_values'").fetchall()
+    has_values = con.execute(
+        "SELECT 1 FROM duckdb_views() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND view_name = 'run_extra_values'"
+    ).fetchall()
     columns = extra_columns(con) if has_values else []
     if not columns:
         return "run_summary"

@@ -49,9 +49,13 @@ REFUSED = {
     duckdb.StatementType.PREPARE: "PREPARE / EXECUTE are not checked by the sandbox",
     duckdb.StatementType.EXECUTE: "PREPARE / EXECUTE are not checked by the sandbox",
 }
-_EXPLAINED = re.compile(r"\s*EXPLAIN\s+(?:\([^)]*\)\s*)?(?:ANALY[SZ]E\s+)?(?P<inner>.*)", re.IGNORECASE | re.DOTALL)
-HINT = ("`edgestats sql` without --write is sandboxed: it reads only the DB and the files named with --read "
-        "(see docs/cli/sql.md)")
+_EXPLAINED = re.compile(
+    r"\s*EXPLAIN\s+(?:\([^)]*\)\s*)?(?:ANALY[SZ]E\s+)?(?P<inner>.*)", re.IGNORECASE | re.DOTALL
+)
+HINT = (
+    "`edgestats sql` without --write is sandboxed: it reads only the DB and the files named with --read "
+    "(see docs/cli/sql.md)"
+)
 
 
 def allowed_entries(paths: Sequence[str | Path]) -> tuple[list[str], list[str]]:
@@ -62,7 +66,9 @@ def allowed_entries(paths: Sequence[str | Path]) -> tuple[list[str], list[str]]:
     for given in paths:
         path = Path(given)
         if not path.exists():
-            raise QueryError(f"--read {given}: no such file or folder; name an existing file or folder to read")
+            raise QueryError(
+                f"--read {given}: no such file or folder; name an existing file or folder to read"
+            )
         spellings = {os.path.abspath(path), str(path.resolve())}
         if path.is_dir():
             folders += [s.rstrip(os.sep) + os.sep for s in sorted(spellings)]
@@ -114,7 +120,9 @@ def refuse_writes(query: str, *, explained: bool = False) -> None:
         try:
             kind = statement.type
         except ValueError:  # a statement type this duckdb's Python API has no name for
-            raise QueryError(f"{statement.query.strip()[:60]!r}: a kind of statement the sandbox does not know; {HINT}") from None
+            raise QueryError(
+                f"{statement.query.strip()[:60]!r}: a kind of statement the sandbox does not know; {HINT}"
+            ) from None
         if kind in REFUSED:
             raise QueryError(f"{REFUSED[kind]}; {HINT}, or pass --write to run it unsandboxed")
         if kind == duckdb.StatementType.EXPLAIN:

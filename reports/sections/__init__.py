@@ -15,11 +15,28 @@ from typing import Any
 
 import polars as pl
 
-FigureSpec = tuple[str, str, Callable[[], Any]]   # (key, title, build)
+FigureSpec = tuple[str, str, Callable[[], Any]]  # (key, title, build)
 
 # Columns that are figures or bookkeeping, never what names a row in a sentence.
-GROUP_EXCLUDE = {"metric", "n_runs", "estimate", "ci_low", "ci_high", "level", "n", "n_unit", "method", "note",
-                 "phase", "share_of_total", "ratio", "load_exceeds_steady", "confident", "part", "quantity"}
+GROUP_EXCLUDE = {
+    "metric",
+    "n_runs",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "n",
+    "n_unit",
+    "method",
+    "note",
+    "phase",
+    "share_of_total",
+    "ratio",
+    "load_exceeds_steady",
+    "confident",
+    "part",
+    "quantity",
+}
 
 
 def drawable(result: Any) -> dict[str, pl.DataFrame]:
@@ -27,8 +44,13 @@ def drawable(result: Any) -> dict[str, pl.DataFrame]:
     return {k: f for k, f in result.frames.items() if f is not None and f.height}
 
 
-def figure(frames: dict[str, pl.DataFrame], frame_key: str, key: str, title: str,
-           build: Callable[[pl.DataFrame], Any]) -> list[FigureSpec]:
+def figure(
+    frames: dict[str, pl.DataFrame],
+    frame_key: str,
+    key: str,
+    title: str,
+    build: Callable[[pl.DataFrame], Any],
+) -> list[FigureSpec]:
     """[(key, title, build on that frame)] when the frame is there, else nothing."""
     if frame_key not in frames:
         return []
@@ -42,14 +64,22 @@ def pct(level: float) -> str:
 
 def label(row: dict[str, Any], frame: pl.DataFrame) -> str:
     """The values of the columns that vary in the frame (falls back to all group columns)."""
-    keys = [c for c in frame.columns if c not in GROUP_EXCLUDE and frame.schema[c] in (pl.String, pl.Int64, pl.Int32)]
+    keys = [
+        c
+        for c in frame.columns
+        if c not in GROUP_EXCLUDE and frame.schema[c] in (pl.String, pl.Int64, pl.Int32)
+    ]
     varying = [c for c in keys if frame[c].n_unique() > 1] or keys
     return " / ".join(str(row[c]) for c in varying if row.get(c) is not None) or "all runs"
 
 
 def unavailable_sentence(result: Any) -> str:
     reasons = [e["reason"] for e in result.entries if "reason" in e]
-    return (reasons[0][0].upper() + reasons[0][1:] + ".") if reasons else "This analysis has nothing to show for this DB."
+    return (
+        (reasons[0][0].upper() + reasons[0][1:] + ".")
+        if reasons
+        else "This analysis has nothing to show for this DB."
+    )
 
 
 def _why_missing(rows: pl.DataFrame) -> str:
@@ -61,8 +91,15 @@ def _why_missing(rows: pl.DataFrame) -> str:
     return "the analysis gave none for them"
 
 
-def with_intervals(title: str, frame: pl.DataFrame | None, *, low: str = "ci_low", high: str = "ci_high",
-                   estimate: str = "estimate", drawn: str = "with intervals") -> str:
+def with_intervals(
+    title: str,
+    frame: pl.DataFrame | None,
+    *,
+    low: str = "ci_low",
+    high: str = "ci_high",
+    estimate: str = "estimate",
+    drawn: str = "with intervals",
+) -> str:
     """A caption that promises only the intervals that are drawn: `title` + `drawn` when every
     estimate has an interval, else how many have none and why (the rows' note or their n)."""
     if frame is None or low not in frame.columns or high not in frame.columns:

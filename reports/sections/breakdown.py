@@ -22,13 +22,24 @@ def figures(result: Any) -> list[FigureSpec]:
     ratios = frames.get("ratios")
     ratios = None if ratios is None else ratios.filter(pl.col("ratio") == RATIO)
     return [
-        *figure(frames, "phases", "phases", with_intervals("Mean seconds per phase (stacked)", frames.get("phases"),
-                                                           drawn="each with its interval"),
-                charts_latency.phase_breakdown_chart),
-        *figure(frames, "ratios", "ratio", with_intervals("Model load time ÷ steady-state run time (above 1: loading costs "
-                                                          "more)", ratios),
-                lambda ratios: charts_latency.ratio_chart(ratios, ratio_name=RATIO,
-                                                          title="model load time ÷ steady-state run time")),
+        *figure(
+            frames,
+            "phases",
+            "phases",
+            with_intervals(
+                "Mean seconds per phase (stacked)", frames.get("phases"), drawn="each with its interval"
+            ),
+            charts_latency.phase_breakdown_chart,
+        ),
+        *figure(
+            frames,
+            "ratios",
+            "ratio",
+            with_intervals("Model load time ÷ steady-state run time (above 1: loading costs more)", ratios),
+            lambda ratios: charts_latency.ratio_chart(
+                ratios, ratio_name=RATIO, title="model load time ÷ steady-state run time"
+            ),
+        ),
     ]
 
 
@@ -42,11 +53,15 @@ def sentence(result: Any) -> str:
         if one.height == 0:
             return NEUTRAL
         row = one.row(-1, named=True)
-        return (f"Loading the model takes as long as {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
-                f"single inferences ({label(row, one)}, {pct(row['level'])} interval).")
+        return (
+            f"Loading the model takes as long as {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
+            f"single inferences ({label(row, one)}, {pct(row['level'])} interval)."
+        )
     exceeds = steady.filter(pl.col("estimate") > 1)
     confident = steady.filter(pl.col("ci_low").is_not_null() & (pl.col("ci_low") > 1))
     top = steady.sort("estimate").row(-1, named=True)
-    return (f"Loading the model costs more than the whole steady-state run in {exceeds.height} of {steady.height} "
-            f"configurations ({confident.height} with the whole {pct(top['level'])} interval above 1); the largest ratio, "
-            f"{label(top, steady)}, is {format_interval(top['estimate'], top['ci_low'], top['ci_high'])}.")
+    return (
+        f"Loading the model costs more than the whole steady-state run in {exceeds.height} of {steady.height} "
+        f"configurations ({confident.height} with the whole {pct(top['level'])} interval above 1); the largest ratio, "
+        f"{label(top, steady)}, is {format_interval(top['estimate'], top['ci_low'], top['ci_high'])}."
+    )

@@ -19,17 +19,33 @@ def figures(result: Any) -> list[FigureSpec]:
     # The band's columns name the fit groups even where no group had a line to fit (no rows).
     band = result.frames.get("band")
     band = pl.DataFrame() if band is None else band
-    fitted = "with the fitted line and its band" if band.height else "no fitted line: too few points to fit one"
+    fitted = (
+        "with the fitted line and its band" if band.height else "no fitted line: too few points to fit one"
+    )
     phases = frames.get("phases")
     phases = None if phases is None else phases.filter(pl.col("quantity") == "energy_j")
     return [
-        *figure(frames, "points", "time-energy", f"Energy per inference against latency, {fitted}",
-                lambda points: charts_energy.time_energy_chart(points, band)),
-        *figure(frames, "phases", "phase-energy", with_intervals("Energy above idle per phase", phases),
-                charts_energy.phase_energy_chart),
-        *figure(frames, "correlation", "correlation", with_intervals("Correlation of latency and energy per inference",
-                                                                     frames.get("correlation")),
-                charts_energy.correlation_chart),
+        *figure(
+            frames,
+            "points",
+            "time-energy",
+            f"Energy per inference against latency, {fitted}",
+            lambda points: charts_energy.time_energy_chart(points, band),
+        ),
+        *figure(
+            frames,
+            "phases",
+            "phase-energy",
+            with_intervals("Energy above idle per phase", phases),
+            charts_energy.phase_energy_chart,
+        ),
+        *figure(
+            frames,
+            "correlation",
+            "correlation",
+            with_intervals("Correlation of latency and energy per inference", frames.get("correlation")),
+            charts_energy.correlation_chart,
+        ),
     ]
 
 
@@ -39,8 +55,10 @@ def sentence(result: Any) -> str:
         pearson = corr.filter(pl.col("method") == "pearson")
         if pearson.height and pearson["estimate"][0] is not None:
             row = pearson.row(0, named=True)
-            return (f"Across {row['n']} configurations, energy per inference and latency correlate with Pearson's "
-                    f"r = {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} ({pct(row['level'])} interval): "
-                    "a configuration that is slower is " + ("also hungrier." if (row["ci_low"] or 0) > 0 else
-                                                            "not reliably hungrier."))
+            return (
+                f"Across {row['n']} configurations, energy per inference and latency correlate with Pearson's "
+                f"r = {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} ({pct(row['level'])} interval): "
+                "a configuration that is slower is "
+                + ("also hungrier." if (row["ci_low"] or 0) > 0 else "not reliably hungrier.")
+            )
     return "Energy per phase and per inference, with intervals, where a power source measured it."

@@ -20,16 +20,28 @@ def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
     metrics, ecdf = frames.get("metrics"), frames.get("ecdf")
     medians = None if metrics is None else metrics.filter(pl.col("metric") == "latency_median_ms")
-    latency = with_intervals("Steady-state latency per configuration: box p25–p75, whiskers p5–p95, dotted to p99, "
-                             "median tick", medians, drawn="with its interval (dark bar)")
+    latency = with_intervals(
+        "Steady-state latency per configuration: box p25–p75, whiskers p5–p95, dotted to p99, median tick",
+        medians,
+        drawn="with its interval (dark bar)",
+    )
     ecdf_title = "ECDF of the steady-state latencies per configuration (51 quantiles each)"
     if ecdf is not None:
         _, left_out = charts_latency.ecdf_spread(ecdf)
-        ecdf_title += (f"; {left_out} configuration{'s' if left_out != 1 else ''} with a single latency figure "
-                       "(imported results) left out" if left_out else "")
+        ecdf_title += (
+            f"; {left_out} configuration{'s' if left_out != 1 else ''} with a single latency figure "
+            "(imported results) left out"
+            if left_out
+            else ""
+        )
     return [
-        *figure(frames, "metrics", "latency", latency,
-                lambda metrics: charts_latency.latency_distribution_chart(metrics, frames.get("distribution"))),
+        *figure(
+            frames,
+            "metrics",
+            "latency",
+            latency,
+            lambda metrics: charts_latency.latency_distribution_chart(metrics, frames.get("distribution")),
+        ),
         *figure(frames, "ecdf", "ecdf", ecdf_title, charts_latency.latency_ecdf_chart),
     ]
 
@@ -47,15 +59,21 @@ def runs_basis(row: dict[str, Any]) -> str:
 
 def sentence(result: Any) -> str:
     frame = result.frames.get("metrics")
-    medians = frame.filter((pl.col("metric") == "latency_median_ms") & pl.col("estimate").is_not_null()).sort("estimate")
+    medians = frame.filter((pl.col("metric") == "latency_median_ms") & pl.col("estimate").is_not_null()).sort(
+        "estimate"
+    )
     if medians.height == 0:
         return "No configuration has a latency."
     fast, slow = medians.row(0, named=True), medians.row(-1, named=True)
-    text = (f"Median steady-state latency of {label(fast, medians)} is "
-            f"{format_interval(fast['estimate'], fast['ci_low'], fast['ci_high'])} ms ({pct(fast['level'])} interval"
-            f"{runs_basis(fast)})")
+    text = (
+        f"Median steady-state latency of {label(fast, medians)} is "
+        f"{format_interval(fast['estimate'], fast['ci_low'], fast['ci_high'])} ms ({pct(fast['level'])} interval"
+        f"{runs_basis(fast)})"
+    )
     if medians.height > 1:
-        text += (f", the fastest of {medians.height} configurations; the slowest, {label(slow, medians)}, takes "
-                 f"{format_interval(slow['estimate'], slow['ci_low'], slow['ci_high'])} ms, "
-                 f"{format_number(slow['estimate'] / fast['estimate'])}× as long")
+        text += (
+            f", the fastest of {medians.height} configurations; the slowest, {label(slow, medians)}, takes "
+            f"{format_interval(slow['estimate'], slow['ci_low'], slow['ci_high'])} ms, "
+            f"{format_number(slow['estimate'] / fast['estimate'])}× as long"
+        )
     return text + "."

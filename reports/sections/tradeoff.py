@@ -12,11 +12,19 @@ DRAWN = frozenset({"pareto", "winners"})
 
 def figures(result: Any) -> list[FigureSpec]:
     frames = drawable(result)
-    pareto = with_intervals("Peak memory (MiB) against median latency; the Pareto front as a black step line, its points "
-                            "ringed", frames.get("pareto"), low="latency_median_ms_ci_low", high="latency_median_ms_ci_high",
-                            estimate="latency_median_ms", drawn="each point with its intervals")
-    winners = with_intervals("Best and runner-up per metric: best's median, runner-up hollow", frames.get("winners"),
-                             drawn="the best's with its interval")
+    pareto = with_intervals(
+        "Peak memory (MiB) against median latency; the Pareto front as a black step line, its points ringed",
+        frames.get("pareto"),
+        low="latency_median_ms_ci_low",
+        high="latency_median_ms_ci_high",
+        estimate="latency_median_ms",
+        drawn="each point with its intervals",
+    )
+    winners = with_intervals(
+        "Best and runner-up per metric: best's median, runner-up hollow",
+        frames.get("winners"),
+        drawn="the best's with its interval",
+    )
     return [
         *figure(frames, "pareto", "pareto", pareto, charts_tradeoff.pareto_chart),
         *figure(frames, "winners", "winners", winners, charts_tradeoff.winners_chart),
@@ -27,11 +35,15 @@ def sentence(result: Any) -> str:
     pareto = result.frames.get("pareto")
     text = ""
     if pareto is not None and pareto.height:
-        text = (f"{int(pareto['pareto'].sum())} of {pareto.height} configurations are on the memory–latency Pareto front "
-                "(no other is both faster and smaller)")
+        text = (
+            f"{int(pareto['pareto'].sum())} of {pareto.height} configurations are on the memory–latency Pareto front "
+            "(no other is both faster and smaller)"
+        )
     winners_entries = [e for e in result.entries if e.get("part") == "winners" and "metrics" in e]
     if winners_entries:
         single = sum(1 for e in winners_entries if e.get("single_winner"))
-        text += ("; " if text else "") + (f"a single candidate is significantly best on every metric in {single} of "
-                                          f"{len(winners_entries)} comparisons (Holm-corrected)")
+        text += ("; " if text else "") + (
+            f"a single candidate is significantly best on every metric in {single} of "
+            f"{len(winners_entries)} comparisons (Holm-corrected)"
+        )
     return (text[0].upper() + text[1:] + ".") if text else "Memory against latency per configuration."

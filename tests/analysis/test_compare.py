@@ -13,7 +13,14 @@ import pytest
 from scipy import stats
 
 from edgestats.analysis.compare import (
-    TOO_FEW, RatioTest, Selection, compare_runs, holm_adjust, match_key, verdict, welch_log_ratio,
+    TOO_FEW,
+    RatioTest,
+    Selection,
+    compare_runs,
+    holm_adjust,
+    match_key,
+    verdict,
+    welch_log_ratio,
 )
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
@@ -21,16 +28,27 @@ A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 
 def runs_frame(configs: list[dict], medians_ms: list[list[float]], rss: float | None = 5e7) -> pl.DataFrame:
     """Per-run rows as load_data gives them: each config repeated once per median."""
-    rows = [{**c, "run_id": f"{i}-{j}", "run_idx": 0, "latency_median_ms": m, "rss_peak_bytes": rss,
-             "energy_per_inference_j": None}
-            for i, (c, ms) in enumerate(zip(configs, medians_ms)) for j, m in enumerate(ms)]
-    return pl.DataFrame(rows, schema_overrides={"energy_per_inference_j": pl.Float64, "rss_peak_bytes": pl.Float64})
+    rows = [
+        {
+            **c,
+            "run_id": f"{i}-{j}",
+            "run_idx": 0,
+            "latency_median_ms": m,
+            "rss_peak_bytes": rss,
+            "energy_per_inference_j": None,
+        }
+        for i, (c, ms) in enumerate(zip(configs, medians_ms))
+        for j, m in enumerate(ms)
+    ]
+    return pl.DataFrame(
+        rows, schema_overrides={"energy_per_inference_j": pl.Float64, "rss_peak_bytes": pl.Float64}
+    )
 
 
 def test_welch_interval_and_p_value_match_scipy():
     rng = np.random.default_rng(1)
     a = np.exp(rng.normal(math.log(2.0), 0.04, 6))
-    b = np.exp(rng.normal(math.log(2.2), 0.09, 4))   # unequal variances and sizes: Welch's case
+    b = np.exp(rng.normal(math.log(2.2), 0.09, 4))  # unequal variances and sizes: Welch's case
     test = welch_log_ratio(a, b, metric="latency_median_ms", level=0.9)
     reference = stats.ttest_ind(np.log(b), np.log(a), equal_var=False)
     low, high = reference.confidence_interval(0.9)
@@ -38,7 +56,9 @@ def test_welch_interval_and_p_value_match_scipy():
     assert test.df == pytest.approx(reference.df, rel=1e-9)
     assert (test.ci_low, test.ci_high) == pytest.approx((math.exp(low), math.exp(high)), rel=1e-9)
     assert test.estimate == pytest.approx(math.exp(np.mean(np.log(b)) - np.mean(np.log(a))), rel=1e-12)
-    assert test.a_estimate == pytest.approx(stats.gmean(a)) and test.b_estimate == pytest.approx(stats.gmean(b))
+    assert test.a_estimate == pytest.approx(stats.gmean(a)) and test.b_estimate == pytest.approx(
+        stats.gmean(b)
+    )
 
 
 def test_the_ratio_interval_covers_a_known_ratio_about_95_percent_of_the_time():
@@ -59,21 +79,27 @@ def test_the_ratio_interval_covers_a_known_ratio_about_95_percent_of_the_time():
 
 
 def test_holm_matches_statsmodels_reference_values():
-    tests = [RatioTest("latency_median_ms", 1, 1, 3, 3, 1.0, 0.9, 1.1, 0.95, p, 4.0) for p in (0.01, 0.04, 0.03, None)]
+    tests = [
+        RatioTest("latency_median_ms", 1, 1, 3, 3, 1.0, 0.9, 1.1, 0.95, p, 4.0)
+        for p in (0.01, 0.04, 0.03, None)
+    ]
     holm_adjust(tests)
     # Holm by hand: sorted 0.01, 0.03, 0.04 times 3, 2, 1, made monotone: 0.03, 0.06, 0.06.
     assert [t.p_holm for t in tests] == pytest.approx([0.03, 0.06, 0.06, None])
 
 
-@pytest.mark.parametrize(("p_holm", "low", "high", "expected"), [
-    (0.001, 1.06, 1.14, "slower"),       # significant, whole interval above 1.05
-    (0.001, 1.03, 1.14, "inconclusive"),  # significant, but the interval reaches into the band
-    (0.001, 0.85, 0.94, "faster"),       # significant, whole interval below 1/1.05
-    (0.30, 0.97, 1.02, "same"),          # inside [0.952, 1.05]: the same within 5 %
-    (0.001, 1.01, 1.04, "same"),         # a real but negligible change is "same"
-    (0.08, 1.06, 1.14, "inconclusive"),  # not significant after Holm
-    (None, None, None, "inconclusive"),  # no interval (too few runs)
-])
+@pytest.mark.parametrize(
+    ("p_holm", "low", "high", "expected"),
+    [
+        (0.001, 1.06, 1.14, "slower"),  # significant, whole interval above 1.05
+        (0.001, 1.03, 1.14, "inconclusive"),  # significant, but the interval reaches into the band
+        (0.001, 0.85, 0.94, "faster"),  # significant, whole interval below 1/1.05
+        (0.30, 0.97, 1.02, "same"),  # inside [0.952, 1.05]: the same within 5 %
+        (0.001, 1.01, 1.04, "same"),  # a real but negligible change is "same"
+        (0.08, 1.06, 1.14, "inconclusive"),  # not significant after Holm
+        (None, None, None, "inconclusive"),  # no interval (too few runs)
+    ],
+)
 def test_verdict_rule(p_holm, low, high, expected):
     test = RatioTest("latency_median_ms", 1, 1, 4, 4, 1.0, low, high, 0.95, p_holm, 6.0, p_holm=p_holm)
     assert verdict(test, 0.05) == expected
@@ -106,7 +132,9 @@ def test_the_compared_column_leaves_the_key_and_unmatched_configurations_are_lis
     latency = next(t for t in tests if t.metric == "latency_median_ms")
     assert latency.verdict == "faster" and (latency.n_a, latency.n_b) == (3, 2 + 1)
     assert sorted((u["side"], u["config"]["model"], u["n_runs"]) for u in comparison.unmatched) == [
-        ("a", "resnet18", 2), ("b", "mobilenet_v2", 2)]
+        ("a", "resnet18", 2),
+        ("b", "mobilenet_v2", 2),
+    ]
     assert comparison.regressions == []
     assert any("energy per inference: not measured" in n for n in comparison.notes)
 

@@ -8,10 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 import statsmodels.api as sm
+from analysis_builders import latencies_frame, runs_frame
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from analysis_builders import latencies_frame, runs_frame
 from edgestats.analysis.energy import energy
 from edgestats.analysis.intervals import BootstrapSettings
 from edgestats.analysis.tradeoff import pareto_mask, tradeoff
@@ -25,11 +25,24 @@ def energy_runs():
     rng = np.random.default_rng(8)
     rows = []
     for device, watts in (("FogNode", 30.0), ("Jetson TX2", 8.0)):
-        for framework, latency in (("tensorflow", 27.0), ("pytorch", 38.0), ("mxnet", 35.0), ("caffe2", 108.0)):
+        for framework, latency in (
+            ("tensorflow", 27.0),
+            ("pytorch", 38.0),
+            ("mxnet", 35.0),
+            ("caffe2", 108.0),
+        ):
             for _ in range(2):
                 ms = latency * (1 + 0.03 * rng.standard_normal())
-                rows.append({"device": device, "framework": framework, "model": "alexnet", "latency_median_ms": ms,
-                             "latency_mean_ms": ms, "energy_per_inference_j": watts * ms / 1000 * (1 + 0.05 * rng.standard_normal())})
+                rows.append(
+                    {
+                        "device": device,
+                        "framework": framework,
+                        "model": "alexnet",
+                        "latency_median_ms": ms,
+                        "latency_mean_ms": ms,
+                        "energy_per_inference_j": watts * ms / 1000 * (1 + 0.05 * rng.standard_normal()),
+                    }
+                )
     return runs_frame(rows)
 
 
@@ -38,19 +51,28 @@ def test_time_energy_correlation_and_fit_match_scipy_and_statsmodels():
     result = energy(runs, None, config=CONFIG, by=["device"])
     parts = {(e["part"], e["group"]["device"]): e for e in result.to_json()}
     fog = parts[("correlation", "FogNode")]
-    means = (runs.filter(pl.col("device") == "FogNode").group_by("framework")
-             .agg(pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean()))
+    means = (
+        runs.filter(pl.col("device") == "FogNode")
+        .group_by("framework")
+        .agg(pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean())
+    )
     reference = stats.pearsonr(means["latency_median_ms"], means["energy_per_inference_j"])
     assert fog["n"] == 4 and fog["n_unit"] == "configurations"
     assert fog["pearson"]["estimate"] == pytest.approx(reference.statistic)
-    assert (fog["pearson"]["ci_low"], fog["pearson"]["ci_high"]) == pytest.approx(tuple(reference.confidence_interval()))
+    assert (fog["pearson"]["ci_low"], fog["pearson"]["ci_high"]) == pytest.approx(
+        tuple(reference.confidence_interval())
+    )
     rho = stats.spearmanr(means["latency_median_ms"], means["energy_per_inference_j"]).statistic
     assert fog["spearman"]["estimate"] == pytest.approx(rho) and rho > 0  # slower is hungrier (Insight 3)
     fit = parts[("fit", "Jetson TX2")]
     sub = runs.filter(pl.col("device") == "Jetson TX2")
-    ols = sm.OLS(sub["energy_per_inference_j"].to_numpy(), sm.add_constant(sub["latency_median_ms"].to_numpy())).fit()
+    ols = sm.OLS(
+        sub["energy_per_inference_j"].to_numpy(), sm.add_constant(sub["latency_median_ms"].to_numpy())
+    ).fit()
     slope = next(t for t in fit["terms"] if t["term"] == "slope_j_per_ms")
-    assert slope["estimate"] == pytest.approx(ols.params[1]) and slope["ci_low"] == pytest.approx(ols.conf_int()[1][0])
+    assert slope["estimate"] == pytest.approx(ols.params[1]) and slope["ci_low"] == pytest.approx(
+        ols.conf_int()[1][0]
+    )
     assert slope["estimate"] == pytest.approx(0.008, rel=0.1)  # ≈ 8 W: J per ms of latency
     assert fit["r_squared"] == pytest.approx(ols.rsquared)
     assert {"correlation", "fit", "points"} <= set(result.frames)
@@ -58,7 +80,9 @@ def test_time_energy_correlation_and_fit_match_scipy_and_statsmodels():
 
 def statsmodels_band(points: pl.DataFrame, grid: np.ndarray, level: float) -> np.ndarray:
     """Independent reference: statsmodels' mean-response interval at the band's own x points."""
-    model = sm.OLS(points["energy_per_inference_j"].to_numpy(), sm.add_constant(points["latency_median_ms"].to_numpy())).fit()
+    model = sm.OLS(
+        points["energy_per_inference_j"].to_numpy(), sm.add_constant(points["latency_median_ms"].to_numpy())
+    ).fit()
     prediction = model.get_prediction(sm.add_constant(grid, has_constant="add"))
     return np.column_stack([prediction.predicted_mean, prediction.conf_int(alpha=1 - level)])
 
@@ -70,14 +94,21 @@ def test_band_matches_statsmodels_prediction_per_fit_group(level):
     result = energy(runs, None, config=CONFIG, by=[], level=level)
     points, band = result.frames["points"], result.frames["band"]
     assert points["n_runs"].to_list() == [1] * runs.height  # few runs: one point per run
-    assert band["device"].unique(maintain_order=True).to_list() == ["FogNode", "Jetson TX2"]  # fit per device by default
+    assert band["device"].unique(maintain_order=True).to_list() == [
+        "FogNode",
+        "Jetson TX2",
+    ]  # fit per device by default
     assert band["level"].to_list() == [level] * band.height
     for device in ("FogNode", "Jetson TX2"):
         sub, rows = points.filter(pl.col("device") == device), band.filter(pl.col("device") == device)
         assert rows.height == 40
-        assert (rows["x"].min(), rows["x"].max()) == pytest.approx((sub["latency_median_ms"].min(), sub["latency_median_ms"].max()))
+        assert (rows["x"].min(), rows["x"].max()) == pytest.approx(
+            (sub["latency_median_ms"].min(), sub["latency_median_ms"].max())
+        )
         reference = statsmodels_band(sub, rows["x"].to_numpy(), level)
-        assert rows.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(reference, rel=1e-9, abs=1e-12)
+        assert rows.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(
+            reference, rel=1e-9, abs=1e-12
+        )
 
 
 def test_band_through_configuration_means_above_the_scatter_limit(monkeypatch):
@@ -88,8 +119,9 @@ def test_band_through_configuration_means_above_the_scatter_limit(monkeypatch):
     runs = energy_runs()
     result = energy(runs, None, config=CONFIG, by=["device"])
     points, band = result.frames["points"], result.frames["band"]
-    means = (runs.group_by(CONFIG, maintain_order=True)
-             .agg(pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean(), pl.len().alias("n_runs")))
+    means = runs.group_by(CONFIG, maintain_order=True).agg(
+        pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean(), pl.len().alias("n_runs")
+    )
     points, means = points.sort(CONFIG), means.sort(CONFIG)
     assert points.select(CONFIG).rows() == means.select(CONFIG).rows()
     for column in ("latency_median_ms", "energy_per_inference_j"):
@@ -97,7 +129,9 @@ def test_band_through_configuration_means_above_the_scatter_limit(monkeypatch):
     assert "run_idx" not in points.columns and points["n_runs"].to_list() == [2] * 8
     fog = band.filter(pl.col("device") == "FogNode")
     reference = statsmodels_band(points.filter(pl.col("device") == "FogNode"), fog["x"].to_numpy(), 0.95)
-    assert fog.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(reference, rel=1e-9, abs=1e-12)
+    assert fog.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(
+        reference, rel=1e-9, abs=1e-12
+    )
 
 
 def test_no_band_where_no_line_can_be_fitted():
@@ -106,43 +140,91 @@ def test_no_band_where_no_line_can_be_fitted():
     flat = runs_frame([{"latency_median_ms": 10.0, "energy_per_inference_j": e} for e in (0.1, 0.2, 0.3)])
     for runs in (two, flat):
         band = energy(runs, None, config=CONFIG, by=[]).frames["band"]
-        assert band.height == 0 and {"device", "x", "fit", "band_low", "band_high", "level"} <= set(band.columns)
-    missing = runs_frame([{"latency_median_ms": v, "energy_per_inference_j": e}
-                          for v, e in ((10.0, 0.1), (11.0, None), (12.0, 0.12), (None, 0.2), (13.0, 0.13))])
+        assert band.height == 0 and {"device", "x", "fit", "band_low", "band_high", "level"} <= set(
+            band.columns
+        )
+    missing = runs_frame(
+        [
+            {"latency_median_ms": v, "energy_per_inference_j": e}
+            for v, e in ((10.0, 0.1), (11.0, None), (12.0, 0.12), (None, 0.2), (13.0, 0.13))
+        ]
+    )
     result = energy(missing, None, config=CONFIG, by=[])
     assert result.frames["points"].height == 3  # a run without either figure is not a point of the chart
     assert result.frames["band"].height == 40 and result.frames["band"]["fit"].is_not_nan().all()
 
 
 def test_null_energy_is_not_enough_data_never_zero():
-    runs = runs_frame([{"latency_median_ms": 10.0, "energy_unavailable_reason": "no power source was recorded for this run"}])
-    phase_energy = pl.DataFrame({"run_idx": [0], "phase": ["load_model"], "seq": [1], "duration_s": [2.0], "energy_j": [None],
-                                 "energy_ci_low_j": [None], "energy_ci_high_j": [None], "mean_power_w": [None],
-                                 "source": [None], "energy_unavailable_reason": ["no power source was recorded for this run"]},
-                                schema_overrides={"energy_j": pl.Float64, "energy_ci_low_j": pl.Float64,
-                                                  "energy_ci_high_j": pl.Float64, "mean_power_w": pl.Float64, "source": pl.String})
+    runs = runs_frame(
+        [
+            {
+                "latency_median_ms": 10.0,
+                "energy_unavailable_reason": "no power source was recorded for this run",
+            }
+        ]
+    )
+    phase_energy = pl.DataFrame(
+        {
+            "run_idx": [0],
+            "phase": ["load_model"],
+            "seq": [1],
+            "duration_s": [2.0],
+            "energy_j": [None],
+            "energy_ci_low_j": [None],
+            "energy_ci_high_j": [None],
+            "mean_power_w": [None],
+            "source": [None],
+            "energy_unavailable_reason": ["no power source was recorded for this run"],
+        },
+        schema_overrides={
+            "energy_j": pl.Float64,
+            "energy_ci_low_j": pl.Float64,
+            "energy_ci_high_j": pl.Float64,
+            "mean_power_w": pl.Float64,
+            "source": pl.String,
+        },
+    )
     result = energy(runs, phase_energy, config=CONFIG, by=[])
     (entry,) = result.to_json()
-    assert not result.available and entry["reason"].startswith("not enough data: no selected run has energy measured")
+    assert not result.available and entry["reason"].startswith(
+        "not enough data: no selected run has energy measured"
+    )
 
 
 def test_energy_per_phase_with_t_intervals_and_mean_power():
     runs = runs_frame([{"latency_median_ms": 10.0, "energy_per_inference_j": e} for e in (0.30, 0.32, 0.31)])
     load = [12.0, 13.0, 12.5]
     steady = [3.0, 3.3, 3.1]
-    phase_energy = pl.DataFrame({
-        "run_idx": [0, 1, 2] * 2, "phase": ["load_model"] * 3 + ["steady"] * 3, "seq": [1] * 3 + [8] * 3,
-        "duration_s": [1.0] * 3 + [0.1] * 3, "energy_j": load + steady, "energy_ci_low_j": [None] * 6,
-        "energy_ci_high_j": [None] * 6, "mean_power_w": [None] * 6, "source": ["rapl"] * 6,
-        "energy_unavailable_reason": [None] * 6}, schema_overrides={"energy_ci_low_j": pl.Float64, "energy_ci_high_j": pl.Float64,
-                                                                   "mean_power_w": pl.Float64, "energy_unavailable_reason": pl.String})
+    phase_energy = pl.DataFrame(
+        {
+            "run_idx": [0, 1, 2] * 2,
+            "phase": ["load_model"] * 3 + ["steady"] * 3,
+            "seq": [1] * 3 + [8] * 3,
+            "duration_s": [1.0] * 3 + [0.1] * 3,
+            "energy_j": load + steady,
+            "energy_ci_low_j": [None] * 6,
+            "energy_ci_high_j": [None] * 6,
+            "mean_power_w": [None] * 6,
+            "source": ["rapl"] * 6,
+            "energy_unavailable_reason": [None] * 6,
+        },
+        schema_overrides={
+            "energy_ci_low_j": pl.Float64,
+            "energy_ci_high_j": pl.Float64,
+            "mean_power_w": pl.Float64,
+            "energy_unavailable_reason": pl.String,
+        },
+    )
     result = energy(runs, phase_energy, config=CONFIG, by=[])
     (profile,) = [e for e in result.to_json() if e["part"] == "phases"]
     phases = {p["phase"]: p for p in profile["phases"]}
     # energy is positive: the t interval is made on the log scale (delta method), m·exp(±t·sem/m)
     half = stats.t.ppf(0.975, 2) * stats.sem(load) / np.mean(load)
     low, high = np.mean(load) * np.exp(-half), np.mean(load) * np.exp(half)
-    assert (phases["load_model"]["energy_j"]["ci_low"], phases["load_model"]["energy_j"]["ci_high"]) == pytest.approx((low, high))
+    assert (
+        phases["load_model"]["energy_j"]["ci_low"],
+        phases["load_model"]["energy_j"]["ci_high"],
+    ) == pytest.approx((low, high))
     # pCAMP Figure 3: loading draws less power than inference, though it takes longer
     assert phases["load_model"]["mean_power_w"]["estimate"] == pytest.approx(12.5)
     assert phases["steady"]["mean_power_w"]["estimate"] == pytest.approx(31.33333, rel=1e-4)
@@ -158,15 +240,29 @@ def test_winners_are_tested_rank_based_and_holm_corrected():
     rng = np.random.default_rng(11)
     rows, per_run = [], {}
     for model in ("alexnet", "squeezenet"):
-        for framework, centre, memory in (("mxnet", 29.0, 900e6), ("tensorflow", 53.0, 2100e6), ("pytorch", 53.5, 450e6)):
+        for framework, centre, memory in (
+            ("mxnet", 29.0, 900e6),
+            ("tensorflow", 53.0, 2100e6),
+            ("pytorch", 53.5, 450e6),
+        ):
             for _ in range(3):
                 values = rng.lognormal(np.log(centre), 0.05, 40)
                 per_run[len(rows)] = values.tolist()
-                rows.append({"device": "MacBook", "framework": framework, "model": model, "n_latencies": 40,
-                             "latency_median_ms": float(np.median(values)), "latency_mean_ms": float(values.mean()),
-                             "rss_peak_bytes": memory * (1 + 0.02 * rng.standard_normal())})
+                rows.append(
+                    {
+                        "device": "MacBook",
+                        "framework": framework,
+                        "model": model,
+                        "n_latencies": 40,
+                        "latency_median_ms": float(np.median(values)),
+                        "latency_mean_ms": float(values.mean()),
+                        "rss_peak_bytes": memory * (1 + 0.02 * rng.standard_normal()),
+                    }
+                )
     runs = runs_frame(rows)
-    result = tradeoff(runs, latencies_frame(per_run), config=CONFIG, strata=["device", "model"], settings=SETTINGS)
+    result = tradeoff(
+        runs, latencies_frame(per_run), config=CONFIG, strata=["device", "model"], settings=SETTINGS
+    )
     winners = [e for e in result.to_json() if e["part"] == "winners"]
     alexnet = next(e for e in winners if e["group"]["model"] == "alexnet")
     metrics = {m["metric"]: m for m in alexnet["metrics"]}
@@ -174,11 +270,19 @@ def test_winners_are_tested_rank_based_and_holm_corrected():
     # the run is the unit: each run's median latency (pooling the 3 × 40 latencies made them
     # look independent and gave a tiny p for 3 runs a side)
     assert latency["best"]["candidate"] == {"framework": "mxnet"} and latency["n_unit"] == "runs"
-    best = [np.median(per_run[i]) for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == "mxnet"]
+    best = [
+        np.median(per_run[i])
+        for i, r in enumerate(rows)
+        if r["model"] == "alexnet" and r["framework"] == "mxnet"
+    ]
     second_name = latency["runner_up"]["candidate"]["framework"]
-    second = [np.median(per_run[i]) for i, r in enumerate(rows) if r["model"] == "alexnet" and r["framework"] == second_name]
+    second = [
+        np.median(per_run[i])
+        for i, r in enumerate(rows)
+        if r["model"] == "alexnet" and r["framework"] == second_name
+    ]
     assert latency["p_value"] == pytest.approx(stats.mannwhitneyu(best, second).pvalue)
-    assert latency["p_value"] == pytest.approx(0.1)   # the smallest two-sided p of 3 vs 3 runs
+    assert latency["p_value"] == pytest.approx(0.1)  # the smallest two-sided p of 3 vs 3 runs
     assert latency["prob_superiority"] == pytest.approx(1.0)
     assert latency["best"]["estimate"] == pytest.approx(np.exp(np.mean(np.log(best))))
     assert 0 < latency["best"]["ci_low"] < latency["best"]["estimate"] < latency["best"]["ci_high"]
@@ -195,15 +299,26 @@ def test_winners_are_tested_rank_based_and_holm_corrected():
     points = list(zip(pareto["latency_median_ms"], pareto["rss_peak_bytes"]))
     dominated = [any(a <= x and b <= y and (a, b) != (x, y) for a, b in points) for x, y in points]
     assert pareto["pareto"].to_list() == [not d for d in dominated]  # brute force agrees
-    assert set(pareto.filter(pl.col("pareto"))["framework"]) == {"mxnet", "pytorch"}  # tensorflow: slow and big
+    assert set(pareto.filter(pl.col("pareto"))["framework"]) == {
+        "mxnet",
+        "pytorch",
+    }  # tensorflow: slow and big
 
 
 def test_tradeoff_with_one_candidate_or_one_run_per_candidate():
     one = runs_frame([{"latency_median_ms": 5.0, "rss_peak_bytes": 1e8}])
-    (entry, *_rest) = [e for e in tradeoff(one, None, config=CONFIG, strata=["device"]).to_json() if e.get("part") == "winners"]
+    (entry, *_rest) = [
+        e
+        for e in tradeoff(one, None, config=CONFIG, strata=["device"]).to_json()
+        if e.get("part") == "winners"
+    ]
     assert entry["reason"].startswith("not enough data")
-    two = runs_frame([{"framework": f, "latency_median_ms": v, "rss_peak_bytes": 1e8} for f, v in (("a", 5.0), ("b", 6.0))])
-    (entry,) = [e for e in tradeoff(two, None, config=CONFIG, strata=["device"]).to_json() if e["part"] == "winners"]
+    two = runs_frame(
+        [{"framework": f, "latency_median_ms": v, "rss_peak_bytes": 1e8} for f, v in (("a", 5.0), ("b", 6.0))]
+    )
+    (entry,) = [
+        e for e in tradeoff(two, None, config=CONFIG, strata=["device"]).to_json() if e["part"] == "winners"
+    ]
     latency = entry["metrics"][0]
     assert latency["best"]["candidate"] == {"framework": "a"} and latency["p_value"] is None
     assert "each side needs at least 2" in latency["note"]
@@ -219,9 +334,13 @@ def test_pareto_points_carry_summary_s_intervals(results_db):
     assert pareto.height >= 2
     for row in pareto.to_dicts():
         for metric in ("latency_median_ms", "rss_peak_bytes"):
-            (summary,) = metrics.filter((pl.col("framework") == row["framework"]) & (pl.col("metric") == metric)).to_dicts()
+            (summary,) = metrics.filter(
+                (pl.col("framework") == row["framework"]) & (pl.col("metric") == metric)
+            ).to_dicts()
             assert row[metric] == pytest.approx(summary["estimate"])
-            assert (row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]) == pytest.approx((summary["ci_low"], summary["ci_high"]))
+            assert (row[f"{metric}_ci_low"], row[f"{metric}_ci_high"]) == pytest.approx(
+                (summary["ci_low"], summary["ci_high"])
+            )
             if row[f"{metric}_ci_low"] is not None:
                 assert row[f"{metric}_ci_low"] <= row[metric] <= row[f"{metric}_ci_high"]
     assert pareto["latency_median_ms_ci_low"].is_not_null().all()
@@ -230,8 +349,14 @@ def test_pareto_points_carry_summary_s_intervals(results_db):
 
 
 def test_pareto_point_of_one_run_has_no_memory_interval():
-    runs = runs_frame([{"framework": f, "latency_median_ms": v, "latency_mean_ms": v, "rss_peak_bytes": m}
-                       for f, v, m in [("pytorch", 10.0, 2e8), ("tflite", 12.0, 1e8)]])
+    runs = runs_frame(
+        [
+            {"framework": f, "latency_median_ms": v, "latency_mean_ms": v, "rss_peak_bytes": m}
+            for f, v, m in [("pytorch", 10.0, 2e8), ("tflite", 12.0, 1e8)]
+        ]
+    )
     pareto = tradeoff(runs, None, config=["framework"], strata=["device"]).frames["pareto"]
-    assert pareto["rss_peak_bytes_ci_low"].is_null().all() and pareto["latency_median_ms_ci_low"].is_null().all()
+    assert (
+        pareto["rss_peak_bytes_ci_low"].is_null().all() and pareto["latency_median_ms_ci_low"].is_null().all()
+    )
     assert pareto["pareto"].to_list() == [True, True]

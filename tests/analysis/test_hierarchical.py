@@ -11,20 +11,35 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from edgestats.analysis.hierarchical import (ONE_RUN_NOTE, VarianceComponents, _usable_runs, mean_over_runs,
-                                             median_over_runs, optimal_iterations, per_run_quantiles,
-                                             predicted_rel_half_width, quantile_over_runs,
-                                             recommended_runs, relative_half_width, variance_components)
+from edgestats.analysis.hierarchical import (
+    ONE_RUN_NOTE,
+    VarianceComponents,
+    _usable_runs,
+    mean_over_runs,
+    median_over_runs,
+    optimal_iterations,
+    per_run_quantiles,
+    predicted_rel_half_width,
+    quantile_over_runs,
+    recommended_runs,
+    relative_half_width,
+    variance_components,
+)
 from edgestats.analysis.intervals import BootstrapSettings, quantile_ci
 
 TRUE_MEDIAN_MS = 20.0
-BETWEEN_SD, WITHIN_SD = 0.05, 0.01          # on the log scale: 5 % between runs, 1 % within
+BETWEEN_SD, WITHIN_SD = 0.05, 0.01  # on the log scale: 5 % between runs, 1 % within
 RUNS, LATENCIES, CONFIGURATIONS = 5, 200, 400
 
 
-def simulated_configurations(seed: int, configurations: int = CONFIGURATIONS, runs: int = RUNS,
-                             latencies: int = LATENCIES, between_sd: float = BETWEEN_SD,
-                             within_sd: float = WITHIN_SD) -> np.ndarray:
+def simulated_configurations(
+    seed: int,
+    configurations: int = CONFIGURATIONS,
+    runs: int = RUNS,
+    latencies: int = LATENCIES,
+    between_sd: float = BETWEEN_SD,
+    within_sd: float = WITHIN_SD,
+) -> np.ndarray:
     """(configurations, runs, latencies) log-normal latencies: log L = log(20) + b_run + e, with
     b ~ N(0, between_sd²) per run and e ~ N(0, within_sd²) per latency, so every configuration's
     true median is 20 ms (the median of the run medians' distribution and of the marginal)."""
@@ -42,22 +57,30 @@ def test_run_level_median_interval_covers_the_truth_at_its_level_and_pooled_does
     """The issue's Done-when: 400 configurations of 5 runs × 200 latencies, 95 % intervals."""
     configs = simulated_configurations(seed=2026)
     settings = BootstrapSettings(seed=1)
-    run_level = [median_over_runs(list(runs), level=0.95, settings=settings, label=str(i)) for i, runs in enumerate(configs)]
-    pooled = [quantile_ci(runs.ravel(), 0.5, level=0.95, settings=settings, label=str(i)) for i, runs in enumerate(configs)]
+    run_level = [
+        median_over_runs(list(runs), level=0.95, settings=settings, label=str(i))
+        for i, runs in enumerate(configs)
+    ]
+    pooled = [
+        quantile_ci(runs.ravel(), 0.5, level=0.95, settings=settings, label=str(i))
+        for i, runs in enumerate(configs)
+    ]
     assert all(e.n == RUNS and e.n_unit == "runs" and e.ci_low > 0 for e in run_level)
     run_cover, pooled_cover = coverage(run_level), coverage(pooled)
-    message = (f"95 % intervals for the median over {CONFIGURATIONS} configurations: run-level {run_cover:.1%}, "
-               f"pooled latencies (the old method) {pooled_cover:.1%}")
+    message = (
+        f"95 % intervals for the median over {CONFIGURATIONS} configurations: run-level {run_cover:.1%}, "
+        f"pooled latencies (the old method) {pooled_cover:.1%}"
+    )
     print(message)
     assert 0.93 <= run_cover <= 0.97, message
-    assert pooled_cover < 0.5, message   # it counts within-run noise only
+    assert pooled_cover < 0.5, message  # it counts within-run noise only
 
 
 def test_p90_and_mean_over_runs_cover_their_truths():
     """The same run-level logic for the 90 % quantile and the mean (known in closed form)."""
     configs = simulated_configurations(seed=7, configurations=300)
     true_p90 = TRUE_MEDIAN_MS * math.exp(stats.norm.ppf(0.9) * WITHIN_SD)  # a run's p90, at the median run
-    true_mean = TRUE_MEDIAN_MS * math.exp((BETWEEN_SD ** 2 + WITHIN_SD ** 2) / 2)   # the log-normal mean
+    true_mean = TRUE_MEDIAN_MS * math.exp((BETWEEN_SD**2 + WITHIN_SD**2) / 2)  # the log-normal mean
     p90 = [quantile_over_runs(list(runs), 0.9) for runs in configs]
     means = [mean_over_runs(list(runs)) for runs in configs]
     p90_cover = np.mean([e.ci_low <= true_p90 <= e.ci_high for e in p90])
@@ -66,7 +89,11 @@ def test_p90_and_mean_over_runs_cover_their_truths():
 
 
 def test_median_over_runs_by_hand():
-    runs = [np.array([10.0, 11.0, 12.0, 13.0]), np.array([12.0, 12.5, 13.5]), np.array([9.0, 9.5, 10.5, 11.0, 30.0])]
+    runs = [
+        np.array([10.0, 11.0, 12.0, 13.0]),
+        np.array([12.0, 12.5, 13.5]),
+        np.array([9.0, 9.5, 10.5, 11.0, 30.0]),
+    ]
     estimate = median_over_runs(runs, level=0.9)
     logs = np.log([11.5, 12.5, 10.5])
     low, high = stats.t.interval(0.9, 2, loc=logs.mean(), scale=stats.sem(logs))
@@ -80,7 +107,11 @@ def test_one_run_gives_the_within_run_interval_and_says_so():
     run = rng.lognormal(2.0, 0.1, 300)
     estimate = median_over_runs([run], settings=BootstrapSettings(seed=4), label="x")
     within = quantile_ci(run, 0.5, settings=BootstrapSettings(seed=4), n_unit="latencies", label="x")
-    assert (estimate.estimate, estimate.ci_low, estimate.ci_high) == (within.estimate, within.ci_low, within.ci_high)
+    assert (estimate.estimate, estimate.ci_low, estimate.ci_high) == (
+        within.estimate,
+        within.ci_low,
+        within.ci_high,
+    )
     assert estimate.n_unit == "latencies" and estimate.note.startswith(ONE_RUN_NOTE)
     assert mean_over_runs([run]).note.startswith(ONE_RUN_NOTE)
 
@@ -96,14 +127,19 @@ def test_degenerate_runs_give_no_interval_and_say_why():
 def test_relative_half_width_is_the_median_interval_s():
     runs = [[1_000_000, 1_100_000, 1_050_000], [1_200_000, 1_150_000], [990_000, 1_010_000, 1_000_000]]
     estimate = median_over_runs([np.asarray(r, float) for r in runs])
-    assert relative_half_width(0.95)(runs) == pytest.approx((estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate)
-    one = [float(v) for v in np.linspace(1.0, 2.0, 101)]   # one run: its within-run interval
+    assert relative_half_width(0.95)(runs) == pytest.approx(
+        (estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate
+    )
+    one = [float(v) for v in np.linspace(1.0, 2.0, 101)]  # one run: its within-run interval
     within = median_over_runs([np.asarray(one)])
-    assert relative_half_width(0.95)([one]) == pytest.approx((within.ci_high - within.ci_low) / 2 / within.estimate)
+    assert relative_half_width(0.95)([one]) == pytest.approx(
+        (within.ci_high - within.ci_low) / 2 / within.estimate
+    )
     assert relative_half_width(0.95)([[5.0, 5.0], [5.0]]) is None
 
 
 # -- variance components ------------------------------------------------------------------------
+
 
 def test_variance_components_match_statsmodels_mixedlm_on_balanced_runs():
     """REML on balanced one-way data equals the ANOVA estimator (when the latter is > 0)."""
@@ -113,7 +149,7 @@ def test_variance_components_match_statsmodels_mixedlm_on_balanced_runs():
     runs = list(TRUE_MEDIAN_MS * np.exp(rng.normal(0, 0.05, (6, 1)) + rng.normal(0, 0.02, (6, 40))))
     components = variance_components(runs)
     frame = pd.DataFrame({"y": np.log(np.concatenate(runs)), "run": np.repeat(np.arange(6), 40)})
-    with warnings.catch_warnings():   # statsmodels' "may be on the boundary" heuristic: small variances
+    with warnings.catch_warnings():  # statsmodels' "may be on the boundary" heuristic: small variances
         warnings.simplefilter("ignore")
         fit = smf.mixedlm("y ~ 1", frame, groups=frame["run"]).fit(reml=True, method="bfgs", gtol=1e-10)
     assert components.between_run_var == pytest.approx(float(fit.cov_re.iloc[0, 0]), rel=1e-6)
@@ -130,7 +166,9 @@ def test_variance_components_of_unbalanced_runs_match_an_anova_table():
     rng = np.random.default_rng(8)
     sizes = [12, 30, 7, 21]
     runs = [np.exp(rng.normal(b, 0.03, n)) for b, n in zip(rng.normal(0, 0.1, 4), sizes)]
-    frame = pd.DataFrame({"y": np.log(np.concatenate(runs)), "run": np.repeat(np.arange(4), sizes).astype(str)})
+    frame = pd.DataFrame(
+        {"y": np.log(np.concatenate(runs)), "run": np.repeat(np.arange(4), sizes).astype(str)}
+    )
     table = sm.stats.anova_lm(smf.ols("y ~ C(run)", frame).fit())
     msb, msw = table["sum_sq"].iloc[0] / table["df"].iloc[0], table["sum_sq"].iloc[1] / table["df"].iloc[1]
     total = sum(sizes)
@@ -142,7 +180,7 @@ def test_variance_components_of_unbalanced_runs_match_an_anova_table():
 
 def test_variance_components_truncate_at_zero_and_handle_one_run():
     rng = np.random.default_rng(9)
-    same = [np.exp(rng.normal(0, 0.05, 50)) for _ in range(4)]   # no between-run effect at all
+    same = [np.exp(rng.normal(0, 0.05, 50)) for _ in range(4)]  # no between-run effect at all
     components = variance_components(same)
     assert components.between_run_var >= 0.0
     one = variance_components([np.array([1.0, 2.0, 3.0])])
@@ -151,8 +189,9 @@ def test_variance_components_truncate_at_zero_and_handle_one_run():
 
 # -- Kalibera–Jones recommendation --------------------------------------------------------------
 
+
 def test_recommended_runs_is_the_fewest_that_reach_the_target():
-    components = VarianceComponents(5, 1000, between_run_var=0.05 ** 2, within_run_var=0.01 ** 2, ratio=25.0)
+    components = VarianceComponents(5, 1000, between_run_var=0.05**2, within_run_var=0.01**2, ratio=25.0)
     advice = recommended_runs(components, target_rel_half_width=0.02, level=0.95)
     assert advice.iterations_per_run == 200
     assert advice.predicted_rel_half_width <= 0.02
@@ -163,7 +202,9 @@ def test_recommended_runs_is_the_fewest_that_reach_the_target():
 
 def test_recommended_runs_reach_the_target_in_simulation():
     """Collect the recommended number of runs: the median's half-width is then near the target."""
-    components = VarianceComponents(5, 1000, between_run_var=BETWEEN_SD ** 2, within_run_var=WITHIN_SD ** 2, ratio=25.0)
+    components = VarianceComponents(
+        5, 1000, between_run_var=BETWEEN_SD**2, within_run_var=WITHIN_SD**2, ratio=25.0
+    )
     advice = recommended_runs(components, target_rel_half_width=0.03)
     configs = simulated_configurations(seed=11, configurations=200, runs=advice.runs)
     widths = [relative_half_width()(list(runs)) for runs in configs]

@@ -9,9 +9,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgestats.analysis.intervals import (BootstrapSettings, correlation, fisher_z_interval, mean_t, mean_t_from_moments,
-                                          order_statistic_ci, order_statistic_ranks, paired_ratio_of_means, quantile_ci,
-                                          ratio_of_medians)
+from edgestats.analysis.intervals import (
+    BootstrapSettings,
+    correlation,
+    fisher_z_interval,
+    mean_t,
+    mean_t_from_moments,
+    order_statistic_ranks,
+    paired_ratio_of_means,
+    quantile_ci,
+    ratio_of_medians,
+)
 from edgestats.analysis.result import json_safe
 
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=200, seed=7)
@@ -40,15 +48,26 @@ def test_big_samples_use_order_statistics_in_linear_time():
 def test_small_samples_use_scipy_bca_with_the_seeded_generator():
     x = np.random.default_rng(2).exponential(size=60)
     estimate = quantile_ci(x, 0.9, settings=SETTINGS, label="a")
-    reference = stats.bootstrap((np.sort(x),), lambda s, axis=-1: np.quantile(s, 0.9, axis=axis), n_resamples=999,
-                                vectorized=True, method="BCa", rng=SETTINGS.rng("q0.9:a"))
+    reference = stats.bootstrap(
+        (np.sort(x),),
+        lambda s, axis=-1: np.quantile(s, 0.9, axis=axis),
+        n_resamples=999,
+        vectorized=True,
+        method="BCa",
+        rng=SETTINGS.rng("q0.9:a"),
+    )
     assert estimate.method == "bootstrap-bca"
     assert (estimate.ci_low, estimate.ci_high) == pytest.approx(tuple(reference.confidence_interval))
     again = quantile_ci(x[::-1], 0.9, settings=SETTINGS, label="a")
-    assert (again.ci_low, again.ci_high) == (estimate.ci_low, estimate.ci_high)  # reproducible, whatever the row order
+    assert (again.ci_low, again.ci_high) == (
+        estimate.ci_low,
+        estimate.ci_high,
+    )  # reproducible, whatever the row order
 
 
-@pytest.mark.parametrize("values, why", [([], "no latencies"), ([3.0], "1 latency (an interval"), ([2.0] * 9, "are equal")])
+@pytest.mark.parametrize(
+    "values, why", [([], "no latencies"), ([3.0], "1 latency (an interval"), ([2.0] * 9, "are equal")]
+)
 def test_degenerate_samples_give_a_reason_not_a_nan(values, why):
     estimate = quantile_ci(values, 0.5, settings=SETTINGS)
     assert estimate.ci_low is None and estimate.ci_high is None
@@ -72,11 +91,20 @@ def test_paired_ratio_of_means_matches_scipy_paired_bootstrap():
     steady = np.array([1.29, 1.30, 1.35, 1.33, 1.38, 1.41])
     estimate = paired_ratio_of_means(load, steady, settings=SETTINGS, label="x")
     assert estimate.estimate == pytest.approx(load.mean() / steady.mean())
-    reference = stats.bootstrap((load, steady), lambda a, b, axis=-1: a.mean(axis=axis) / b.mean(axis=axis),
-                                paired=True, vectorized=True, n_resamples=999, method="BCa", rng=SETTINGS.rng("ratio:x"))
+    reference = stats.bootstrap(
+        (load, steady),
+        lambda a, b, axis=-1: a.mean(axis=axis) / b.mean(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=999,
+        method="BCa",
+        rng=SETTINGS.rng("ratio:x"),
+    )
     assert (estimate.ci_low, estimate.ci_high) == pytest.approx(tuple(reference.confidence_interval))
     one = paired_ratio_of_means([9.5], [1.35])
-    assert one.estimate == pytest.approx(9.5 / 1.35) and one.ci_low is None and "1 run (an interval" in one.note
+    assert (
+        one.estimate == pytest.approx(9.5 / 1.35) and one.ci_low is None and "1 run (an interval" in one.note
+    )
 
 
 def test_ratio_of_medians_refuses_a_zero_denominator():
@@ -93,13 +121,16 @@ def test_correlations_match_scipy_and_fisher_z_by_hand():
     pearson = correlation(x, y, "pearson")
     reference = stats.pearsonr(x, y)
     assert pearson.estimate.estimate == pytest.approx(reference.statistic)
-    assert (pearson.estimate.ci_low, pearson.estimate.ci_high) == pytest.approx(tuple(reference.confidence_interval(0.95)))
+    assert (pearson.estimate.ci_low, pearson.estimate.ci_high) == pytest.approx(
+        tuple(reference.confidence_interval(0.95))
+    )
     assert pearson.p_value == pytest.approx(reference.pvalue)
     spearman = correlation(x, y, "spearman")
     rho = stats.spearmanr(x, y).statistic
     half = 1.959964 * math.sqrt(1 + rho**2 / 2) / math.sqrt(10 - 3)
     assert (spearman.estimate.ci_low, spearman.estimate.ci_high) == pytest.approx(
-        (math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)), rel=1e-5)
+        (math.tanh(math.atanh(rho) - half), math.tanh(math.atanh(rho) + half)), rel=1e-5
+    )
     assert fisher_z_interval(0.5, 3, 0.95) is None
 
 
@@ -113,4 +144,8 @@ def test_degenerate_correlations():
 
 
 def test_json_safe_never_lets_nan_through():
-    assert json_safe({"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": True}) == {"a": None, "b": [None, 3], "c": True}
+    assert json_safe({"a": float("nan"), "b": [np.float64("inf"), np.int64(3)], "c": True}) == {
+        "a": None,
+        "b": [None, 3],
+        "c": True,
+    }

@@ -6,17 +6,20 @@ import json
 
 import duckdb
 import pytest
-
 from json_compare import same_to_12_digits
+
 from edgestats.analysis import ANALYSES, AnalysisInputError, AnalysisOptions, run_analyses
-from edgestats.analysis.load import check_where, filters_sql, latencies_sql, load_data, Needs, runs_sql
+from edgestats.analysis.load import Needs, check_where, filters_sql, latencies_sql, load_data, runs_sql
 
 
 def test_sql_builders_return_strings():
     assert filters_sql({}) == "TRUE"
-    assert filters_sql({"framework": ["py'torch", "tf"]}) == "CAST(\"framework\" AS VARCHAR) IN ('py''torch', 'tf')"
+    assert (
+        filters_sql({"framework": ["py'torch", "tf"]})
+        == "CAST(\"framework\" AS VARCHAR) IN ('py''torch', 'tf')"
+    )
     sql = runs_sql(["run_id", "cpu_total_mean_pct"], "(framework = 'x')", "TRUE", samples_cpu=False)
-    assert "CAST(NULL AS DOUBLE) AS \"mean_power_w\"" in sql and "status IN ('ok', 'diverged')" in sql
+    assert 'CAST(NULL AS DOUBLE) AS "mean_power_w"' in sql and "status IN ('ok', 'diverged')" in sql
     assert "WHERE NOT l.warmup" in latencies_sql("r")
 
 
@@ -36,7 +39,9 @@ def test_where_and_filters_select_runs(results_db):
 
 
 def test_unknown_group_key_lists_the_valid_ones(results_db):
-    with pytest.raises(AnalysisInputError, match=r"--by colour: not a run column; use one of .*framework.*batch_size"):
+    with pytest.raises(
+        AnalysisInputError, match=r"--by colour: not a run column; use one of .*framework.*batch_size"
+    ):
         run_analyses(results_db, AnalysisOptions(by=["colour"]))
     with pytest.raises(AnalysisInputError, match="--only"):
         run_analyses(results_db, AnalysisOptions(only="everything"))
@@ -49,7 +54,10 @@ def test_every_analysis_runs_on_a_real_db_and_says_why_when_it_cannot(results_db
     assert not results["energy"].available
     assert "energy" in results["energy"].to_json()[0]["reason"]
     nothing = run_analyses(results_db, AnalysisOptions(where="framework = 'caffe'"))
-    assert all(r.to_json()[0]["reason"].startswith("not enough data: no ok or diverged runs match") for r in nothing.values())
+    assert all(
+        r.to_json()[0]["reason"].startswith("not enough data: no ok or diverged runs match")
+        for r in nothing.values()
+    )
 
 
 def test_an_outdated_view_asks_for_migrate(results_db):
@@ -73,11 +81,12 @@ def test_the_order_rows_are_stored_in_changes_no_analysis(tmp_path):
     12 significant digits. Only the last bits of floats may differ: DuckDB and polars sum floats
     in scan order, and float addition is not associative."""
     from builders import make_results_db, write_inference_run
+
     from edgestats.analysis import dumps
     from edgestats.store.results import CHILD_TABLES, ROW_TABLES, Store
 
     stored = make_results_db(tmp_path / "stored.duckdb", n_runs=5)
-    with Store.open(stored) as store:   # a configuration of one run: its intervals resample its latencies
+    with Store.open(stored) as store:  # a configuration of one run: its intervals resample its latencies
         device_id = store.con.execute("SELECT device_id FROM devices").fetchone()[0]
         write_inference_run(store, device_id, seed=99, model="resnet18", n_latencies=200)
     shuffled = tmp_path / "shuffled.duckdb"
@@ -88,4 +97,7 @@ def test_the_order_rows_are_stored_in_changes_no_analysis(tmp_path):
             store.con.execute(f"INSERT INTO {table} SELECT * FROM src.{table} ORDER BY random()")
         store.con.execute("DETACH src")
         assert store.con.execute("SELECT count(*) FROM latencies").fetchone()[0] == 5 * 50 + 200
-    assert same_to_12_digits(json.loads(dumps(run_analyses(shuffled))), json.loads(dumps(run_analyses(stored)))) == []
+    assert (
+        same_to_12_digits(json.loads(dumps(run_analyses(shuffled))), json.loads(dumps(run_analyses(stored))))
+        == []
+    )

@@ -26,7 +26,9 @@ def test_holm_matches_statsmodels(p_values, alpha):
     ours = holm(p_values)
     np.testing.assert_allclose(ours, adjusted, rtol=1e-12, atol=0)
     assert ((ours <= alpha) == reject).all()
-    assert ((ours >= np.asarray(p_values)) & (ours <= 1.0)).all(), "an adjusted p-value never drops below its own or exceeds 1"
+    assert ((ours >= np.asarray(p_values)) & (ours <= 1.0)).all(), (
+        "an adjusted p-value never drops below its own or exceeds 1"
+    )
 
 
 def test_holm_by_hand_and_empty():

@@ -9,9 +9,9 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
+from analysis_builders import import_sample, latencies_frame, runs_frame
 from scipy import stats
 
-from analysis_builders import import_sample, latencies_frame, runs_frame
 from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.analysis.breakdown import breakdown
 from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks, quantile_ci
@@ -32,33 +32,61 @@ def test_collected_runs_take_the_run_as_unit():
     variance: tests/analysis/test_hierarchical.py measures how badly)."""
     rng = np.random.default_rng(0)
     a, b = rng.lognormal(1.0, 0.2, 150), rng.lognormal(1.0, 0.2, 90)
-    runs = runs_frame([
-        {"n_latencies": 150, "latency_median_ms": float(np.median(a)), "latency_mean_ms": float(a.mean()), "rss_peak_bytes": 2e8, "batch_size": 4},
-        {"n_latencies": 90, "latency_median_ms": float(np.median(b)), "latency_mean_ms": float(b.mean()), "rss_peak_bytes": 3e8, "batch_size": 4},
-    ])
+    runs = runs_frame(
+        [
+            {
+                "n_latencies": 150,
+                "latency_median_ms": float(np.median(a)),
+                "latency_mean_ms": float(a.mean()),
+                "rss_peak_bytes": 2e8,
+                "batch_size": 4,
+            },
+            {
+                "n_latencies": 90,
+                "latency_median_ms": float(np.median(b)),
+                "latency_mean_ms": float(b.mean()),
+                "rss_peak_bytes": 3e8,
+                "batch_size": 4,
+            },
+        ]
+    )
     result = summarise(runs, latencies_frame({0: a.tolist(), 1: b.tolist()}), by=CONFIG, settings=SETTINGS)
     (entry,) = result.to_json()
-    assert entry["n"] == 2 and entry["n_unit"] == "runs" and entry["n_latencies"] == 240 and entry["n_runs"] == 2
+    assert (
+        entry["n"] == 2 and entry["n_unit"] == "runs" and entry["n_latencies"] == 240 and entry["n_runs"] == 2
+    )
     metrics = metrics_of(entry)
     median = metrics["latency_median_ms"]
     logs = np.log([np.median(a), np.median(b)])
     assert median["estimate"] == pytest.approx(np.exp(logs.mean()))
-    assert median["n"] == 2 and median["n_unit"] == "runs" and median["method"].startswith("run-level t on the log scale")
+    assert (
+        median["n"] == 2
+        and median["n_unit"] == "runs"
+        and median["method"].startswith("run-level t on the log scale")
+    )
     low, high = stats.t.interval(0.95, 1, loc=logs.mean(), scale=stats.sem(logs))
     assert (median["ci_low"], median["ci_high"]) == pytest.approx((np.exp(low), np.exp(high)))
     p99 = np.log([np.quantile(a, 0.99), np.quantile(b, 0.99)])
     assert metrics["latency_p99_ms"]["estimate"] == pytest.approx(np.exp(p99.mean()))
     # mean latency: the mean of the runs' means; throughput = batch_size / it, its interval mapped from the mean's
     mean = metrics["latency_mean_ms"]
-    assert mean["estimate"] == pytest.approx((a.mean() + b.mean()) / 2) and 0 < mean["ci_low"] < mean["ci_high"]
+    assert (
+        mean["estimate"] == pytest.approx((a.mean() + b.mean()) / 2) and 0 < mean["ci_low"] < mean["ci_high"]
+    )
     assert metrics["throughput_per_s"]["estimate"] == pytest.approx(4000 / mean["estimate"])
     assert metrics["throughput_per_s"]["ci_low"] == pytest.approx(4000 / mean["ci_high"])
-    assert metrics["rss_peak_bytes"]["estimate"] == pytest.approx(2.5e8) and metrics["rss_peak_bytes"]["n"] == 2
+    assert (
+        metrics["rss_peak_bytes"]["estimate"] == pytest.approx(2.5e8) and metrics["rss_peak_bytes"]["n"] == 2
+    )
     assert metrics["rss_peak_bytes"]["ci_low"] > 0  # a plain t interval: 2.5e8 ± 12.7 × 0.5e8, below 0
     energy = metrics["energy_per_inference_j"]
-    assert energy["estimate"] is None and energy["note"].startswith("not enough data: energy was not measured")
+    assert energy["estimate"] is None and energy["note"].startswith(
+        "not enough data: energy was not measured"
+    )
     components = entry["variance_components"]
-    assert (components["n_runs"], components["n_latencies"]) == (2, 240) and components["between_run_var"] >= 0
+    assert (components["n_runs"], components["n_latencies"]) == (2, 240) and components[
+        "between_run_var"
+    ] >= 0
     assert entry["recommendation"]["runs"] is None or entry["recommendation"]["runs"] >= 2
     frame = result.frames["metrics"]
     assert {"metric", "estimate", "ci_low", "ci_high", "level", "n", "n_unit", *CONFIG} <= set(frame.columns)
@@ -68,10 +96,16 @@ def test_collected_runs_take_the_run_as_unit():
 def test_one_collected_run_says_its_interval_is_within_run_only():
     rng = np.random.default_rng(4)
     a = rng.lognormal(1.0, 0.2, 150)
-    runs = runs_frame([{"n_latencies": 150, "latency_median_ms": float(np.median(a)), "latency_mean_ms": float(a.mean())}])
+    runs = runs_frame(
+        [{"n_latencies": 150, "latency_median_ms": float(np.median(a)), "latency_mean_ms": float(a.mean())}]
+    )
     (entry,) = summarise(runs, latencies_frame({0: a.tolist()}), by=CONFIG, settings=SETTINGS).to_json()
     median = metrics_of(entry)["latency_median_ms"]
-    assert median["estimate"] == pytest.approx(np.median(a)) and median["n_unit"] == "latencies" and median["n"] == 150
+    assert (
+        median["estimate"] == pytest.approx(np.median(a))
+        and median["n_unit"] == "latencies"
+        and median["n"] == 150
+    )
     pooled = np.sort(a)
     r, s = order_statistic_ranks(150, 0.5, 0.95)
     assert (median["ci_low"], median["ci_high"]) == (pooled[r - 1], pooled[s - 1])
@@ -80,8 +114,12 @@ def test_one_collected_run_says_its_interval_is_within_run_only():
 
 
 def test_imported_runs_give_intervals_across_runs():
-    runs = runs_frame([{"latency_median_ms": v, "latency_mean_ms": v, "energy_per_inference_j": e}
-                       for v, e in [(10.0, 0.5), (12.0, 0.6), (11.0, 0.55), (13.5, 0.7)]])
+    runs = runs_frame(
+        [
+            {"latency_median_ms": v, "latency_mean_ms": v, "energy_per_inference_j": e}
+            for v, e in [(10.0, 0.5), (12.0, 0.6), (11.0, 0.55), (13.5, 0.7)]
+        ]
+    )
     (entry,) = summarise(runs, None, by=CONFIG, settings=SETTINGS).to_json()
     metrics = metrics_of(entry)
     assert metrics["latency_median_ms"]["n_unit"] == "runs" and metrics["latency_median_ms"]["n"] == 4
@@ -96,8 +134,12 @@ def test_imported_tails_are_the_median_of_what_each_run_reported():
     median with the same interval as the median latency's; a run that printed none is left out
     and counted in the note; with no run reporting one it stays unknown."""
     p90 = [10.9, 13.1, None, 12.0, 14.2]
-    runs = runs_frame([{"latency_median_ms": 10.0 + i, "latency_mean_ms": 10.0 + i, "latency_p90_ms": v}
-                       for i, v in enumerate(p90)])
+    runs = runs_frame(
+        [
+            {"latency_median_ms": 10.0 + i, "latency_mean_ms": 10.0 + i, "latency_p90_ms": v}
+            for i, v in enumerate(p90)
+        ]
+    )
     (entry,) = summarise(runs, None, by=CONFIG, settings=SETTINGS).to_json()
     metric = metrics_of(entry)["latency_p90_ms"]
     reported = [v for v in p90 if v is not None]
@@ -124,10 +166,26 @@ def test_summary_without_latencies_says_so():
 
 
 TABLE3 = {  # pCAMP Table 3, PyTorch on Jetson TX2 (s)
-    "alexnet": {"import": 0.77, "load_model": 9.50, "load_first_input": 0.12, "first_inference": 2.34,
-                "load_second_input": 0.075, "second_inference": 0.006, "steady": 1.35, "total": 14.17},
-    "squeezenet": {"import": 0.74, "load_model": 6.20, "load_first_input": 0.15, "first_inference": 1.76,
-                   "load_second_input": 0.07, "second_inference": 0.019, "steady": 1.45, "total": 10.41},
+    "alexnet": {
+        "import": 0.77,
+        "load_model": 9.50,
+        "load_first_input": 0.12,
+        "first_inference": 2.34,
+        "load_second_input": 0.075,
+        "second_inference": 0.006,
+        "steady": 1.35,
+        "total": 14.17,
+    },
+    "squeezenet": {
+        "import": 0.74,
+        "load_model": 6.20,
+        "load_first_input": 0.15,
+        "first_inference": 1.76,
+        "load_second_input": 0.07,
+        "second_inference": 0.019,
+        "steady": 1.45,
+        "total": 10.41,
+    },
 }
 
 
@@ -141,14 +199,31 @@ def write_table3(db: Path, repeats: int = 1, jitter: float = 0.0) -> None:
                 for phase, seconds in phases.items():
                     seconds *= 1 + jitter * rng.standard_normal()
                     begin = 0 if phase == "total" else start
-                    end = begin + int(phases["total"] * 1e9) if phase == "total" else begin + int(seconds * 1e9)
+                    end = (
+                        begin + int(phases["total"] * 1e9) if phase == "total" else begin + int(seconds * 1e9)
+                    )
                     starts.append(begin)
                     ends.append(end)
                     start = end if phase != "total" else start
-                store.write_run({"device_id": device, "kind": "inference", "status": "ok", "framework": "pytorch",
-                                 "model": model, "batch_size": 1, "iterations": 100},
-                                phases=pa.table({"seq": pa.array(range(len(phases)), pa.int32()), "phase": list(phases),
-                                                 "start_ns": starts, "end_ns": ends}))
+                store.write_run(
+                    {
+                        "device_id": device,
+                        "kind": "inference",
+                        "status": "ok",
+                        "framework": "pytorch",
+                        "model": model,
+                        "batch_size": 1,
+                        "iterations": 100,
+                    },
+                    phases=pa.table(
+                        {
+                            "seq": pa.array(range(len(phases)), pa.int32()),
+                            "phase": list(phases),
+                            "start_ns": starts,
+                            "end_ns": ends,
+                        }
+                    ),
+                )
 
 
 def test_breakdown_reproduces_pcamp_insight_1(tmp_path):
@@ -160,7 +235,10 @@ def test_breakdown_reproduces_pcamp_insight_1(tmp_path):
     alexnet = entries["alexnet"]
     assert alexnet["load_over_steady"]["estimate"] == pytest.approx(9.50 / 1.35, rel=1e-6)
     assert alexnet["load_exceeds_steady"] is True
-    assert alexnet["load_over_steady"]["ci_low"] is None and "1 run (an interval" in alexnet["load_over_steady"]["note"]
+    assert (
+        alexnet["load_over_steady"]["ci_low"] is None
+        and "1 run (an interval" in alexnet["load_over_steady"]["note"]
+    )
     shares = {p["phase"]: p["share_of_total"] for p in alexnet["phases"]}
     assert shares["load_model"] == pytest.approx(9.50 / 14.17, rel=1e-6)
     # other = total - the four named phases: input loads, the second inference and 9 ms unaccounted
@@ -182,17 +260,36 @@ def test_breakdown_interval_across_repeated_runs(tmp_path):
 def test_breakdown_gives_compile_its_own_phase_only_where_runs_have_one():
     """torch.compile's compile phase is a phase of its own (not lumped into `other`); a runtime
     without one gets no compile phase at all, not a 0 s one."""
-    from edgestats.analysis.breakdown import breakdown
 
-    runs = runs_frame([{"runtime": "torch-compile", "latency_median_ms": 1.0, "iterations": 10},
-                       {"runtime": "torch-eager", "latency_median_ms": 1.0, "iterations": 10}])
-    seconds = {0: {"import": 1.0, "load_model": 2.0, "compile": 1.5, "first_inference": 0.01, "steady": 0.03, "total": 4.7},
-               1: {"import": 1.0, "load_model": 0.02, "first_inference": 0.01, "steady": 0.03, "total": 1.2}}
-    phases = pl.DataFrame([{"run_idx": i, "phase": name, "seq": k, "duration_s": v}
-                           for i, by_phase in seconds.items() for k, (name, v) in enumerate(by_phase.items())],
-                          schema={"run_idx": pl.Int32, "phase": pl.String, "seq": pl.Int64, "duration_s": pl.Float64})
-    entries = {e["group"]["runtime"]: {p["phase"]: p["estimate"] for p in e["phases"]}
-               for e in breakdown(runs, phases, by=["runtime"]).to_json()}
+    runs = runs_frame(
+        [
+            {"runtime": "torch-compile", "latency_median_ms": 1.0, "iterations": 10},
+            {"runtime": "torch-eager", "latency_median_ms": 1.0, "iterations": 10},
+        ]
+    )
+    seconds = {
+        0: {
+            "import": 1.0,
+            "load_model": 2.0,
+            "compile": 1.5,
+            "first_inference": 0.01,
+            "steady": 0.03,
+            "total": 4.7,
+        },
+        1: {"import": 1.0, "load_model": 0.02, "first_inference": 0.01, "steady": 0.03, "total": 1.2},
+    }
+    phases = pl.DataFrame(
+        [
+            {"run_idx": i, "phase": name, "seq": k, "duration_s": v}
+            for i, by_phase in seconds.items()
+            for k, (name, v) in enumerate(by_phase.items())
+        ],
+        schema={"run_idx": pl.Int32, "phase": pl.String, "seq": pl.Int64, "duration_s": pl.Float64},
+    )
+    entries = {
+        e["group"]["runtime"]: {p["phase"]: p["estimate"] for p in e["phases"]}
+        for e in breakdown(runs, phases, by=["runtime"]).to_json()
+    }
     assert entries["torch-compile"]["compile"] == pytest.approx(1.5)
     assert entries["torch-compile"]["other"] == pytest.approx(4.7 - 1.0 - 2.0 - 1.5 - 0.01 - 0.03)
     assert "compile" not in entries["torch-eager"]
@@ -201,7 +298,9 @@ def test_breakdown_gives_compile_its_own_phase_only_where_runs_have_one():
 
 def test_breakdown_on_imported_pcamp_rows(tmp_path):
     db = import_sample(tmp_path / "p.duckdb", "pcamp_inference.csv", "inference")
-    entries = run_analyses(db, AnalysisOptions(only="breakdown", by=["device", "model"]))["breakdown"].to_json()
+    entries = run_analyses(db, AnalysisOptions(only="breakdown", by=["device", "model"]))[
+        "breakdown"
+    ].to_json()
     tx2 = next(e for e in entries if e["group"] == {"device": "Jetson TX2", "model": "alexnet"})
     # one model load costs as much as ~700 inferences of 13.5 ms
     assert tx2["load_over_one_inference"]["estimate"] == pytest.approx(9.50 / 0.0135)
@@ -220,18 +319,43 @@ def test_summary_on_a_real_db(results_db):
 
 # -- the latency distribution (box plot and ECDF frames) ------------------------------------------
 
-BOX = {"min_ms": 0.0, "q01_ms": 0.01, "q05_ms": 0.05, "q25_ms": 0.25, "median_ms": 0.5, "q75_ms": 0.75,
-       "q95_ms": 0.95, "q99_ms": 0.99, "max_ms": 1.0}
+BOX = {
+    "min_ms": 0.0,
+    "q01_ms": 0.01,
+    "q05_ms": 0.05,
+    "q25_ms": 0.25,
+    "median_ms": 0.5,
+    "q75_ms": 0.75,
+    "q95_ms": 0.95,
+    "q99_ms": 0.99,
+    "max_ms": 1.0,
+}
 
 
-def _write_latencies(store: Store, device, model: str, steady_ms: list[float], warmup_ms: list[float]) -> None:
+def _write_latencies(
+    store: Store, device, model: str, steady_ms: list[float], warmup_ms: list[float]
+) -> None:
     values = [*warmup_ms, *steady_ms]
-    store.write_run({"device_id": device, "kind": "inference", "status": "ok", "framework": "pytorch", "model": model,
-                     "batch_size": 1, "threads": 2, "iterations": len(values)},
-                    latencies=pa.table({"iteration": pa.array(range(len(values)), pa.int32()),
-                                        "warmup": [i < len(warmup_ms) for i in range(len(values))],
-                                        "start_ns": [i * 10_000_000 for i in range(len(values))],
-                                        "latency_ns": [int(round(v * 1e6)) for v in values]}))
+    store.write_run(
+        {
+            "device_id": device,
+            "kind": "inference",
+            "status": "ok",
+            "framework": "pytorch",
+            "model": model,
+            "batch_size": 1,
+            "threads": 2,
+            "iterations": len(values),
+        },
+        latencies=pa.table(
+            {
+                "iteration": pa.array(range(len(values)), pa.int32()),
+                "warmup": [i < len(warmup_ms) for i in range(len(values))],
+                "start_ns": [i * 10_000_000 for i in range(len(values))],
+                "latency_ns": [int(round(v * 1e6)) for v in values],
+            }
+        ),
+    )
 
 
 def test_distribution_matches_numpy_quantiles_of_the_steady_latencies(tmp_path):
@@ -253,12 +377,17 @@ def test_distribution_matches_numpy_quantiles_of_the_steady_latencies(tmp_path):
         assert [row[c] for c in BOX] == pytest.approx(expected, rel=1e-9, abs=1e-9)
         ecdf = result.frames["ecdf"].filter(pl.col("model") == model).sort("p")
         assert ecdf.height == 51 and ecdf["p"].to_list() == pytest.approx(np.linspace(0, 1, 51))
-        assert ecdf["latency_ms"].to_list() == pytest.approx(np.quantile(values, np.linspace(0, 1, 51)), rel=1e-9)
+        assert ecdf["latency_ms"].to_list() == pytest.approx(
+            np.quantile(values, np.linspace(0, 1, 51)), rel=1e-9
+        )
         entry = next(e for e in result.to_json() if e["group"]["model"] == model)
         # the box describes the pooled sample; the median's estimate is the run-level one: the
         # same for one run, the geometric mean of the runs' medians for several
         runs_of_model = {"squeezenet": [a1, a2], "cnn9": [b]}[model]
-        for column, metric, q in (("median_ms", "latency_median_ms", 0.5), ("q99_ms", "latency_p99_ms", 0.99)):
+        for column, metric, q in (
+            ("median_ms", "latency_median_ms", 0.5),
+            ("q99_ms", "latency_p99_ms", 0.99),
+        ):
             expected = np.exp(np.mean([np.log(np.quantile(run, q)) for run in runs_of_model]))
             assert metrics_of(entry)[metric]["estimate"] == pytest.approx(expected, rel=1e-9)
             if len(runs_of_model) == 1:
@@ -267,7 +396,9 @@ def test_distribution_matches_numpy_quantiles_of_the_steady_latencies(tmp_path):
 
 @pytest.mark.parametrize("values", [[4.25], [3.0] * 40], ids=["one latency", "all equal"])
 def test_distribution_of_degenerate_samples_is_flat(values):
-    runs = runs_frame([{"n_latencies": len(values), "latency_median_ms": values[0], "latency_mean_ms": values[0]}])
+    runs = runs_frame(
+        [{"n_latencies": len(values), "latency_median_ms": values[0], "latency_mean_ms": values[0]}]
+    )
     result = summarise(runs, latencies_frame({0: values}), by=CONFIG)
     (row,) = result.frames["distribution"].to_dicts()
     assert row["n"] == len(values) and all(row[c] == values[0] for c in BOX)
@@ -277,9 +408,13 @@ def test_distribution_of_degenerate_samples_is_flat(values):
 
 def test_distribution_of_imported_runs_is_across_their_medians():
     medians = [10.0, 12.0, 11.0, 13.5]
-    runs = runs_frame([{"latency_median_ms": v, "latency_mean_ms": v} for v in medians]
-                      + [{"model": "cnn9", "n_latencies": 3, "latency_median_ms": 2.0, "latency_mean_ms": 2.0},
-                         {"model": "cnn9", "latency_median_ms": 50.0, "latency_mean_ms": 50.0}])
+    runs = runs_frame(
+        [{"latency_median_ms": v, "latency_mean_ms": v} for v in medians]
+        + [
+            {"model": "cnn9", "n_latencies": 3, "latency_median_ms": 2.0, "latency_mean_ms": 2.0},
+            {"model": "cnn9", "latency_median_ms": 50.0, "latency_mean_ms": 50.0},
+        ]
+    )
     result = summarise(runs, latencies_frame({4: [1.0, 2.0, 3.0]}), by=CONFIG, settings=SETTINGS)
     rows = {r["model"]: r for r in result.frames["distribution"].to_dicts()}
     imported = rows["squeezenet"]

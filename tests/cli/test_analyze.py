@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from analysis_builders import import_sample
 from typer.testing import CliRunner
 
-from analysis_builders import import_sample
 from edgestats.cli import app
 
 runner = CliRunner()
@@ -19,8 +19,24 @@ def no_nan(text: str):
 
 def test_hyperparams_json_has_the_documented_shape(tmp_path):
     db = import_sample(tmp_path / "d.duckdb", "dlaas_caffe_iterations_gpu.csv", "training")
-    result = runner.invoke(app, ["analyze", str(db), "--only", "hyperparams", "--response", "training_time_s",
-                                 "--factor", "iterations", "--by", "dataset", "--best", "min", "--json"])
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(db),
+            "--only",
+            "hyperparams",
+            "--response",
+            "training_time_s",
+            "--factor",
+            "iterations",
+            "--by",
+            "dataset",
+            "--best",
+            "min",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     document = no_nan(result.stdout)
     assert list(document) == ["hyperparams"]
@@ -44,12 +60,27 @@ def test_every_analysis_as_json_and_as_text(results_db):
     assert "summary: metrics" in text.stdout and "energy: skipped" in text.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--where", "1; DROP TABLE runs"], "must be one expression"),
-    (["--by", "colour"], "not a run column; use one of"),
-    (["--only", "hyperparams", "--response", "training_time_s", "--factor", "batch_size", "--best", "most"], "--best 'most'"),
-    (["--level", "1.5"], "--level 1.5"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--where", "1; DROP TABLE runs"], "must be one expression"),
+        (["--by", "colour"], "not a run column; use one of"),
+        (
+            [
+                "--only",
+                "hyperparams",
+                "--response",
+                "training_time_s",
+                "--factor",
+                "batch_size",
+                "--best",
+                "most",
+            ],
+            "--best 'most'",
+        ),
+        (["--level", "1.5"], "--level 1.5"),
+    ],
+)
 def test_errors_are_one_line_and_exit_1(results_db, args, message):
     result = runner.invoke(app, ["analyze", str(results_db), *args])
     assert result.exit_code == 1
@@ -57,7 +88,9 @@ def test_errors_are_one_line_and_exit_1(results_db, args, message):
 
 
 def test_filters_and_missing_db(results_db, tmp_path):
-    result = runner.invoke(app, ["analyze", str(results_db), "--only", "summary", "--framework", "onnxruntime", "--json"])
+    result = runner.invoke(
+        app, ["analyze", str(results_db), "--only", "summary", "--framework", "onnxruntime", "--json"]
+    )
     assert [e["group"]["framework"] for e in no_nan(result.stdout)["summary"]] == ["onnxruntime"]
     missing = runner.invoke(app, ["analyze", str(tmp_path / "nope.duckdb")])
     assert missing.exit_code == 1 and "no such file" in missing.output
@@ -75,6 +108,6 @@ def test_text_output_keeps_intervals_and_turns_notes_into_footnotes(results_db):
     result = CliRunner().invoke(app, ["analyze", str(results_db), "--only", "summary"])
     assert result.exit_code == 0, result.output
     assert re.search(r"\d \[[\d.,]+, [\d.,]+\]", result.output), result.output
-    assert "latency_median_ms " in result.output        # not folded over two lines
+    assert "latency_median_ms " in result.output  # not folded over two lines
     footnotes = re.findall(r"^\s+\[(\d+)\] (.+)$", result.output, flags=re.M)
     assert footnotes and len({text for _, text in footnotes}) == len(footnotes)

@@ -23,26 +23,48 @@ def telemetry(output: str) -> str:
 
 
 def test_one_short_telemetry_line(tmp_path):
-    args = ARGS + ["--db", str(tmp_path / "r.duckdb"), "--cache-dir", str(tmp_path / "cache"), "--power", "auto"]
+    args = ARGS + [
+        "--db",
+        str(tmp_path / "r.duckdb"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--power",
+        "auto",
+    ]
     plain = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
     assert plain.exit_code == 0, plain.output
     line = telemetry(plain.output)
-    assert len(line) <= 160 and "/sys/" not in line, line   # here: no source; with RAPL: its rails
+    assert len(line) <= 160 and "/sys/" not in line, line  # here: no source; with RAPL: its rails
 
 
 def test_verbose_says_why_each_power_source_is_unusable():
-    reasons = {"rapl": "/sys/class/powercap does not exist: this kernel has no powercap interface",
-               "nvml": "NVML cannot be used: NVML Shared Library Not Found"}
-    telemetry = SimpleNamespace(sample_hz=10.0, power=None, not_used=reasons,
-                                no_energy_reason=lambda: "no power source found (" + "; ".join(reasons.values()) + ")")
+    reasons = {
+        "rapl": "/sys/class/powercap does not exist: this kernel has no powercap interface",
+        "nvml": "NVML cannot be used: NVML Shared Library Not Found",
+    }
+    telemetry = SimpleNamespace(
+        sample_hz=10.0,
+        power=None,
+        not_used=reasons,
+        no_energy_reason=lambda: "no power source found (" + "; ".join(reasons.values()) + ")",
+    )
     short = telemetry_line(telemetry)
-    assert short == ("telemetry: sampler 10 Hz; energy none here (rapl, nvml unusable: -v or edgestats doctor says "
-                     "why; an external meter: --power csv:PATH)")
+    assert short == (
+        "telemetry: sampler 10 Hz; energy none here (rapl, nvml unusable: -v or edgestats doctor says "
+        "why; an external meter: --power csv:PATH)"
+    )
     assert "/sys/class/powercap does not exist" in telemetry_line(telemetry, verbose=True)
 
 
 def test_nothing_to_run_prints_no_progress_bar(tmp_path):
-    args = ARGS + ["--db", str(tmp_path / "r.duckdb"), "--cache-dir", str(tmp_path / "cache"), "--power", "none"]
+    args = ARGS + [
+        "--db",
+        str(tmp_path / "r.duckdb"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--power",
+        "none",
+    ]
     assert CliRunner().invoke(app, args).exit_code == 0
     again = CliRunner().invoke(app, args, env={"COLUMNS": "80"})
     assert again.exit_code == 0, again.output

@@ -19,26 +19,60 @@ from edgestats.store.results import Store
 runner = CliRunner()
 
 
-def write_runs(store: Store, device_id: uuid.UUID, *, framework: str, model: str, median_ms: float,
-               run_spread: float, n_runs: int, seed: int) -> None:
+def write_runs(
+    store: Store,
+    device_id: uuid.UUID,
+    *,
+    framework: str,
+    model: str,
+    median_ms: float,
+    run_spread: float,
+    n_runs: int,
+    seed: int,
+) -> None:
     """n_runs runs of one configuration whose medians differ from run to run by `run_spread`
     (log-normal), each of 40 latencies with 2 % in-run jitter."""
     rng = np.random.default_rng(seed)
     for _ in range(n_runs):
         run_median_ns = median_ms * 1e6 * np.exp(rng.normal(0.0, run_spread))
         latency_ns = (run_median_ns * np.exp(rng.normal(0.0, 0.02, 40))).astype(np.int64)
-        latencies = pa.table({"iteration": pa.array(range(40), pa.int32()), "warmup": [False] * 40,
-                              "start_ns": np.arange(40, dtype=np.int64) * 10_000_000, "latency_ns": latency_ns})
-        store.write_run({"device_id": device_id, "kind": "inference", "status": "ok", "framework": framework,
-                         "model": model, "batch_size": 1, "threads": 2, "iterations": 40}, latencies=latencies)
+        latencies = pa.table(
+            {
+                "iteration": pa.array(range(40), pa.int32()),
+                "warmup": [False] * 40,
+                "start_ns": np.arange(40, dtype=np.int64) * 10_000_000,
+                "latency_ns": latency_ns,
+            }
+        )
+        store.write_run(
+            {
+                "device_id": device_id,
+                "kind": "inference",
+                "status": "ok",
+                "framework": framework,
+                "model": model,
+                "batch_size": 1,
+                "threads": 2,
+                "iterations": 40,
+            },
+            latencies=latencies,
+        )
 
 
 def make_db(path: Path, medians_ms: dict[tuple[str, str], float], *, n_runs: int = 5, seed: int = 0) -> Path:
     with Store.open(path) as store:
         device_id = store.register_device({"name": "pi5", "hostname": "pi5", "arch": "aarch64", "cores": 4})
         for i, ((framework, model), median) in enumerate(medians_ms.items()):
-            write_runs(store, device_id, framework=framework, model=model, median_ms=median, run_spread=0.01,
-                       n_runs=n_runs, seed=seed + i)
+            write_runs(
+                store,
+                device_id,
+                framework=framework,
+                model=model,
+                median_ms=median,
+                run_spread=0.01,
+                n_runs=n_runs,
+                seed=seed + i,
+            )
     return path
 
 
@@ -47,7 +81,9 @@ BEFORE = {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 40.0}
 
 def test_two_dbs_regression_exits_1_and_names_the_slower_configuration(tmp_path: Path) -> None:
     before = make_db(tmp_path / "before.duckdb", BEFORE)
-    after = make_db(tmp_path / "after.duckdb", {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 48.0}, seed=10)
+    after = make_db(
+        tmp_path / "after.duckdb", {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 48.0}, seed=10
+    )
     result = runner.invoke(app, ["compare", str(before), str(after)])
     assert result.exit_code == 1, result.output
     text = result.stdout
@@ -79,14 +115,27 @@ def test_no_change_exits_0_and_markdown_is_one_table(tmp_path: Path) -> None:
 def test_two_selections_of_one_db_compare_the_frameworks_and_write_the_page(tmp_path: Path) -> None:
     db = make_db(tmp_path / "one.duckdb", {("pytorch", "cnn9"): 10.0, ("onnxruntime", "cnn9"): 6.0})
     out = tmp_path / "page"
-    result = runner.invoke(app, ["compare", str(db), "--a", "framework = 'pytorch'", "--b", "framework = 'onnxruntime'",
-                                 "--out", str(out)])
+    result = runner.invoke(
+        app,
+        [
+            "compare",
+            str(db),
+            "--a",
+            "framework = 'pytorch'",
+            "--b",
+            "framework = 'onnxruntime'",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "compared: framework pytorch (A) vs onnxruntime (B)" in result.stdout
     assert "faster" in result.stdout
     html = (out / "index.html").read_text()
     assert "Compare: B against A" in html and "ratio B/A" in html
-    assert json.loads((out / "compare.json").read_text())["differing"] == {"framework": {"a": "pytorch", "b": "onnxruntime"}}
+    assert json.loads((out / "compare.json").read_text())["differing"] == {
+        "framework": {"a": "pytorch", "b": "onnxruntime"}
+    }
 
 
 def test_the_page_of_two_dbs_says_which_side_each_device_row_is(tmp_path: Path) -> None:
@@ -96,17 +145,25 @@ def test_the_page_of_two_dbs_says_which_side_each_device_row_is(tmp_path: Path) 
     out = tmp_path / "page"
     result = runner.invoke(app, ["compare", str(before), str(after), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    rows = re.findall(r"<tr><td>([^<]*)</td><td>aarch64</td>.*?<td[^>]*>(\d+)</td></tr>", (out / "index.html").read_text())
+    rows = re.findall(
+        r"<tr><td>([^<]*)</td><td>aarch64</td>.*?<td[^>]*>(\d+)</td></tr>", (out / "index.html").read_text()
+    )
     assert rows == [("pi5 (A)", "10"), ("pi5 (B)", "6")], rows
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--a", "framework = 'pytorch'"], "give two DBs"),
-    (["--a", "framework = 'pytorch'", "--b", "framework = 'tflite'"], "side B"),
-    (["--a", "1; DROP TABLE runs", "--b", "TRUE"], "--a"),
-    (["--a", "model = 'cnn9'", "--b", "model = 'squeezenet'", "--match", "model"], "no configuration of A matches"),
-    (["--a", "TRUE", "--b", "TRUE", "--format", "yaml"], "--format"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--a", "framework = 'pytorch'"], "give two DBs"),
+        (["--a", "framework = 'pytorch'", "--b", "framework = 'tflite'"], "side B"),
+        (["--a", "1; DROP TABLE runs", "--b", "TRUE"], "--a"),
+        (
+            ["--a", "model = 'cnn9'", "--b", "model = 'squeezenet'", "--match", "model"],
+            "no configuration of A matches",
+        ),
+        (["--a", "TRUE", "--b", "TRUE", "--format", "yaml"], "--format"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     db = make_db(tmp_path / "one.duckdb", BEFORE)
     result = runner.invoke(app, ["compare", str(db), *args])

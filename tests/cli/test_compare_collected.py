@@ -32,13 +32,34 @@ from edgestats.store.results import Store
 pytestmark = [pytest.mark.frameworks, pytest.mark.quiet]
 
 MIN_PAIRS, MAX_PAIRS = 5, 16
-TARGET_HALF_WIDTH = 0.04   # ±4 % around 1.10 clears compare's 3 % threshold
+TARGET_HALF_WIDTH = 0.04  # ±4 % around 1.10 clears compare's 3 % threshold
 SLOWDOWN = 0.10
 
 
 def collect(db: Path, cache: Path, repeat: int, *extra: str) -> None:
-    cmd = [sys.executable, "-m", "edgestats", "collect", "--db", str(db), "-f", "onnxruntime", "-m", "mobilenet_v2",
-           "--cache-dir", str(cache), "--threads", "1", "--warmup", "5", "-n", "100", "--repeat", str(repeat), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edgestats",
+        "collect",
+        "--db",
+        str(db),
+        "-f",
+        "onnxruntime",
+        "-m",
+        "mobilenet_v2",
+        "--cache-dir",
+        str(cache),
+        "--threads",
+        "1",
+        "--warmup",
+        "5",
+        "-n",
+        "100",
+        "--repeat",
+        str(repeat),
+        *extra,
+    ]
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
 
@@ -49,16 +70,24 @@ def median_ms(db: Path) -> float:
 
 
 def compare_latency(a: Path, b: Path, *args: str) -> tuple[int, dict, str]:
-    result = subprocess.run([sys.executable, "-m", "edgestats", "compare", str(a), str(b), "--format", "json", *args],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "edgestats", "compare", str(a), str(b), "--format", "json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     [entry] = json.loads(result.stdout)["comparisons"]
-    return result.returncode, next(m for m in entry["metrics"] if m["metric"] == "latency_median_ms"), result.stdout
+    return (
+        result.returncode,
+        next(m for m in entry["metrics"] if m["metric"] == "latency_median_ms"),
+        result.stdout,
+    )
 
 
 def test_a_ten_percent_slowdown_is_found_and_its_ratio_covered(tmp_path: Path, model_cache: Path) -> None:
     a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
     collect(a, model_cache, 1)
-    delay_ms = SLOWDOWN * median_ms(a)   # about 10 % of this machine's own latency
+    delay_ms = SLOWDOWN * median_ms(a)  # about 10 % of this machine's own latency
     option = ("--option", f"added_delay_ms={delay_ms:.4f}")
     collect(b, model_cache, 1, *option)
     pairs = 1
@@ -72,18 +101,24 @@ def test_a_ten_percent_slowdown_is_found_and_its_ratio_covered(tmp_path: Path, m
         collect(a, model_cache, pairs)
         collect(b, model_cache, pairs, *option)
 
-    print(f"delay {delay_ms:.3f} ms; {pairs} pairs; B/A {latency['estimate']:.3f} [{latency['ci_low']:.3f}, "
-          f"{latency['ci_high']:.3f}], p Holm {latency['p_holm']:.2g}")
+    print(
+        f"delay {delay_ms:.3f} ms; {pairs} pairs; B/A {latency['estimate']:.3f} [{latency['ci_low']:.3f}, "
+        f"{latency['ci_high']:.3f}], p Holm {latency['p_holm']:.2g}"
+    )
     assert latency["n_a"] == latency["n_b"] == pairs
-    assert latency["verdict"] in ("slower", "inconclusive"), output   # never "same" or "faster"
+    assert latency["verdict"] in ("slower", "inconclusive"), output  # never "same" or "faster"
     if latency["ci_low"] > 1.03 or pairs < MAX_PAIRS:
         # precise enough to tell 1.10 from the 3 % threshold: it must be called, with exit 1
         assert code == 1 and latency["verdict"] == "slower", output
-    else:   # host noise left it undecided after MAX_PAIRS: inconclusive is the honest answer
+    else:  # host noise left it undecided after MAX_PAIRS: inconclusive is the honest answer
         assert code == 0, output
         print("the machine was too noisy to decide: inconclusive, as it should be")
     _, latency, _ = compare_latency(a, b, "--level", "0.999")
     assert latency["ci_low"] <= 1 + SLOWDOWN <= latency["ci_high"], latency
     with Store.open(b, read_only=True) as store:
-        configs = store.con.execute("SELECT DISTINCT CAST(config->'$.extra.added_delay_ms' AS DOUBLE) FROM runs").fetchall()
-    assert configs == [(pytest.approx(delay_ms, abs=1e-4),)], "the calibration is part of each run's configuration"
+        configs = store.con.execute(
+            "SELECT DISTINCT CAST(config->'$.extra.added_delay_ms' AS DOUBLE) FROM runs"
+        ).fetchall()
+    assert configs == [(pytest.approx(delay_ms, abs=1e-4),)], (
+        "the calibration is part of each run's configuration"
+    )

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.collectors.host.doctor import render_text
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.host.probes import Probe, module_probe, run_probe, run_probes
-from edgestats.collectors.host.doctor import render_text
 
 runner = CliRunner()
 MISSING = "edgestats_no_such_module_xyz"
@@ -29,7 +29,7 @@ def cli_report() -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 @pytest.mark.xdist_group("doctor")  # one worker builds cli_report (seconds of framework imports) for all four
 @pytest.mark.parametrize("name", ["pytorch", "tensorflow", "tflite", "onnxruntime"])
 def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name: str) -> None:
@@ -42,7 +42,7 @@ def test_frameworks_of_the_dev_environment_are_available(cli_report: dict, name:
     assert probe["kind"] == "framework"
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 @pytest.mark.xdist_group("doctor")
 def test_framework_details(cli_report: dict) -> None:
     probes = cli_report["probes"]
@@ -52,7 +52,7 @@ def test_framework_details(cli_report: dict) -> None:
     assert probes["tflite"]["detail"]["backend"] in {"ai_edge_litert", "tflite_runtime", "tensorflow.lite"}
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 @pytest.mark.xdist_group("doctor")
 def test_missing_module_reports_why(cli_report: dict) -> None:
     probe = cli_report["probes"][MISSING]
@@ -61,7 +61,7 @@ def test_missing_module_reports_why(cli_report: dict) -> None:
     assert probe["kind"] == "module"
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 @pytest.mark.xdist_group("doctor")
 def test_report_carries_device_facts(cli_report: dict) -> None:
     device = cli_report["device"]
@@ -74,7 +74,7 @@ def test_report_carries_device_facts(cli_report: dict) -> None:
     assert nvml["available"] or nvml["reason"]  # no GPU here: a reason, never a blank
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 @pytest.mark.xdist_group("doctor")
 def test_text_output_of_the_real_report(cli_report: dict) -> None:
     text = render_text(cli_report)
@@ -83,7 +83,7 @@ def test_text_output_of_the_real_report(cli_report: dict) -> None:
     assert f"device id   {cli_report['device']['device_id']}" in text
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 def test_text_command_with_one_probe() -> None:
     result = runner.invoke(app, ["doctor", "--only", "onnxruntime"])
     assert result.exit_code == 0, result.output
@@ -121,6 +121,7 @@ def test_fallback_modules_report_which_one_was_used() -> None:
 
 # -- a broken install must not take doctor down ---------------------------------------------------
 
+
 def _bad_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str) -> Probe:
     (tmp_path / f"{name}.py").write_text(body)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the probe child inherits the environment
@@ -135,7 +136,9 @@ def test_module_that_raises_on_import(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_module_that_crashes_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    probe = _bad_module(tmp_path, monkeypatch, "es_crashes", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    probe = _bad_module(
+        tmp_path, monkeypatch, "es_crashes", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
     result = run_probe(probe)
     assert result["available"] is False
     assert "killed by SIGSEGV" in result["reason"]
@@ -144,10 +147,14 @@ def test_module_that_crashes_the_interpreter(tmp_path: Path, monkeypatch: pytest
 def test_module_that_hangs_is_killed_at_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The hanging module also starts a grandchild: the timeout must kill the whole group,
     # or communicate() would wait for the grandchild's copy of the pipes.
-    probe = _bad_module(tmp_path, monkeypatch, "es_hangs",
-                        "import subprocess, sys, time\n"
-                        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-                        "time.sleep(60)\n")
+    probe = _bad_module(
+        tmp_path,
+        monkeypatch,
+        "es_hangs",
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "time.sleep(60)\n",
+    )
     start = time.perf_counter()
     results = run_probes([], modules=["es_hangs", "json"], timeout_s=1.5)
     assert time.perf_counter() - start < 30
@@ -161,7 +168,8 @@ def test_nvml_probe_with_a_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     (tmp_path / "pynvml.py").write_text(
         "nvmlInit = nvmlShutdown = lambda: None\n"
         "nvmlSystemGetDriverVersion = lambda: b'550.54.15'\n"
-        "nvmlDeviceGetCount = lambda: 1\n")
+        "nvmlDeviceGetCount = lambda: 1\n"
+    )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     result = run_probes(["nvml"])["nvml"]
     assert result["available"] is True, result["reason"]
@@ -169,9 +177,11 @@ def test_nvml_probe_with_a_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_collectors_do_not_import_the_analysis_stack() -> None:
-    code = ("import sys, edgestats.collectors.host.facts, edgestats.collectors.host.probes, edgestats.collectors.host.doctor\n"
-            "print(sorted(m for m in ('polars', 'statsmodels', 'altair', 'vl_convert', 'torch', 'tensorflow') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, edgestats.collectors.host.facts, edgestats.collectors.host.probes, edgestats.collectors.host.doctor\n"
+        "print(sorted(m for m in ('polars', 'statsmodels', 'altair', 'vl_convert', 'torch', 'tensorflow') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -179,29 +189,32 @@ def test_collectors_do_not_import_the_analysis_stack() -> None:
 def test_probe_child_starts_with_nothing_heavy_loaded() -> None:
     # The child imports edgestats.collectors.host.probes before the probed module: if that
     # pulled in numpy, every framework's import time would be understated by numpy's.
-    code = ("import sys, edgestats.collectors.host.probes\n"
-            "print(sorted(m for m in ('numpy', 'pyarrow', 'duckdb', 'psutil') if m in sys.modules))")
+    code = (
+        "import sys, edgestats.collectors.host.probes\n"
+        "print(sorted(m for m in ('numpy', 'pyarrow', 'duckdb', 'psutil') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-@pytest.mark.frameworks   # doctor imports the frameworks in child processes
+@pytest.mark.frameworks  # doctor imports the frameworks in child processes
 @pytest.mark.xdist_group("doctor")
 def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
     sources = {s["name"]: s for s in cli_report["power_sources"]}
     assert set(sources) == {"rapl", "nvml", "jetson", "csv"}
     for source in sources.values():
-        assert source["usable"] or source["reason"], source   # usable, or why not
+        assert source["usable"] or source["reason"], source  # usable, or why not
     sensors = {s["name"]: s for s in cli_report["sensors"]}
     assert sensors["process memory, CPU, I/O"]["usable"] is True
     assert all(s["detail"] for s in sensors.values())
 
 
 def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
+    from power_fakes import LAPTOP_ZONES, make_rapl_tree
+
+    from edgestats.collectors.host.doctor import power_lines
     from edgestats.collectors.power.selection import describe_sources
     from edgestats.collectors.telemetry.session import describe_sensors
-    from edgestats.collectors.host.doctor import power_lines
-    from power_fakes import LAPTOP_ZONES, make_rapl_tree
 
     make_rapl_tree(tmp_path, LAPTOP_ZONES)
     zone = tmp_path / "sys/class/thermal/thermal_zone0"
@@ -219,33 +232,55 @@ def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None
 
 # -- plug-ins reach doctor through the registries only ----------------------------------------------
 
-def test_a_registered_runtime_is_probed_with_its_adapters_detail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_a_registered_runtime_is_probed_with_its_adapters_detail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A runtime added to the registry is probed, with its extra and its adapter module's
     probe_detail, and listed by --only's help: host/probes.py names no framework."""
     from edgestats.collectors.host.doctor import doctor_report, only_help
     from edgestats.registry import runtimes as registry
 
     (tmp_path / "es_fake_adapter.py").write_text(
-        "def probe_detail(module):\n    return {'fake_backend': module.__name__}\n")
+        "def probe_detail(module):\n    return {'fake_backend': module.__name__}\n"
+    )
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the probe child finds the adapter module there
-    fake = registry.RuntimeEntry("fakert", "Fake RT", "es_fake_adapter:FakeAdapter", (MISSING, "json"), "fake",
-                                 "a fake runtime", "docs/runtimes.md#pytorch")
-    missing = registry.RuntimeEntry("fakemissing", "Fake missing", "es_fake_adapter:FakeAdapter", (MISSING,), "fake",
-                                    "a fake runtime that is not installed", "docs/runtimes.md#pytorch")
+    fake = registry.RuntimeEntry(
+        "fakert",
+        "Fake RT",
+        "es_fake_adapter:FakeAdapter",
+        (MISSING, "json"),
+        "fake",
+        "a fake runtime",
+        "docs/runtimes.md#pytorch",
+    )
+    missing = registry.RuntimeEntry(
+        "fakemissing",
+        "Fake missing",
+        "es_fake_adapter:FakeAdapter",
+        (MISSING,),
+        "fake",
+        "a fake runtime that is not installed",
+        "docs/runtimes.md#pytorch",
+    )
     monkeypatch.setattr(registry, "RUNTIMES", (*registry.RUNTIMES, fake, missing))
     assert "fakert" in only_help() and "fakemissing" in only_help()
     report = doctor_report(tmp_path, probes=["fakert", "fakemissing"])
     probe = report["probes"]["fakert"]
     assert probe["available"] and probe["kind"] == "framework", probe
     assert probe["detail"] == {"module": "json", "fake_backend": "json"}
-    assert report["probes"]["fakemissing"]["reason"] == f"No module named '{MISSING}': pip install 'edgestats[fake]'"
+    assert (
+        report["probes"]["fakemissing"]["reason"]
+        == f"No module named '{MISSING}': pip install 'edgestats[fake]'"
+    )
     text = render_text(report)
     assert re.search(r"^Frameworks and runtimes.*\n  fakert\s+yes", text, re.MULTILINE), text
 
 
 def test_a_registered_power_source_is_in_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from edgestats.collectors.host.doctor import doctor_report
     from power_fakes import register_fake_board
+
+    from edgestats.collectors.host.doctor import doctor_report
 
     register_fake_board(monkeypatch)
     (tmp_path / "fakeboard").write_text("1\n")
@@ -259,6 +294,7 @@ def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
     """What would make runs noisy, from a fake board's /proc and /sys through the real readers:
     a powersave governor, turbo on and a hot sensor warn, each with its fix; the real machine's
     busy processes never leak into a fake root."""
+
     def write(relative: str, text: str) -> None:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text(text + "\n")
@@ -274,9 +310,16 @@ def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
 
     report = doctor_report(tmp_path, probes=[])
     checks = {c["name"]: c for c in report["noise"]}
-    assert (checks["governor"]["ok"], checks["turbo"]["ok"], checks["temperature"]["ok"]) == (False, False, False)
+    assert (checks["governor"]["ok"], checks["turbo"]["ok"], checks["temperature"]["ok"]) == (
+        False,
+        False,
+        False,
+    )
     # a fake /proc/stat does not move while doctor watches: background CPU cannot be told
-    assert checks["background CPU"]["ok"] is None and "unchanged while watching" in checks["background CPU"]["detail"]
+    assert (
+        checks["background CPU"]["ok"] is None
+        and "unchanged while watching" in checks["background CPU"]["detail"]
+    )
     assert checks["swap"]["ok"] is True and checks["load average"]["ok"] is True
     text = render_text(report)
     assert "Noise (what would disturb measurements here" in text
@@ -289,7 +332,7 @@ def test_progress_hears_each_probe_as_it_finishes() -> None:
     probes done and names those still importing, fed by run_probes' callbacks."""
     from edgestats.cli.doctor import ProbeStatus
 
-    class Status:   # rich's Status, as ProbeStatus drives it
+    class Status:  # rich's Status, as ProbeStatus drives it
         def __init__(self) -> None:
             self.texts: list[str] = []
 

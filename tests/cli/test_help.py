@@ -46,7 +46,9 @@ def test_migrate_command(results_db):
     assert result.exit_code == 0 and "already at schema" in result.output
 
 
-@pytest.mark.parametrize("command", [[], *([c] for c in COMMANDS), ["analyze"], ["baseline"], ["dataset", "make"]])
+@pytest.mark.parametrize(
+    "command", [[], *([c] for c in COMMANDS), ["analyze"], ["baseline"], ["dataset", "make"]]
+)
 def test_flags_show_no_value_type(command):
     """A flag takes no value: typer 0.29 printed `--debug <bool>` (and `--help <bool>`), which
     reads as if it needed one."""
@@ -56,8 +58,22 @@ def test_flags_show_no_value_type(command):
     assert "--help" in result.output
 
 
-ALL_COMMANDS = [[], ["collect"], ["prepare"], ["baseline"], ["import"], ["merge"], ["sql"], ["migrate"], ["export"],
-                ["doctor"], ["analyze"], ["compare"], ["dataset"], ["dataset", "make"]]
+ALL_COMMANDS = [
+    [],
+    ["collect"],
+    ["prepare"],
+    ["baseline"],
+    ["import"],
+    ["merge"],
+    ["sql"],
+    ["migrate"],
+    ["export"],
+    ["doctor"],
+    ["analyze"],
+    ["compare"],
+    ["dataset"],
+    ["dataset", "make"],
+]
 
 
 @pytest.mark.parametrize("columns", ["80", "120"])

@@ -18,16 +18,19 @@ runner = CliRunner()
 QUERY = "SELECT framework, count(*) AS runs FROM runs WHERE kind = 'inference' GROUP BY framework ORDER BY framework"
 
 
-@pytest.mark.parametrize("statement", [
-    "DELETE FROM runs",
-    "  delete from runs",
-    "/* harmless */ UPDATE runs SET status = 'error'",
-    "CREATE TABLE t AS SELECT 1",
-    "WITH x AS (SELECT 1) INSERT INTO devices (device_id, name, registered_at) SELECT uuid(), 'x', now() FROM x",
-    "DROP VIEW run_summary",
-    "INSERT INTO runs SELECT * FROM runs",
-    "ALTER TABLE runs ADD COLUMN x INT",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "DELETE FROM runs",
+        "  delete from runs",
+        "/* harmless */ UPDATE runs SET status = 'error'",
+        "CREATE TABLE t AS SELECT 1",
+        "WITH x AS (SELECT 1) INSERT INTO devices (device_id, name, registered_at) SELECT uuid(), 'x', now() FROM x",
+        "DROP VIEW run_summary",
+        "INSERT INTO runs SELECT * FROM runs",
+        "ALTER TABLE runs ADD COLUMN x INT",
+    ],
+)
 def test_read_only_is_enforced_by_the_connection(results_db, statement):
     with pytest.raises(QueryError, match="(?i)read-only|read only"):
         run_query(results_db, statement)
@@ -46,7 +49,11 @@ def test_formats(results_db):
     assert table.exit_code == 0, table.output
     assert table.output.splitlines()[0].split() == ["framework", "runs"] and "(2 rows)" in table.output
     as_csv = runner.invoke(app, ["sql", str(results_db), QUERY, "--format", "csv"]).output
-    assert list(csv.reader(io.StringIO(as_csv))) == [["framework", "runs"], ["onnxruntime", "1"], ["pytorch", "2"]]
+    assert list(csv.reader(io.StringIO(as_csv))) == [
+        ["framework", "runs"],
+        ["onnxruntime", "1"],
+        ["pytorch", "2"],
+    ]
     as_json = json.loads(runner.invoke(app, ["sql", str(results_db), QUERY, "--format", "json"]).output)
     assert as_json == [{"framework": "onnxruntime", "runs": 1}, {"framework": "pytorch", "runs": 2}]
     md = runner.invoke(app, ["sql", str(results_db), QUERY, "--format", "markdown"]).output.splitlines()
@@ -54,7 +61,16 @@ def test_formats(results_db):
 
 
 def test_json_handles_uuids_and_timestamps(results_db):
-    out = runner.invoke(app, ["sql", str(results_db), "SELECT run_id, device_id, registered_at FROM runs JOIN devices USING (device_id) LIMIT 1", "-f", "json"])
+    out = runner.invoke(
+        app,
+        [
+            "sql",
+            str(results_db),
+            "SELECT run_id, device_id, registered_at FROM runs JOIN devices USING (device_id) LIMIT 1",
+            "-f",
+            "json",
+        ],
+    )
     row = json.loads(out.output)[0]
     assert len(row["run_id"]) == 36 and "T" in row["registered_at"]
 
@@ -82,7 +98,9 @@ def test_a_row_wider_than_the_terminal_prints_one_field_per_line(results_db, col
     lines = result.output.splitlines()
     assert lines[0].startswith("-[ row 1 ]") and lines[-1] == "(4 rows)"
     assert max(len(line) for line in lines) <= columns
-    fields = [line.split(" |", 1)[0].strip() for line in lines[1:] if " |" in line and not line.startswith(" ")]
+    fields = [
+        line.split(" |", 1)[0].strip() for line in lines[1:] if " |" in line and not line.startswith(" ")
+    ]
     with Store.open(results_db, read_only=True) as store:
         n_columns = len(store.frame("SELECT * FROM run_summary LIMIT 0").columns)
     assert len(fields) == 4 * n_columns and fields[:2] == ["run_id", "sweep_id"]
@@ -92,8 +110,12 @@ def test_a_narrow_result_stays_a_table_and_an_asked_format_is_kept(results_db):
     narrow = runner.invoke(app, ["sql", str(results_db), QUERY], env={"COLUMNS": "80"})
     assert narrow.output.splitlines()[0].split() == ["framework", "runs"]
     table = runner.invoke(app, ["sql", str(results_db), WIDE, "--format", "table"], env={"COLUMNS": "80"})
-    assert table.output.splitlines()[0].startswith("run_id") and max(map(len, table.output.splitlines())) > 800
-    lines = runner.invoke(app, ["sql", str(results_db), QUERY, "-f", "line"], env={"COLUMNS": "80"}).output.splitlines()
+    assert (
+        table.output.splitlines()[0].startswith("run_id") and max(map(len, table.output.splitlines())) > 800
+    )
+    lines = runner.invoke(
+        app, ["sql", str(results_db), QUERY, "-f", "line"], env={"COLUMNS": "80"}
+    ).output.splitlines()
     assert lines[:3] == ["-[ row 1 ]" + "-" * 69, "framework | onnxruntime", "runs      | 1"]
 
 

@@ -14,23 +14,25 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
 from edgestats.analysis.load import check_where
 from edgestats.cli import app
 from edgestats.errors import QueryError
 from edgestats.store.query import run_query
-from edgestats.store.sandbox import lock_down, refuse_writes
 from edgestats.store.results import Store
-from cli_asserts import one_line_error
+from edgestats.store.sandbox import lock_down, refuse_writes
 
 runner = CliRunner()
 
 
 def digest(db: Path) -> tuple[str, str | None]:
     wal = Path(f"{db}.wal")
-    return (hashlib.sha256(db.read_bytes()).hexdigest(),
-            hashlib.sha256(wal.read_bytes()).hexdigest() if wal.exists() else None)
+    return (
+        hashlib.sha256(db.read_bytes()).hexdigest(),
+        hashlib.sha256(wal.read_bytes()).hexdigest() if wal.exists() else None,
+    )
 
 
 @pytest.fixture
@@ -102,15 +104,27 @@ def test_each_duckdb_setting_refuses_on_its_own(db, tmp_path, statement):
     before = digest(db)
     with Store.open(db, read_only=True) as store:
         lock_down(store.con)
-        settings = dict(store.con.execute(
-            "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration', "
-            "'autoinstall_known_extensions', 'autoload_known_extensions', 'allow_persistent_secrets', 'temp_directory')").fetchall())
+        settings = dict(
+            store.con.execute(
+                "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration', "
+                "'autoinstall_known_extensions', 'autoload_known_extensions', 'allow_persistent_secrets', 'temp_directory')"
+            ).fetchall()
+        )
         with pytest.raises(duckdb.Error) as caught:
             store.con.execute(statement.format(db=db, out=out))
-    assert settings == {"enable_external_access": "false", "lock_configuration": "true", "autoinstall_known_extensions": "false",
-                        "autoload_known_extensions": "false", "allow_persistent_secrets": "false", "temp_directory": ""}
-    expected = {"enable_external_access": ("disabled",), "lock_configuration": ("locked",),
-                "enable_external_access or own file": ("disabled", "belongs to an attached database")}[SETTINGS[statement]]
+    assert settings == {
+        "enable_external_access": "false",
+        "lock_configuration": "true",
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+        "allow_persistent_secrets": "false",
+        "temp_directory": "",
+    }
+    expected = {
+        "enable_external_access": ("disabled",),
+        "lock_configuration": ("locked",),
+        "enable_external_access or own file": ("disabled", "belongs to an attached database"),
+    }[SETTINGS[statement]]
     assert any(text in str(caught.value) for text in expected), caught.value
     assert digest(db) == before and not out.exists()
 
@@ -127,32 +141,67 @@ def export_dir(tmp_path: Path) -> Path:
 
 def test_read_lets_named_files_be_read_and_nothing_else(db, export_dir, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
-    ok = runner.invoke(app, ["sql", str(db), "--read", "export/", "-f", "csv",
-                             "SELECT count(*) AS n, max(run) AS s FROM read_parquet('export/*.parquet')"])
+    ok = runner.invoke(
+        app,
+        [
+            "sql",
+            str(db),
+            "--read",
+            "export/",
+            "-f",
+            "csv",
+            "SELECT count(*) AS n, max(run) AS s FROM read_parquet('export/*.parquet')",
+        ],
+    )
     assert ok.exit_code == 0, ok.output
     assert ok.output.split() == ["n,s", "4,4"]
-    one_file = runner.invoke(app, ["sql", str(db), "--read", str(export_dir / "b.parquet"), "-f", "csv",
-                                   f"SELECT run FROM read_parquet('{export_dir / 'b.parquet'}')"])
+    one_file = runner.invoke(
+        app,
+        [
+            "sql",
+            str(db),
+            "--read",
+            str(export_dir / "b.parquet"),
+            "-f",
+            "csv",
+            f"SELECT run FROM read_parquet('{export_dir / 'b.parquet'}')",
+        ],
+    )
     assert one_file.exit_code == 0 and one_file.output.split() == ["run", "4"], one_file.output
-    outside = runner.invoke(app, ["sql", str(db), "--read", "export/", "SELECT * FROM read_parquet('outside.parquet')"])
+    outside = runner.invoke(
+        app, ["sql", str(db), "--read", "export/", "SELECT * FROM read_parquet('outside.parquet')"]
+    )
     assert "outside.parquet" in one_line_error(outside)
-    sibling = runner.invoke(app, ["sql", str(db), "--read", str(export_dir / "b.parquet"),
-                                  f"SELECT * FROM read_parquet('{export_dir / 'a.parquet'}')"])
+    sibling = runner.invoke(
+        app,
+        [
+            "sql",
+            str(db),
+            "--read",
+            str(export_dir / "b.parquet"),
+            f"SELECT * FROM read_parquet('{export_dir / 'a.parquet'}')",
+        ],
+    )
     assert "file system operations are disabled" in one_line_error(sibling)
-    escape = runner.invoke(app, ["sql", str(db), "--read", "export/", "SELECT * FROM read_parquet('export/../outside.parquet')"])
+    escape = runner.invoke(
+        app, ["sql", str(db), "--read", "export/", "SELECT * FROM read_parquet('export/../outside.parquet')"]
+    )
     one_line_error(escape)
 
 
-@pytest.mark.parametrize("statement", [
-    "COPY (SELECT 1) TO 'export/new.csv'",
-    "COPY (SELECT 1) TO 'export/a.parquet' (FORMAT parquet)",
-    "EXPORT DATABASE 'export/dump'",
-    "ATTACH 'export/new.duckdb' AS n (READ_WRITE)",
-    "EXPLAIN ANALYZE COPY (SELECT 1) TO 'export/new.csv'",
-    "explain (format json) copy (select 1) to 'export/new.csv'",
-    "PREPARE p AS COPY (SELECT 1) TO 'export/new.csv'; EXECUTE p",
-    "SELECT 1; COPY (SELECT 1) TO 'export/new.csv'",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "COPY (SELECT 1) TO 'export/new.csv'",
+        "COPY (SELECT 1) TO 'export/a.parquet' (FORMAT parquet)",
+        "EXPORT DATABASE 'export/dump'",
+        "ATTACH 'export/new.duckdb' AS n (READ_WRITE)",
+        "EXPLAIN ANALYZE COPY (SELECT 1) TO 'export/new.csv'",
+        "explain (format json) copy (select 1) to 'export/new.csv'",
+        "PREPARE p AS COPY (SELECT 1) TO 'export/new.csv'; EXECUTE p",
+        "SELECT 1; COPY (SELECT 1) TO 'export/new.csv'",
+    ],
+)
 def test_read_folders_cannot_be_written(db, export_dir, tmp_path, monkeypatch, statement):
     """DuckDB's allowed directories are writable too: the statement check keeps them read-only."""
     monkeypatch.chdir(tmp_path)
@@ -162,9 +211,17 @@ def test_read_folders_cannot_be_written(db, export_dir, tmp_path, monkeypatch, s
 
 
 def test_statement_check_lets_reading_statements_through():
-    for query in ["SELECT 1", "EXPLAIN SELECT 1", "EXPLAIN ANALYZE SELECT * FROM runs", "SUMMARIZE runs",
-                  "DESCRIBE run_summary", "PRAGMA table_info('runs')", "WITH x AS (SELECT 1) SELECT * FROM x",
-                  "SELECT 'COPY (SELECT 1) TO ''x''' AS text", "SET VARIABLE v = 1"]:
+    for query in [
+        "SELECT 1",
+        "EXPLAIN SELECT 1",
+        "EXPLAIN ANALYZE SELECT * FROM runs",
+        "SUMMARIZE runs",
+        "DESCRIBE run_summary",
+        "PRAGMA table_info('runs')",
+        "WITH x AS (SELECT 1) SELECT * FROM x",
+        "SELECT 'COPY (SELECT 1) TO ''x''' AS text",
+        "SET VARIABLE v = 1",
+    ]:
         refuse_writes(query)
     with pytest.raises(QueryError, match="a kind of statement the sandbox does not know"):
         refuse_writes("UPDATE EXTENSIONS")  # a statement type duckdb's Python API has no name for
@@ -193,11 +250,15 @@ def test_write_is_not_sandboxed_and_the_sandbox_does_not_outlive_its_query(db, t
 
 # -- analyze --where ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("where", [
-    "device IN (SELECT * FROM read_csv('/etc/passwd'))",
-    "framework IN (SELECT content FROM read_text('/etc/hostname'))",
-    "EXISTS (SELECT * FROM glob('/etc/*'))",
-])
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "device IN (SELECT * FROM read_csv('/etc/passwd'))",
+        "framework IN (SELECT content FROM read_text('/etc/hostname'))",
+        "EXISTS (SELECT * FROM glob('/etc/*'))",
+    ],
+)
 def test_analyze_where_is_sandboxed(db, where):
     before = digest(db)
     line = one_line_error(runner.invoke(app, ["analyze", str(db), "--only", "summary", "--where", where]))
@@ -207,8 +268,10 @@ def test_analyze_where_is_sandboxed(db, where):
 
 def test_where_accepts_a_semicolon_inside_a_string(results_db):
     assert check_where("framework = 'a;b'") == "(framework = 'a;b')"
-    assert check_where('"framework" = \'x;\' OR model = \';\'') == '("framework" = \'x;\' OR model = \';\')'
-    result = runner.invoke(app, ["analyze", str(results_db), "--only", "summary", "--json", "--where", "framework = 'a;b'"])
+    assert check_where("\"framework\" = 'x;' OR model = ';'") == "(\"framework\" = 'x;' OR model = ';')"
+    result = runner.invoke(
+        app, ["analyze", str(results_db), "--only", "summary", "--json", "--where", "framework = 'a;b'"]
+    )
     assert result.exit_code == 0, result.output
     for statement in ["1; DROP TABLE runs", "TRUE; SELECT 1", "framework = 'a'; SELECT 'b'"]:
         refused = runner.invoke(app, ["analyze", str(results_db), "--where", statement])

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from adapter_builders import CNN9_PARAMS, adapter_class, config, run_phases
 
 from edgestats.collectors.adapters.inputs import InputImageError, ModelFileError, load_image
 from edgestats.errors import EdgestatsError
-from adapter_builders import CNN9_PARAMS, adapter_class, config, run_phases
 
 # Shares the adapters' xdist worker: the framework imports are paid once per worker.
 pytestmark = pytest.mark.xdist_group("adapters")
@@ -28,8 +28,10 @@ def cache(tmp_path_factory) -> Path:
 
 # -- inputs ----------------------------------------------------------------------------------------
 
+
 def write_jpeg(path: Path, size=(48, 40), color=(200, 30, 90)) -> Path:
     from PIL import Image
+
     Image.new("RGB", size, color).save(path, "JPEG", quality=95)
     return path
 
@@ -71,6 +73,7 @@ def test_unreadable_image_is_a_clear_error(tmp_path, cache):
 
 # -- user model files -----------------------------------------------------------------------------
 
+
 @pytest.mark.frameworks
 def test_user_onnx_file_has_its_initializers_counted(tmp_path, cache):
     exported = adapter_class("onnxruntime").prepare(config("onnxruntime", batch_size=1), cache)
@@ -92,29 +95,43 @@ def test_user_tflite_file_takes_its_input_shape_from_the_model(tmp_path, cache):
 @pytest.mark.frameworks
 def test_user_torch_files(tmp_path, cache):
     import torch
+
     scripted = adapter_class("pytorch").prepare(config("pytorch", "torchscript"), cache)
     mine = shutil.copy(scripted, tmp_path / "mine.pt")
     cls = adapter_class("pytorch")
     with pytest.raises(ModelFileError, match="input_shape"):  # TorchScript carries no input shape
         run_phases(config("pytorch", model=str(mine)), tmp_path)
-    _, _, info, out, _ = run_phases(config("pytorch", model=str(mine), extra={"input_shape": [3, 32, 32]}), tmp_path)
+    _, _, info, out, _ = run_phases(
+        config("pytorch", model=str(mine), extra={"input_shape": [3, 32, 32]}), tmp_path
+    )
     assert info.params == CNN9_PARAMS and out.shape == (2, 10)
     weights = tmp_path / "weights.pth"
     from edgestats.collectors.zoo.torch_models import build_torch
+
     torch.save(build_torch("cnn9", seed=3).state_dict(), weights)
     with pytest.raises(ModelFileError, match="architecture"):
         run_phases(config("pytorch", model=str(weights)), tmp_path)
-    _, _, info, out, _ = run_phases(config("pytorch", model=str(weights), extra={"architecture": "cnn9"}), tmp_path)
+    _, _, info, out, _ = run_phases(
+        config("pytorch", model=str(weights), extra={"architecture": "cnn9"}), tmp_path
+    )
     assert info.params == CNN9_PARAMS and out.shape == (2, 10)
     notes = tmp_path / "notes.txt"
     notes.write_text("not a model")
     assert "notes.txt" in cls.check_config(config("pytorch", model=str(notes)))
 
 
-
 @pytest.mark.frameworks
-@pytest.mark.parametrize("framework,suffix", [("onnxruntime", ".onnx"), ("tflite", ".tflite"), ("openvino", ".xml"),
-                                              ("ncnn", ".param"), ("mnn", ".mnn"), ("executorch", ".pte")])
+@pytest.mark.parametrize(
+    "framework,suffix",
+    [
+        ("onnxruntime", ".onnx"),
+        ("tflite", ".tflite"),
+        ("openvino", ".xml"),
+        ("ncnn", ".param"),
+        ("mnn", ".mnn"),
+        ("executorch", ".pte"),
+    ],
+)
 def test_broken_model_file_fails_in_load_model_not_prepare(framework, suffix, tmp_path):
     """prepare() must not die on a bad user file: the worker's load_model reports it, so the run
     is stored as an error with its import phase."""
@@ -162,6 +179,7 @@ def test_user_keras_file_and_savedmodel(tmp_path, cache):
     _, _, info, out, _ = run_phases(config("tensorflow", model=str(mine), batch_size=3), tmp_path / "c1")
     assert info.params == CNN9_PARAMS and out.shape == (3, 10)
     import tensorflow as tf
+
     from edgestats.collectors.zoo.keras_models import build_keras
 
     folder = tmp_path / "savedmodel"

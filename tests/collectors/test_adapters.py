@@ -17,23 +17,36 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from adapter_builders import CNN9_PARAMS, adapter_class, config, run_phases
 
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.errors import EdgestatsError
 from edgestats.registry import runtimes as runtime_registry
 from edgestats.registry.runtimes import runtime_names
-from adapter_builders import CNN9_PARAMS, adapter_class, config, run_phases
-
 
 # One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
 # models, converted files) are built once instead of once per worker that gets one of its tests.
 pytestmark = pytest.mark.xdist_group("adapters")
 
-VARIANTS = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tensorflow", "tf-function"),
-            ("tensorflow", "tf-eager"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"), ("openvino", "openvino"),
-            ("ncnn", "ncnn"), ("mnn", "mnn"), ("executorch", "executorch")]
-INT8 = [("pytorch", "torch-eager"), ("pytorch", "torchscript"), ("tflite", "tflite"), ("onnxruntime", "onnxruntime"),
-        ("openvino", "openvino")]
+VARIANTS = [
+    ("pytorch", "torch-eager"),
+    ("pytorch", "torchscript"),
+    ("tensorflow", "tf-function"),
+    ("tensorflow", "tf-eager"),
+    ("tflite", "tflite"),
+    ("onnxruntime", "onnxruntime"),
+    ("openvino", "openvino"),
+    ("ncnn", "ncnn"),
+    ("mnn", "mnn"),
+    ("executorch", "executorch"),
+]
+INT8 = [
+    ("pytorch", "torch-eager"),
+    ("pytorch", "torchscript"),
+    ("tflite", "tflite"),
+    ("onnxruntime", "onnxruntime"),
+    ("openvino", "openvino"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +57,7 @@ def cache(tmp_path_factory) -> Path:
 @pytest.fixture
 def restore_torch_threads():
     import torch
+
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
@@ -100,7 +114,11 @@ def test_torch_compile_compiles_in_its_own_phase_and_agrees_with_eager(cache):
     np.testing.assert_allclose(second, eager, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-7)
     env = adapter.environment()
-    assert env["runtime"] == "torch-compile" and env["compile"]["backend"] == "inductor" and env["compile"]["cxx"]
+    assert (
+        env["runtime"] == "torch-compile"
+        and env["compile"]["backend"] == "inductor"
+        and env["compile"]["cxx"]
+    )
     assert "int8" in cls.check_config(config("pytorch", "torch-compile", precision="int8"))
 
 
@@ -110,7 +128,11 @@ def test_openvino_compiles_what_was_asked_and_agrees_with_onnxruntime(cache):
     the same input; the CPU plugin runs the requested threads in f32 under the LATENCY hint."""
     adapter, _, info, out, _ = run_phases(config("openvino", threads=1), cache)
     env = adapter.environment()
-    assert (env["inference_num_threads"], env["inference_precision_hint"], env["performance_hint"]) == ("1", "f32", "LATENCY")
+    assert (env["inference_num_threads"], env["inference_precision_hint"], env["performance_hint"]) == (
+        "1",
+        "f32",
+        "LATENCY",
+    )
     assert "compress_to_fp16=False" in env["converter"] and info.file.endswith(".xml")
     assert info.file_bytes > 4 * CNN9_PARAMS, "the .bin holds fp32 weights"
     reference = run_phases(config("onnxruntime", threads=1), cache)[3]
@@ -118,7 +140,9 @@ def test_openvino_compiles_what_was_asked_and_agrees_with_onnxruntime(cache):
     int8 = run_phases(config("openvino", threads=1, precision="int8"), cache)[0]
     ops = {op.get_type_name() for op in int8.core.read_model(str(int8.model_path)).get_ops()}
     assert "FakeQuantize" in ops, "NNCF inserted quantize/dequantize pairs: the CPU plugin runs them in int8"
-    runtime_precisions = {op.get_rt_info()["runtimePrecision"].astype(str) for op in int8.compiled.get_runtime_model().get_ops()}
+    runtime_precisions = {
+        op.get_rt_info()["runtimePrecision"].astype(str) for op in int8.compiled.get_runtime_model().get_ops()
+    }
     assert {"u8", "i8"} & runtime_precisions, runtime_precisions
 
 
@@ -128,7 +152,9 @@ def test_ncnn_runs_fp32_on_the_threads_asked_and_reads_a_users_param_file(cache,
     same (its Input layer records no shape, so input_shape is asked for); without a .bin it fails."""
     adapter, _, info, out, _ = run_phases(config("ncnn", threads=1), cache)
     options = adapter.environment()["options"]
-    assert options["num_threads"] == 1 and not any(v for k, v in options.items() if "fp16" in k or "bf16" in k)
+    assert options["num_threads"] == 1 and not any(
+        v for k, v in options.items() if "fp16" in k or "bf16" in k
+    )
     assert "fp16=0" in adapter.environment()["converter"]
     assert info.file_bytes > 4 * CNN9_PARAMS, "the .bin holds fp32 weights"
     for suffix in (".param", ".bin"):
@@ -146,11 +172,15 @@ def test_mnn_runs_fp32_on_the_threads_asked_and_reads_a_users_mnn_file(cache, tm
     shape is read from the file) gives the same outputs."""
     adapter, _, info, out, _ = run_phases(config("mnn", threads=1), cache)
     env = adapter.environment()
-    assert env["requested"] == {"backend": "CPU", "precision": "high", "numThread": 1} and env["precision_mode"] == "high"
+    assert (
+        env["requested"] == {"backend": "CPU", "precision": "high", "numThread": 1}
+        and env["precision_mode"] == "high"
+    )
     assert "ONNX" in env["converter"] and info.file_bytes > 4 * CNN9_PARAMS, "fp32 weights"
     shutil.copy(info.file, tmp_path / "mine.mnn")
-    user_adapter, _, user_info, user_out, _ = run_phases(config("mnn", threads=1, model=str(tmp_path / "mine.mnn")),
-                                                        tmp_path / "cache")
+    user_adapter, _, user_info, user_out, _ = run_phases(
+        config("mnn", threads=1, model=str(tmp_path / "mine.mnn")), tmp_path / "cache"
+    )
     assert user_info.input_shape == (3, 32, 32)
     np.testing.assert_allclose(user_out, out, rtol=1e-6, atol=1e-7)
 
@@ -161,6 +191,7 @@ def test_executorch_exports_one_static_program_per_batch_and_honours_threads(cac
     same weights (the first samples of 16 give what a batch of 2 gives); the thread pool is
     --threads; a user's .pte runs its `forward` up to its planned batch."""
     from edgestats.collectors.adapters.prepare import cache_key
+
     small, _, info, out2, _ = run_phases(config("executorch", threads=1), cache)
     env = small.environment()
     assert (env["planned_batch"], env["threadpool_threads"], env["xnnpack_available"]) == (2, 1, True)
@@ -174,7 +205,10 @@ def test_executorch_exports_one_static_program_per_batch_and_honours_threads(cac
     assert user[2].input_shape == (3, 32, 32)
     np.testing.assert_allclose(user[3], out2, rtol=1e-6, atol=1e-7)
     with pytest.raises(EdgestatsError, match="at most 2"):
-        run_phases(config("executorch", threads=1, batch_size=3, model=str(tmp_path / "mine.pte")), tmp_path / "cache")
+        run_phases(
+            config("executorch", threads=1, batch_size=3, model=str(tmp_path / "mine.pte")),
+            tmp_path / "cache",
+        )
 
 
 @pytest.mark.frameworks
@@ -198,6 +232,7 @@ def test_int8_runs_and_stays_near_fp32(framework, runtime, cache):
 @pytest.mark.frameworks
 def test_torch_threads_are_honoured(cache, restore_torch_threads):
     import torch
+
     adapter, *_ = run_phases(config("pytorch", threads=1), cache)
     assert torch.get_num_threads() == 1
     assert adapter.environment()["num_threads"] == 1
@@ -214,18 +249,23 @@ def test_tensorflow_threads_are_honoured_in_a_fresh_process(cache):
     """TF fixes its thread pools when its runtime starts, so only a fresh process can show this."""
     cfg = config("tensorflow", threads=1)
     artifact = adapter_class("tensorflow").prepare(cfg, cache)
-    code = ("import json, sys\nfrom edgestats.collectors.adapters.tensorflow import TensorFlowAdapter\n"
-            "from edgestats.collectors.runconfig import RunConfig\n"
-            "a = TensorFlowAdapter(RunConfig.from_dict(json.loads(sys.argv[1])), sys.argv[2])\n"
-            "a.import_framework(); a.load_model(); a.infer(a.load_input())\n"
-            "print(json.dumps(a.environment()))")
-    out = subprocess.run([sys.executable, "-c", code, cfg.to_json(), str(artifact)], capture_output=True, text=True, check=True)
+    code = (
+        "import json, sys\nfrom edgestats.collectors.adapters.tensorflow import TensorFlowAdapter\n"
+        "from edgestats.collectors.runconfig import RunConfig\n"
+        "a = TensorFlowAdapter(RunConfig.from_dict(json.loads(sys.argv[1])), sys.argv[2])\n"
+        "a.import_framework(); a.load_model(); a.infer(a.load_input())\n"
+        "print(json.dumps(a.environment()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, cfg.to_json(), str(artifact)], capture_output=True, text=True, check=True
+    )
     env = json.loads(out.stdout.strip().splitlines()[-1])
     assert env["intra_op_parallelism_threads"] == 1 and env["inter_op_parallelism_threads"] == 1
     assert "threads_not_set" not in env
 
 
 # -- check_config ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("framework", sorted(runtime_names()))
 def test_check_config_rejects_unknown_runtime_and_precision(framework):
@@ -241,7 +281,9 @@ def test_check_config_rejects_unknown_runtime_and_precision(framework):
 
 def test_precisions_are_only_offered_where_real():
     assert "cuda" in adapter_class("pytorch").check_config(config("pytorch", precision="fp16"))
-    assert adapter_class("pytorch").check_config(config("pytorch", precision="fp16", accelerator="cuda")) is None
+    assert (
+        adapter_class("pytorch").check_config(config("pytorch", precision="fp16", accelerator="cuda")) is None
+    )
     assert adapter_class("pytorch").check_config(config("pytorch", precision="int8", accelerator="cuda"))
     assert "tflite" in adapter_class("tensorflow").check_config(config("tensorflow", precision="int8"))
     for framework in ("tflite", "onnxruntime"):
@@ -250,6 +292,7 @@ def test_precisions_are_only_offered_where_real():
 
 
 # -- a bigger net through the two conversions --------------------------------------------------------
+
 
 @pytest.mark.frameworks
 @pytest.mark.parametrize("framework", ["onnxruntime", "tflite"])
@@ -260,21 +303,42 @@ def test_squeezenet_converts_and_runs(framework, tmp_path):
 
 
 def test_adapter_modules_import_no_framework():
-    code = ("import sys, json\nimport edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
-            "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, edgestats.collectors.adapters.inputs, "
-            "edgestats.collectors.adapters.openvino, edgestats.collectors.adapters.ncnn, edgestats.collectors.adapters.mnn, "
-            "edgestats.collectors.adapters.executorch\n"
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    code = (
+        "import sys, json\nimport edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
+        "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, edgestats.collectors.adapters.inputs, "
+        "edgestats.collectors.adapters.openvino, edgestats.collectors.adapters.ncnn, edgestats.collectors.adapters.mnn, "
+        "edgestats.collectors.adapters.executorch\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out.splitlines()[-1]))
-    assert not loaded & {"torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert", "numpy", "PIL", "onnx",
-                          "openvino", "ncnn", "pnnx", "MNN", "_tools", "executorch"}
+    assert not loaded & {
+        "torch",
+        "tensorflow",
+        "keras",
+        "onnxruntime",
+        "ai_edge_litert",
+        "numpy",
+        "PIL",
+        "onnx",
+        "openvino",
+        "ncnn",
+        "pnnx",
+        "MNN",
+        "_tools",
+        "executorch",
+    }
 
 
 @pytest.mark.frameworks
 def test_tflite_falls_back_to_tf_lite_without_litert(monkeypatch, cache):
     """Where ai_edge_litert (and tflite_runtime) are missing, full TensorFlow's tf.lite runs it."""
-    for name in ("ai_edge_litert", "ai_edge_litert.interpreter", "tflite_runtime", "tflite_runtime.interpreter"):
+    for name in (
+        "ai_edge_litert",
+        "ai_edge_litert.interpreter",
+        "tflite_runtime",
+        "tflite_runtime.interpreter",
+    ):
         monkeypatch.setitem(sys.modules, name, None)  # makes `import name` raise ImportError
     with warnings.catch_warnings():  # tf.lite.Interpreter is deprecated in favour of LiteRT
         warnings.simplefilter("ignore")
@@ -282,7 +346,9 @@ def test_tflite_falls_back_to_tf_lite_without_litert(monkeypatch, cache):
     assert "tensorflow" in versions and adapter.environment()["interpreter"] == "tensorflow.lite"
     assert info.params == CNN9_PARAMS and out.shape == (2, 10)
 
+
 # -- what the registry entry decides ------------------------------------------------------------------
+
 
 class FakeAdapter(Adapter):
     framework = "fakert"
@@ -290,8 +356,15 @@ class FakeAdapter(Adapter):
 
 
 def register_fake_runtime(monkeypatch, imports: tuple[str, ...]) -> None:
-    entry = runtime_registry.RuntimeEntry("fakert", "Fake RT", f"{__name__}:FakeAdapter", imports, "fake",
-                                          "a fake runtime", "docs/runtimes.md#pytorch")
+    entry = runtime_registry.RuntimeEntry(
+        "fakert",
+        "Fake RT",
+        f"{__name__}:FakeAdapter",
+        imports,
+        "fake",
+        "a fake runtime",
+        "docs/runtimes.md#pytorch",
+    )
     monkeypatch.setattr(runtime_registry, "RUNTIMES", (*runtime_registry.RUNTIMES, entry))
     monkeypatch.setattr(runtime_registry, "_BY_NAME", {e.name: e for e in runtime_registry.RUNTIMES})
 
@@ -299,10 +372,14 @@ def register_fake_runtime(monkeypatch, imports: tuple[str, ...]) -> None:
 def test_availability_and_install_hint_come_from_the_registry_entry(monkeypatch):
     register_fake_runtime(monkeypatch, ("es_missing_xyz",))
     assert FakeAdapter.is_available() == (
-        False, "Python module 'es_missing_xyz' is not installed: pip install 'edgestats[fake]'")
+        False,
+        "Python module 'es_missing_xyz' is not installed: pip install 'edgestats[fake]'",
+    )
     register_fake_runtime(monkeypatch, ("es_missing_a.interpreter", "es_missing_b"))
     assert FakeAdapter.is_available() == (
-        False, "Fake RT: none of the Python modules es_missing_a or es_missing_b is installed: "
-               "pip install 'edgestats[fake]'")
-    register_fake_runtime(monkeypatch, ("es_missing_a.interpreter", "json"))   # alternatives: one is enough
+        False,
+        "Fake RT: none of the Python modules es_missing_a or es_missing_b is installed: "
+        "pip install 'edgestats[fake]'",
+    )
+    register_fake_runtime(monkeypatch, ("es_missing_a.interpreter", "json"))  # alternatives: one is enough
     assert FakeAdapter.is_available() == (True, None)

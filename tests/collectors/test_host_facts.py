@@ -19,8 +19,8 @@ from edgestats.collectors.host.facts import (
     read_gpu,
     read_nvml_gpus,
 )
-from edgestats.store.results import Store
 from edgestats.contracts import name_uuid
+from edgestats.store.results import Store
 
 
 def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -88,34 +88,40 @@ def meminfo(total_kb: int, swap_kb: int = 0) -> str:
 
 
 def laptop_tree(root: Path) -> Path:
-    return make_tree(root, {
-        "proc/cpuinfo": cpuinfo(X86_BLOCK, 8),
-        "proc/meminfo": meminfo(16_135_000, 2_097_148),
-        "proc/sys/kernel/osrelease": "6.5.0-35-generic\n",
-        "proc/driver/nvidia/gpus/0000:01:00.0/information": "Model: \t\t NVIDIA GeForce MX450\nIRQ:   151\n",
-        "etc/hostname": "thinkpad\n",
-        "etc/machine-id": "0123456789abcdef0123456789abcdef\n",
-        "etc/os-release": 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\n',
-        "sys/class/dmi/id/sys_vendor": "LENOVO\n",
-        "sys/class/dmi/id/product_name": "20XW0055GE\n",
-        "sys/devices/system/cpu/online": "0-7\n",
-        "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "powersave\n",
-        "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq": "4700000\n",
-    })
+    return make_tree(
+        root,
+        {
+            "proc/cpuinfo": cpuinfo(X86_BLOCK, 8),
+            "proc/meminfo": meminfo(16_135_000, 2_097_148),
+            "proc/sys/kernel/osrelease": "6.5.0-35-generic\n",
+            "proc/driver/nvidia/gpus/0000:01:00.0/information": "Model: \t\t NVIDIA GeForce MX450\nIRQ:   151\n",
+            "etc/hostname": "thinkpad\n",
+            "etc/machine-id": "0123456789abcdef0123456789abcdef\n",
+            "etc/os-release": 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\n',
+            "sys/class/dmi/id/sys_vendor": "LENOVO\n",
+            "sys/class/dmi/id/product_name": "20XW0055GE\n",
+            "sys/devices/system/cpu/online": "0-7\n",
+            "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "powersave\n",
+            "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq": "4700000\n",
+        },
+    )
 
 
 def pi4_tree(root: Path) -> Path:
-    return make_tree(root, {
-        "proc/cpuinfo": cpuinfo(PI4_BLOCK, 4, "\n" + PI4_TRAILER),
-        "proc/meminfo": meminfo(3_884_328, 102_396),
-        "proc/device-tree/model": b"Raspberry Pi 4 Model B Rev 1.4\x00",
-        "proc/sys/kernel/osrelease": "6.1.0-rpi7-rpi-v8\n",
-        "etc/hostname": "raspberrypi\n",
-        "etc/os-release": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
-                          'VERSION_ID="12"\nID=debian\n',
-        "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "ondemand\n",
-        "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq": "1800000\n",
-    })
+    return make_tree(
+        root,
+        {
+            "proc/cpuinfo": cpuinfo(PI4_BLOCK, 4, "\n" + PI4_TRAILER),
+            "proc/meminfo": meminfo(3_884_328, 102_396),
+            "proc/device-tree/model": b"Raspberry Pi 4 Model B Rev 1.4\x00",
+            "proc/sys/kernel/osrelease": "6.1.0-rpi7-rpi-v8\n",
+            "etc/hostname": "raspberrypi\n",
+            "etc/os-release": 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n'
+            'VERSION_ID="12"\nID=debian\n',
+            "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "ondemand\n",
+            "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq": "1800000\n",
+        },
+    )
 
 
 def jetson_tree(root: Path, *, status: str | None = "pmode:0003 fmode:cool\n") -> Path:
@@ -130,7 +136,7 @@ def jetson_tree(root: Path, *, status: str | None = "pmode:0003 fmode:cool\n") -
         "etc/os-release": 'NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\nID=ubuntu\nVERSION_ID="18.04"\n',
         "etc/nvpmodel.conf": NVPMODEL_CONF,
         "etc/nv_tegra_release": "# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t186ref, EABI: aarch64, "
-                                "DATE: Sat Feb 19 17:07:00 UTC 2022\n",
+        "DATE: Sat Feb 19 17:07:00 UTC 2022\n",
         "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "schedutil\n",
     }
     if status is not None:
@@ -223,7 +229,17 @@ def test_jetson_mode_missing_from_conf_is_named_by_number(tmp_path: Path) -> Non
 
 def test_empty_tree_gives_none_not_errors(tmp_path: Path) -> None:
     facts = read_device_facts(tmp_path)
-    for column in ("hostname", "arch", "cpu_model", "cores", "mem_total_bytes", "gpu", "os", "kernel", "power_mode"):
+    for column in (
+        "hostname",
+        "arch",
+        "cpu_model",
+        "cores",
+        "mem_total_bytes",
+        "gpu",
+        "os",
+        "kernel",
+        "power_mode",
+    ):
         assert facts[column] is None, column
     assert facts["name"] == "unknown-device"
     assert facts["device_id"] == str(name_uuid("device", "unknown-device"))
@@ -253,8 +269,12 @@ def test_same_machine_same_id_and_different_machines_differ(tmp_path: Path) -> N
 
 
 def test_32bit_pi_zero_cpuinfo() -> None:
-    text = cpuinfo("model name\t: ARMv6-compatible processor rev 7 (v6l)\nCPU implementer\t: 0x41\n"
-                   "CPU architecture: 7\nCPU part\t: 0xb76\n", 1, "Hardware\t: BCM2835\n")
+    text = cpuinfo(
+        "model name\t: ARMv6-compatible processor rev 7 (v6l)\nCPU implementer\t: 0x41\n"
+        "CPU architecture: 7\nCPU part\t: 0xb76\n",
+        1,
+        "Hardware\t: BCM2835\n",
+    )
     cpu = parse_cpuinfo(text)
     assert cpu["model"] == "ARM1176" and cpu["processors"] == 1
     # "CPU architecture" says 7 even for this ARMv6 core; the model name's "(v6l)" is what uname says.
@@ -283,7 +303,8 @@ def test_facts_register_in_the_store(tmp_path: Path) -> None:
     with Store.open(tmp_path / "r.duckdb") as store:
         device_id = store.register_device(facts)
         row = store.con.execute(
-            "SELECT name, cores, gpu, power_mode, facts FROM devices WHERE device_id = ?", [str(device_id)]).fetchone()
+            "SELECT name, cores, gpu, power_mode, facts FROM devices WHERE device_id = ?", [str(device_id)]
+        ).fetchone()
     assert str(device_id) == facts["device_id"]
     assert row[:4] == ("xavier-nx", 6, "NVIDIA Volta iGPU (tegra194)", "MODE_10W_2CORE")
     assert json.loads(row[4])["l4t_release"] == "R32.7.1"
@@ -315,8 +336,12 @@ def test_nvml_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
     names, facts = read_nvml_gpus()
     assert names == ["NVIDIA H100 80GB HBM3"] * 2
-    assert facts == {"nvml": "ok", "gpu_names": names, "gpu_mem_total_bytes": [80 * 2**30] * 2,
-                     "nvidia_driver": "550.54.15"}
+    assert facts == {
+        "nvml": "ok",
+        "gpu_names": names,
+        "gpu_mem_total_bytes": [80 * 2**30] * 2,
+        "nvidia_driver": "550.54.15",
+    }
     assert nvml.shutdowns == 1
     gpu, _ = read_gpu(Path("/"), board=None, soc=None)
     assert gpu == "2 x NVIDIA H100 80GB HBM3"

@@ -58,12 +58,18 @@ def test_a_hit_needs_an_intact_file(tmp_path, stand_in):
     assert prep.prepare_cached(CONFIG, tmp_path) == (artifact, "hit") and len(stand_in) == 1
 
 
-@pytest.mark.parametrize("damage, why", [
-    (lambda f: os.truncate(f, f.stat().st_size // 2), "does not match its SHA-256"),
-    (lambda f: f.write_bytes(f.read_bytes().replace(b"model", b"MODEL", 1)), "does not match its SHA-256"),
-    (lambda f: f.unlink(), "is missing"),
-    (lambda f: (f.parent / prep.MARKER).write_text('{"artifact": '), "is unreadable"),
-])
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (lambda f: os.truncate(f, f.stat().st_size // 2), "does not match its SHA-256"),
+        (
+            lambda f: f.write_bytes(f.read_bytes().replace(b"model", b"MODEL", 1)),
+            "does not match its SHA-256",
+        ),
+        (lambda f: f.unlink(), "is missing"),
+        (lambda f: (f.parent / prep.MARKER).write_text('{"artifact": '), "is unreadable"),
+    ],
+)
 def test_a_damaged_entry_is_rebuilt_and_says_why(damage, why, tmp_path, stand_in, capsys):
     artifact, _ = prep.prepare_cached(CONFIG, tmp_path)
     damage(artifact)
@@ -79,10 +85,15 @@ def test_an_older_absolute_entry_is_read_and_rebuilt(tmp_path, stand_in):
     artifact, _ = prep.prepare_cached(CONFIG, tmp_path)
     marker = artifact.parent / prep.MARKER
     marker.write_text(json.dumps({"artifact": str(artifact)}))
-    assert prep.lookup(CONFIG, tmp_path) == (None, "artifact.json holds no content hash (written by an older edgestats)")
+    assert prep.lookup(CONFIG, tmp_path) == (
+        None,
+        "artifact.json holds no content hash (written by an older edgestats)",
+    )
     marker.write_text(json.dumps({"artifact": str(tmp_path / "elsewhere" / "gone.onnx")}))
     assert prep.cached_artifact(CONFIG, tmp_path) == (False, None)
-    marker.write_text(json.dumps({"artifact": None}))  # a runtime that loads no prepared file: nothing to check
+    marker.write_text(
+        json.dumps({"artifact": None})
+    )  # a runtime that loads no prepared file: nothing to check
     assert prep.cached_artifact(CONFIG, tmp_path) == (True, None)
     marker.write_text(json.dumps({"artifact": str(artifact)}))
     _, cache = prep.prepare_cached(CONFIG, tmp_path)
@@ -107,12 +118,29 @@ def key_folder(cache: Path) -> Path:
 
 def collect(db: Path, cache: Path) -> str:
     """One onnxruntime run of cnn9 through the CLI, ok; what it says of the model cache."""
-    result = runner.invoke(app, ["collect", "--db", str(db), "--framework", "onnxruntime", "--model", "cnn9",
-                                 "-n", "5", "--warmup", "1", "--cache-dir", str(cache)])
+    result = runner.invoke(
+        app,
+        [
+            "collect",
+            "--db",
+            str(db),
+            "--framework",
+            "onnxruntime",
+            "--model",
+            "cnn9",
+            "-n",
+            "5",
+            "--warmup",
+            "1",
+            "--cache-dir",
+            str(cache),
+        ],
+    )
     assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
         [(status, error, cache_note)] = store.con.execute(
-            "SELECT status, error_text, environment->>'$.model_cache' FROM runs").fetchall()
+            "SELECT status, error_text, environment->>'$.model_cache' FROM runs"
+        ).fetchall()
     assert status == "ok", error
     return cache_note
 
@@ -134,7 +162,9 @@ def test_a_truncated_model_file_is_rebuilt_and_a_copied_cache_is_used(tmp_path, 
     assert (artifact.stat().st_mtime_ns, (folder / prep.MARKER).stat().st_mtime_ns) == stamp
     size = artifact.stat().st_size
     os.truncate(artifact, size // 2)
-    note = collect(tmp_path / "after_truncation.duckdb", b)  # the run's prepare rebuilds it, and the run is ok
+    note = collect(
+        tmp_path / "after_truncation.duckdb", b
+    )  # the run's prepare rebuilds it, and the run is ok
     assert note.startswith("rebuilt: "), note
     assert artifact.stat().st_size == size
     assert json.loads((folder / prep.MARKER).read_text())["sha256"] == prep.content_sha256(artifact)

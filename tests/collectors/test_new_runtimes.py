@@ -18,8 +18,18 @@ from edgestats.store.results import Store
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.xdist_group("new-runtimes")]
 
-PCAMP_PHASES = ["process_start", "import", "load_model", "load_first_input", "first_inference",
-                "load_second_input", "second_inference", "warmup", "steady", "total"]
+PCAMP_PHASES = [
+    "process_start",
+    "import",
+    "load_model",
+    "load_first_input",
+    "first_inference",
+    "load_second_input",
+    "second_inference",
+    "warmup",
+    "steady",
+    "total",
+]
 # OpenVINO compiles inside load_model; torch.compile compiles on the first call, in its own phase
 COMPILE_PHASES = PCAMP_PHASES[:3] + ["compile"] + PCAMP_PHASES[3:]
 
@@ -41,13 +51,27 @@ def outputs(framework: str, model: str, cache: Path, precision: str = "fp32") ->
 
 # (collect arguments, (framework, runtime) stored, what its environment must say it ran)
 COLLECTED = [
-    (["--framework", "executorch"], ("executorch", "executorch"),
-     lambda detail: detail["xnnpack_available"] and detail["planned_batch"] == 1),
+    (
+        ["--framework", "executorch"],
+        ("executorch", "executorch"),
+        lambda detail: detail["xnnpack_available"] and detail["planned_batch"] == 1,
+    ),
     (["--framework", "mnn"], ("mnn", "mnn"), lambda detail: detail["precision_mode"] == "high"),
-    (["--framework", "ncnn"], ("ncnn", "ncnn"), lambda detail: detail["options"]["use_fp16_storage"] is False),
-    (["--framework", "openvino"], ("openvino", "openvino"), lambda detail: detail["performance_hint"] == "LATENCY"),
-    (["--framework", "pytorch", "--runtime", "torch-compile"], ("pytorch", "torch-compile"),
-     lambda detail: detail["compile"]["backend"] == "inductor"),
+    (
+        ["--framework", "ncnn"],
+        ("ncnn", "ncnn"),
+        lambda detail: detail["options"]["use_fp16_storage"] is False,
+    ),
+    (
+        ["--framework", "openvino"],
+        ("openvino", "openvino"),
+        lambda detail: detail["performance_hint"] == "LATENCY",
+    ),
+    (
+        ["--framework", "pytorch", "--runtime", "torch-compile"],
+        ("pytorch", "torch-compile"),
+        lambda detail: detail["compile"]["backend"] == "inductor",
+    ),
 ]
 # fp32 runtimes held to PyTorch's outputs on the same seeded weights (OpenVINO has its own test, with int8)
 FP32_RUNTIMES = ["ncnn", "mnn", "executorch"]
@@ -57,27 +81,48 @@ MODELS = ["cnn9", "squeezenet", "mobilenet_v2", "resnet18"]
 def test_collect_squeezenet_with_each_new_runtime(tmp_path: Path, cache: Path) -> None:
     db = tmp_path / "r.duckdb"
     for args, _, _ in COLLECTED:
-        result = CliRunner().invoke(app, ["collect", "--db", str(db), *args, "--model", "squeezenet",
-                                          "--iterations", "30", "--cache-dir", str(cache)])
+        result = CliRunner().invoke(
+            app,
+            [
+                "collect",
+                "--db",
+                str(db),
+                *args,
+                "--model",
+                "squeezenet",
+                "--iterations",
+                "30",
+                "--cache-dir",
+                str(cache),
+            ],
+        )
         assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
-        runs = store.frame("SELECT run_id, framework, runtime, status, error_text, model_params, environment "
-                           "FROM runs ORDER BY framework").to_dicts()
+        runs = store.frame(
+            "SELECT run_id, framework, runtime, status, error_text, model_params, environment "
+            "FROM runs ORDER BY framework"
+        ).to_dicts()
         assert [(r["framework"], r["runtime"]) for r in runs] == [stored for _, stored, _ in COLLECTED]
         for run, (_, _, ran_as_asked) in zip(runs, COLLECTED):
             assert run["status"] == "ok", run["error_text"]
             assert run["model_params"] == 1_248_424
             detail = json.loads(run["environment"])["runtime_detail"]
             assert ran_as_asked(detail), detail
-            phases = store.frame(f"SELECT phase FROM phases WHERE run_id = '{run['run_id']}' ORDER BY seq")["phase"]
+            phases = store.frame(f"SELECT phase FROM phases WHERE run_id = '{run['run_id']}' ORDER BY seq")[
+                "phase"
+            ]
             assert phases.to_list() == (COMPILE_PHASES if run["runtime"] == "torch-compile" else PCAMP_PHASES)
-            steady = store.frame(f"SELECT count(*) AS n FROM latencies WHERE NOT warmup AND run_id = '{run['run_id']}'")
+            steady = store.frame(
+                f"SELECT count(*) AS n FROM latencies WHERE NOT warmup AND run_id = '{run['run_id']}'"
+            )
             assert steady["n"][0] == 30
 
 
 @pytest.mark.parametrize("framework", FP32_RUNTIMES)
 @pytest.mark.parametrize("model", MODELS)
-def test_fp32_runtime_agrees_with_pytorch_on_the_same_weights(framework: str, model: str, cache: Path) -> None:
+def test_fp32_runtime_agrees_with_pytorch_on_the_same_weights(
+    framework: str, model: str, cache: Path
+) -> None:
     """max abs diff <= 1e-3 over a batch of 16. Seen (cnn9, squeezenet, resnet18): ncnn 6e-7,
     5e-7, 3e-6; MNN 2e-5, 8e-6, 1e-4; ExecuTorch 9e-8, 4e-7, 5e-6. mobilenet_v2's seeded logits
     are about 1e-9 (see the OpenVINO test below), so for it this checks little more than that it

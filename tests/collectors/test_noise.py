@@ -10,13 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from edgestats.collectors.host.doctor import noise_lines
 from edgestats.collectors.host.noise import busy_processes, noise_checks, process_cpu_ticks
 from edgestats.collectors.runrows import noise_columns
-from edgestats.collectors.telemetry.noise import (MachineState, NoiseThresholds, during, judge, noise_record,
-                                                  outside_cpu, parse_loadavg, parse_vmstat, read_state,
-                                                  wait_until_quiet)
+from edgestats.collectors.telemetry.noise import (
+    MachineState,
+    NoiseThresholds,
+    during,
+    judge,
+    noise_record,
+    outside_cpu,
+    parse_loadavg,
+    parse_vmstat,
+    read_state,
+    wait_until_quiet,
+)
 from edgestats.collectors.telemetry.procfs import CLK_TCK
-from edgestats.collectors.host.doctor import noise_lines
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -26,12 +35,27 @@ def write(path: Path, text: str) -> None:
     path.write_text(text + "\n")
 
 
-def fake_machine(root: Path, *, busy: int = 100, idle: int = 900, load: str = "0.10 0.20 0.30 1/150 99",
-                 swap_in: int = 0, swap_out: int = 0, throttles: tuple[int, int] = (0, 0), temp_mc: int = 45000,
-                 governor: str = "performance", max_khz: int = 2400000, no_turbo: int | None = 1,
-                 pi_throttled: str | None = None, swap_free_kb: int = 1048576) -> Path:
+def fake_machine(
+    root: Path,
+    *,
+    busy: int = 100,
+    idle: int = 900,
+    load: str = "0.10 0.20 0.30 1/150 99",
+    swap_in: int = 0,
+    swap_out: int = 0,
+    throttles: tuple[int, int] = (0, 0),
+    temp_mc: int = 45000,
+    governor: str = "performance",
+    max_khz: int = 2400000,
+    no_turbo: int | None = 1,
+    pi_throttled: str | None = None,
+    swap_free_kb: int = 1048576,
+) -> Path:
     """A 2-CPU x86 laptop's /proc and /sys as the sentinel reads them (cpu times in ticks)."""
-    write(root / "proc/stat", f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\nintr 1")
+    write(
+        root / "proc/stat",
+        f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\nintr 1",
+    )
     write(root / "proc/loadavg", load)
     write(root / "proc/vmstat", f"nr_free_pages 1000\npswpin {swap_in}\npswpout {swap_out}\npgfault 5")
     write(root / "proc/meminfo", f"MemTotal: 8000000 kB\nSwapTotal: 1048576 kB\nSwapFree: {swap_free_kb} kB")
@@ -65,7 +89,9 @@ def test_state_of_a_fake_laptop(tmp_path):
     assert state.loadavg == [0.1, 0.2, 0.3] and state.runnable == 1
     assert state.governors == ["performance", "performance"] and state.cur_khz == [2400000, 2300000]
     assert state.throttle_count == 7 and state.temp_max_c == 71.5 and state.turbo is False
-    assert state.swap_used_bytes == 2048 * 1024 and state.own_cpu_s == 0.0   # a fake root: nothing of ours runs there
+    assert (
+        state.swap_used_bytes == 2048 * 1024 and state.own_cpu_s == 0.0
+    )  # a fake root: nothing of ours runs there
     assert state.as_dict()["cur_khz"] == [2300000, 2400000]
 
 
@@ -76,7 +102,9 @@ def test_state_of_a_machine_without_the_hardware(tmp_path):
     assert state.turbo is None and state.loadavg is None and state.swap_in_pages is None
 
 
-@pytest.mark.parametrize("boost, no_turbo, turbo", [("1", None, True), ("0", None, False), (None, 0, True), (None, 1, False)])
+@pytest.mark.parametrize(
+    "boost, no_turbo, turbo", [("1", None, True), ("0", None, False), (None, 0, True), (None, 1, False)]
+)
 def test_turbo_from_boost_or_intel_pstate(tmp_path, boost, no_turbo, turbo):
     fake_machine(tmp_path, no_turbo=no_turbo)
     if boost is not None:
@@ -93,12 +121,18 @@ def _states(tmp_path, before: dict, after: dict) -> tuple[MachineState, MachineS
 def test_outside_cpu_is_busy_time_minus_our_own():
     """2 CPUs for 1 s = 2 s of capacity; 1.5 s busy, 0.5 s of it ours: 1 s outside = 50 %."""
     before = MachineState(t_s=10.0, cpu_busy_ticks=0, cpu_all_ticks=0, own_cpu_s=3.0, cpus=2)
-    after = MachineState(t_s=11.0, cpu_busy_ticks=int(1.5 * CLK_TCK), cpu_all_ticks=2 * CLK_TCK, own_cpu_s=3.5, cpus=2)
+    after = MachineState(
+        t_s=11.0, cpu_busy_ticks=int(1.5 * CLK_TCK), cpu_all_ticks=2 * CLK_TCK, own_cpu_s=3.5, cpus=2
+    )
     figures = outside_cpu(before, after)
-    assert figures["outside_cpu_pct"] == pytest.approx(50.0) and figures["outside_cpu_cores"] == pytest.approx(1.0)
-    assert judge(before, after, figures, NoiseThresholds(cpu_pct=49)) == ["other processes used 50 % of 2 CPUs (> 49 %)"]
+    assert figures["outside_cpu_pct"] == pytest.approx(50.0) and figures[
+        "outside_cpu_cores"
+    ] == pytest.approx(1.0)
+    assert judge(before, after, figures, NoiseThresholds(cpu_pct=49)) == [
+        "other processes used 50 % of 2 CPUs (> 49 %)"
+    ]
     assert judge(before, after, figures, NoiseThresholds(cpu_pct=50)) == []
-    assert outside_cpu(before, MachineState(t_s=11.0)) is None   # nothing to compare: not judged on CPU
+    assert outside_cpu(before, MachineState(t_s=11.0)) is None  # nothing to compare: not judged on CPU
 
 
 def test_a_quiet_window_has_no_reason(tmp_path):
@@ -109,20 +143,27 @@ def test_a_quiet_window_has_no_reason(tmp_path):
     assert noise_columns(record) == (False, None) and noise_columns(None) == (None, None)
 
 
-@pytest.mark.parametrize("before, after, reason", [
-    ({}, {"swap_in": 300, "swap_out": 200}, "swapped"),
-    ({}, {"swap_in": 100}, None),                                   # under 1 MiB: not noisy (with 4 KiB pages)
-    ({"throttles": (3, 0)}, {"throttles": (4, 0)}, "1 thermal throttle events"),
-    ({"throttles": (3, 0)}, {"throttles": (3, 0)}, None),            # counted since boot: only an increase counts
-    ({}, {"temp_mc": 80000}, "temperature 80 C (>= 80 C)"),
-    ({}, {"temp_mc": 79000}, None),
-    ({}, {"max_khz": 1800000}, "CPU frequency capped to 1800 MHz"),
-    ({}, {"governor": "powersave"}, "governor changed to powersave"),
-    ({"load": "4.5 1 1 1/100 1"}, {}, "load average 4.5 before the run (> 2 per CPU)"),
-    ({"load": "4.0 1 1 1/100 1"}, {}, None),
-    ({}, {"pi_throttled": "0x4"}, "firmware throttling (get_throttled 0x4)"),
-    ({"pi_throttled": "0x50000"}, {"pi_throttled": "0x50000"}, None),   # "has happened since boot" bits only
-])
+@pytest.mark.parametrize(
+    "before, after, reason",
+    [
+        ({}, {"swap_in": 300, "swap_out": 200}, "swapped"),
+        ({}, {"swap_in": 100}, None),  # under 1 MiB: not noisy (with 4 KiB pages)
+        ({"throttles": (3, 0)}, {"throttles": (4, 0)}, "1 thermal throttle events"),
+        ({"throttles": (3, 0)}, {"throttles": (3, 0)}, None),  # counted since boot: only an increase counts
+        ({}, {"temp_mc": 80000}, "temperature 80 C (>= 80 C)"),
+        ({}, {"temp_mc": 79000}, None),
+        ({}, {"max_khz": 1800000}, "CPU frequency capped to 1800 MHz"),
+        ({}, {"governor": "powersave"}, "governor changed to powersave"),
+        ({"load": "4.5 1 1 1/100 1"}, {}, "load average 4.5 before the run (> 2 per CPU)"),
+        ({"load": "4.0 1 1 1/100 1"}, {}, None),
+        ({}, {"pi_throttled": "0x4"}, "firmware throttling (get_throttled 0x4)"),
+        (
+            {"pi_throttled": "0x50000"},
+            {"pi_throttled": "0x50000"},
+            None,
+        ),  # "has happened since boot" bits only
+    ],
+)
 def test_each_threshold(tmp_path, before, after, reason):
     if after.get("swap_in", 0) + after.get("swap_out", 0) and PAGE != 4096:
         pytest.fail("the swap cases assume 4 KiB pages")
@@ -147,14 +188,22 @@ def test_wait_returns_at_once_when_quiet_and_gives_up_at_its_bound(tmp_path):
     assert quiet["quiet"] and quiet["reasons"] == [] and slept == [0.01]
     hot = fake_machine(tmp_path / "hot", temp_mc=95000)
     told: list[list[str]] = []
-    busy = wait_until_quiet(NoiseThresholds(), 0.3, root=hot, window_s=0.05, sleep=time.sleep, on_busy=told.append)
+    busy = wait_until_quiet(
+        NoiseThresholds(), 0.3, root=hot, window_s=0.05, sleep=time.sleep, on_busy=told.append
+    )
     assert not busy["quiet"] and "temperature 95 C" in busy["reasons"][0] and 0.2 <= busy["waited_s"] <= 0.3
     assert len(told) == 1 and told[0] == busy["reasons"], "told once why it waits"
 
 
 def test_doctor_checks_on_a_fake_laptop(tmp_path):
-    root = fake_machine(tmp_path, governor="powersave", no_turbo=0, throttles=(2, 0), temp_mc=85000,
-                        swap_free_kb=1048576 - 4096)
+    root = fake_machine(
+        tmp_path,
+        governor="powersave",
+        no_turbo=0,
+        throttles=(2, 0),
+        temp_mc=85000,
+        swap_free_kb=1048576 - 4096,
+    )
     # while doctor watches, the machine's CPUs are busy 150 of 200 ticks: 75 % by other processes
     busier = lambda s: write(root / "proc/stat", "cpu  250 0 0 950 0 0 0 0\n")  # noqa: E731
     checks = {c["name"]: c for c in noise_checks(root, window_s=0, sleep=busier)}
@@ -163,15 +212,23 @@ def test_doctor_checks_on_a_fake_laptop(tmp_path):
     assert checks["swap"]["ok"] is False and checks["swap"]["detail"] == "4 MiB in use"
     assert checks["temperature"]["ok"] is False and checks["thermal throttling"]["ok"] is False
     assert checks["load average"]["ok"] is True
-    assert checks["background CPU"]["ok"] is False and checks["background CPU"]["detail"].startswith("75 % of 2 CPUs")
+    assert checks["background CPU"]["ok"] is False and checks["background CPU"]["detail"].startswith(
+        "75 % of 2 CPUs"
+    )
     text = "\n".join(noise_lines(list(checks.values())))
-    assert "governor            warn  powersave" in text and "sudo cpupower frequency-set -g performance" in text
+    assert (
+        "governor            warn  powersave" in text and "sudo cpupower frequency-set -g performance" in text
+    )
 
 
 def test_doctor_checks_where_nothing_is_known(tmp_path):
     write(tmp_path / "proc/stat", "cpu  1 0 0 1 0 0 0 0\n")
     checks = {c["name"]: c for c in noise_checks(tmp_path, window_s=0, sleep=lambda s: None)}
-    assert checks["governor"]["ok"] is None and checks["turbo"]["ok"] is None and checks["temperature"]["ok"] is None
+    assert (
+        checks["governor"]["ok"] is None
+        and checks["turbo"]["ok"] is None
+        and checks["temperature"]["ok"] is None
+    )
     assert "thermal throttling" not in checks and all(c["fix"] is None for c in checks.values())
 
 

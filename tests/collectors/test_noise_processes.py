@@ -43,25 +43,51 @@ NOISY_EXIT = 3
 
 def collect(db: Path, cache: Path, *extra: str, iterations: int = 300) -> subprocess.CompletedProcess:
     """300 inferences: about 1 s of worker on a quiet machine, long enough to average CPU over."""
-    cmd = [sys.executable, "-m", "edgestats", "collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9",
-           "--cache-dir", str(cache), "--warmup", "1", "-n", str(iterations), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edgestats",
+        "collect",
+        "--db",
+        str(db),
+        "-f",
+        "onnxruntime",
+        "-m",
+        "cnn9",
+        "--cache-dir",
+        str(cache),
+        "--warmup",
+        "1",
+        "-n",
+        str(iterations),
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
 
 
 def stored(db: Path) -> list[dict]:
     with Store.open(db, read_only=True) as store:
-        rows = store.frame("SELECT noisy, noise_reason, CAST(environment->'$.noise' AS VARCHAR) AS noise "
-                           "FROM runs ORDER BY started_at").to_dicts()
+        rows = store.frame(
+            "SELECT noisy, noise_reason, CAST(environment->'$.noise' AS VARCHAR) AS noise "
+            "FROM runs ORDER BY started_at"
+        ).to_dicts()
     return [{**r, "noise": json.loads(r["noise"]) if r["noise"] else None} for r in rows]
 
 
 @pytest.fixture
 def hogs(request) -> Iterator[list[subprocess.Popen]]:
     """`request.param` busy-looping processes, each leading its own session, killed afterwards."""
-    procs = [subprocess.Popen([sys.executable, "-c", "print('busy', flush=True)\nwhile True: pass"],
-                              stdout=subprocess.PIPE, text=True, start_new_session=True) for _ in range(request.param)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", "print('busy', flush=True)\nwhile True: pass"],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for _ in range(request.param)
+    ]
     try:
-        for proc in procs:   # every hog past its interpreter's start-up, in its loop, before the run begins
+        for proc in procs:  # every hog past its interpreter's start-up, in its loop, before the run begins
             assert proc.stdout.readline() == "busy\n"
         yield procs
     finally:
@@ -82,7 +108,9 @@ def test_a_quiet_run_is_not_noisy(tmp_path, model_cache):
     [run] = stored(db)
     during = run["noise"]["during"]
     assert run["noisy"] is False and run["noise_reason"] is None, (run["noise_reason"], during)
-    assert during["outside_cpu_pct"] <= PAIR_PCT and during["own_cpu_s"] > 0 and during["swap_bytes"] is not None
+    assert (
+        during["outside_cpu_pct"] <= PAIR_PCT and during["own_cpu_s"] > 0 and during["swap_bytes"] is not None
+    )
     assert "wait" not in run["noise"], "--on-noise warn (the default) does not wait"
     assert "noisy" not in result.stderr
 
@@ -90,11 +118,14 @@ def test_a_quiet_run_is_not_noisy(tmp_path, model_cache):
 @pytest.mark.parametrize("hogs", [HOGS_PER_CPU * CPUS], indirect=True)
 def test_a_run_beside_cpu_hogs_is_flagged_noisy_with_the_reason(tmp_path, model_cache, hogs):
     db = tmp_path / "h.duckdb"
-    result = collect(db, model_cache, *PAIR, iterations=50)   # the hogs leave the worker 1/5 of a CPU
-    assert result.returncode == 0, result.stderr   # --on-noise warn (the default): stored, one line
+    result = collect(db, model_cache, *PAIR, iterations=50)  # the hogs leave the worker 1/5 of a CPU
+    assert result.returncode == 0, result.stderr  # --on-noise warn (the default): stored, one line
     [run] = stored(db)
     assert run["noisy"] is True, run["noise"]["during"]
-    assert run["noise_reason"].startswith("other processes used ") and f"(> {PAIR_PCT:g} %)" in run["noise_reason"]
+    assert (
+        run["noise_reason"].startswith("other processes used ")
+        and f"(> {PAIR_PCT:g} %)" in run["noise_reason"]
+    )
     assert run["noise"]["during"]["outside_cpu_pct"] > PAIR_PCT
     [line] = [line for line in result.stderr.splitlines() if line.startswith("noisy: ")]
     assert line == f"noisy: {run['noise_reason']}"
@@ -105,7 +136,7 @@ def test_on_noise_fail_stops_the_sweep_after_the_noisy_run(tmp_path, model_cache
     db = tmp_path / "f.duckdb"
     result = collect(db, model_cache, "--repeat", "3", "--on-noise", "fail", iterations=100)
     assert result.returncode == NOISY_EXIT, result.stderr
-    [run] = stored(db)   # the sweep stopped after its first run, which is stored, flagged
+    [run] = stored(db)  # the sweep stopped after its first run, which is stored, flagged
     assert run["noisy"] is True and "other processes used" in run["noise_reason"]
     assert "stopped: --on-noise fail" in result.stderr and "Traceback" not in result.stderr
 

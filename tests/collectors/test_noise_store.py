@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import write_inference_run
 from typer.testing import CliRunner
 
-from builders import write_inference_run
 from edgestats.analysis.load import load_data
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.cli import app
@@ -36,8 +36,10 @@ def orchestrator_on(db: Path) -> Orchestrator:
 
 def stored(db: Path) -> list[dict]:
     with Store.open(db, read_only=True) as store:
-        return store.frame("SELECT r.noisy, r.noise_reason, r.environment->'$.noise' AS noise, s.noisy AS view_noisy "
-                           "FROM runs r JOIN run_summary s USING (run_id) ORDER BY r.started_at").to_dicts()
+        return store.frame(
+            "SELECT r.noisy, r.noise_reason, r.environment->'$.noise' AS noise, s.noisy AS view_noisy "
+            "FROM runs r JOIN run_summary s USING (run_id) ORDER BY r.started_at"
+        ).to_dicts()
 
 
 def test_a_judged_run_stores_its_verdict_and_figures(tmp_path):
@@ -45,11 +47,15 @@ def test_a_judged_run_stores_its_verdict_and_figures(tmp_path):
     with orchestrator_on(db) as orchestrator:
         # 2 CPUs for 1 s, 1 s busy of which 0.5 s ours: others used 25 % (noisy at the default 10 %)
         before = MachineState(t_s=0.0, cpu_busy_ticks=0, cpu_all_ticks=0, own_cpu_s=0.0, cpus=2)
-        after = MachineState(t_s=1.0, cpu_busy_ticks=CLK_TCK, cpu_all_ticks=2 * CLK_TCK, own_cpu_s=0.5, cpus=2)
-        for limits in (NoiseThresholds(cpu_pct=30.0), NoiseThresholds()):   # quiet; then noisy
+        after = MachineState(
+            t_s=1.0, cpu_busy_ticks=CLK_TCK, cpu_all_ticks=2 * CLK_TCK, own_cpu_s=0.5, cpus=2
+        )
+        for limits in (NoiseThresholds(cpu_pct=30.0), NoiseThresholds()):  # quiet; then noisy
             record = orchestrator.begin(CONFIG)
             noise = noise_record(before, after, limits)
-            orchestrator.store(record, RunEnd("ok", None, record.started_at), SpoolContents(), environment={"noise": noise})
+            orchestrator.store(
+                record, RunEnd("ok", None, record.started_at), SpoolContents(), environment={"noise": noise}
+            )
     quiet, noisy = stored(db)
     assert quiet["noisy"] is quiet["view_noisy"] is False and quiet["noise_reason"] is None
     assert '"outside_cpu_pct"' in quiet["noise"] and '"thresholds"' in quiet["noise"]
@@ -68,7 +74,7 @@ def test_a_recovered_run_is_not_judged(tmp_path):
     spool.write("end", end_ns=t0 + 1000)
     spool.close()
     assert read_spool(run_paths(first.spool_dir, record.run_id)["spool"]).finished
-    first.close()   # the collect died; the next one recovers its run
+    first.close()  # the collect died; the next one recovers its run
     with orchestrator_on(db) as second:
         [outcome] = second.recover_orphans()
     assert outcome.status == "ok"
@@ -77,8 +83,15 @@ def test_a_recovered_run_is_not_judged(tmp_path):
 
 
 def test_noise_settings_of_a_sweep():
-    sweep = build_sweep({"framework": ["onnxruntime"], "model": ["cnn9"], "on_noise": "wait", "noise_wait": 5,
-                         "noise_cpu_pct": 40})
+    sweep = build_sweep(
+        {
+            "framework": ["onnxruntime"],
+            "model": ["cnn9"],
+            "on_noise": "wait",
+            "noise_wait": 5,
+            "noise_cpu_pct": 40,
+        }
+    )
     policy = noise_policy(sweep)
     assert (policy.on_noise, policy.wait_s, policy.limits.cpu_pct) == ("wait", 5.0, 40.0)
     assert noise_policy(build_sweep({"framework": ["onnxruntime"], "model": ["cnn9"]})).on_noise == "warn"
@@ -89,24 +102,37 @@ def test_noise_settings_of_a_sweep():
 
 
 def test_a_bad_on_noise_flag_is_one_line():
-    result = CliRunner().invoke(app, ["collect", "--db", "x.duckdb", "-f", "onnxruntime", "-m", "cnn9", "--on-noise", "maybe"])
-    assert result.exit_code == 1 and "on_noise: 'maybe' is not valid" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(
+        app, ["collect", "--db", "x.duckdb", "-f", "onnxruntime", "-m", "cnn9", "--on-noise", "maybe"]
+    )
+    assert (
+        result.exit_code == 1
+        and "on_noise: 'maybe' is not valid" in result.output
+        and "Traceback" not in result.output
+    )
 
 
 def db_with_noisy_runs(path: Path) -> Path:
     with Store.open(path) as store:
         device_id = store.register_device({"name": "dev"})
         ids = [write_inference_run(store, device_id, seed=s) for s in range(3)]
-        store.con.execute("UPDATE runs SET noisy = true, noise_reason = 'other processes used 80 % of 2 CPUs' "
-                          "WHERE run_id = ?", [str(ids[0])])
+        store.con.execute(
+            "UPDATE runs SET noisy = true, noise_reason = 'other processes used 80 % of 2 CPUs' "
+            "WHERE run_id = ?",
+            [str(ids[0])],
+        )
         store.con.execute("UPDATE runs SET noisy = false WHERE run_id = ?", [str(ids[1])])
-    return path   # the third run was never judged (NULL), like an imported one
+    return path  # the third run was never judged (NULL), like an imported one
 
 
 def test_analyze_includes_noisy_runs_with_a_note_or_excludes_them(tmp_path):
     db = db_with_noisy_runs(tmp_path / "n.duckdb")
     included = load_data(db, filters=AnalysisOptions().filters)
-    assert included.runs.height == 3 and sorted(included.runs["noisy"].to_list(), key=str) == [False, None, True]
+    assert included.runs.height == 3 and sorted(included.runs["noisy"].to_list(), key=str) == [
+        False,
+        None,
+        True,
+    ]
     assert included.notes == ["1 of 3 runs were noisy (runs.noise_reason); --noisy exclude drops them"]
     excluded = load_data(db, filters=AnalysisOptions(noisy="exclude").filters)
     assert excluded.runs.height == 2 and excluded.notes == []

@@ -8,17 +8,32 @@ import subprocess
 import sys
 
 import pytest
+from power_fakes import (
+    LAPTOP_ZONES,
+    PACKAGE_MAX_UJ,
+    UNIX_CSV,
+    FakeBoardSource,
+    fake_pynvml,
+    make_ina3221_hwmon_tree,
+    make_rapl_tree,
+    register_fake_board,
+    write_csv,
+)
 
 from edgestats.collectors.power.base import PowerSourceError
-from edgestats.collectors.power.energy import counter_delta_uj, energy_above_idle_j, energy_in_window_j, integrate_power_w, integrate_trapezoid
-from edgestats.collectors.power.selection import describe_sources, select_power_source
+from edgestats.collectors.power.energy import (
+    counter_delta_uj,
+    energy_above_idle_j,
+    energy_in_window_j,
+    integrate_power_w,
+    integrate_trapezoid,
+)
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.rapl import RaplSource
-from power_fakes import (LAPTOP_ZONES, PACKAGE_MAX_UJ, UNIX_CSV, FakeBoardSource, fake_pynvml,
-                         make_ina3221_hwmon_tree, make_rapl_tree, register_fake_board, write_csv)
-
+from edgestats.collectors.power.selection import describe_sources, select_power_source
 
 # -- energy arithmetic -------------------------------------------------------------------------
+
 
 def test_counter_delta_handles_wrap_around():
     assert counter_delta_uj(100, 350, PACKAGE_MAX_UJ) == 250
@@ -33,7 +48,7 @@ def test_trapezoid_with_partial_intervals_at_both_edges():
 
 
 def test_window_shorter_than_one_sampling_interval_gets_its_share():
-    samples_ns = [(0, 2.0), (10_000_000_000, 4.0)]           # 0.1 Hz sampler
+    samples_ns = [(0, 2.0), (10_000_000_000, 4.0)]  # 0.1 Hz sampler
     # 2 s..4 s: power 2.4 W..2.8 W, mean 2.6 W, for 2 s
     assert integrate_power_w(samples_ns, 2_000_000_000, 4_000_000_000) == pytest.approx(5.2)
 
@@ -52,15 +67,18 @@ def test_cumulative_energy_interpolated_at_window_edges():
 
 def test_energy_above_idle_is_the_area_between_the_curves():
     assert energy_above_idle_j(10.0, 2.0, 3_000_000_000) == pytest.approx(4.0)
-    assert energy_above_idle_j(5.0, 2.0, 3_000_000_000) == pytest.approx(-1.0)   # not clamped
+    assert energy_above_idle_j(5.0, 2.0, 3_000_000_000) == pytest.approx(-1.0)  # not clamped
 
 
 # -- selection ---------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def no_nvml(monkeypatch):
     """pynvml as on a machine without the NVIDIA driver, whatever machine runs the tests."""
-    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml([], [], init_error="NVML Shared Library Not Found"))
+    monkeypatch.setitem(
+        sys.modules, "pynvml", fake_pynvml([], [], init_error="NVML Shared Library Not Found")
+    )
 
 
 def test_auto_with_nothing_gives_none_and_every_reason(tmp_path, no_nvml):
@@ -76,7 +94,7 @@ def test_auto_on_this_machine_agrees_with_describe_sources():
     usable = [name for name in ("rapl", "nvml", "jetson") if rows[name]["usable"]]
     assert chosen == (usable[0] if usable else "none")
     assert (source is None) == (not usable)
-    assert reasons == {name: rows[name]["reason"] for name in ("rapl", "nvml", "jetson")[:len(reasons)]}
+    assert reasons == {name: rows[name]["reason"] for name in ("rapl", "nvml", "jetson")[: len(reasons)]}
     if source is not None:
         source.close()
 
@@ -120,25 +138,32 @@ def test_describe_sources_for_doctor(tmp_path, no_nvml):
 
 
 def test_power_modules_import_pynvml_only_when_nvml_is_probed():
-    code = ("import sys, edgestats.collectors.power.base, edgestats.collectors.power.nvml, "
-            "edgestats.collectors.power.rapl, edgestats.collectors.power.jetson, edgestats.collectors.power.meter_csv\n"
-            "print('pynvml' in sys.modules)")
+    code = (
+        "import sys, edgestats.collectors.power.base, edgestats.collectors.power.nvml, "
+        "edgestats.collectors.power.rapl, edgestats.collectors.power.jetson, edgestats.collectors.power.meter_csv\n"
+        "print('pynvml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "False"
 
 
 # -- a source added through the registry only ----------------------------------------------------
 
+
 def test_a_registered_source_is_chosen_by_name_and_by_auto(tmp_path, no_nvml, monkeypatch):
     register_fake_board(monkeypatch)
     with pytest.raises(PowerSourceError, match="fakeboard is missing"):
-        select_power_source("fakeboard", tmp_path)      # asked for by name, unusable here
+        select_power_source("fakeboard", tmp_path)  # asked for by name, unusable here
     (tmp_path / "fakeboard").write_text("1\n")
     source, chosen, reasons = select_power_source("fakeboard", tmp_path)
     assert chosen == "fakeboard" and isinstance(source, FakeBoardSource) and reasons == {}
     assert source.read(0).metrics() == [("power_w:board", 1.5)]
     source, chosen, reasons = select_power_source("auto", tmp_path)
-    assert chosen == "fakeboard" and list(reasons) == ["rapl", "nvml", "jetson"]   # tried last, in registry order
+    assert chosen == "fakeboard" and list(reasons) == [
+        "rapl",
+        "nvml",
+        "jetson",
+    ]  # tried last, in registry order
     with pytest.raises(PowerSourceError, match="jetson, csv:PATH or fakeboard"):
         select_power_source("ina219", tmp_path)
 
@@ -150,7 +175,13 @@ def test_a_registered_source_is_listed_for_doctor(tmp_path, no_nvml, monkeypatch
     (tmp_path / "fakeboard").write_text("1\n")
     rows = describe_sources(tmp_path)
     assert [row["name"] for row in rows] == ["rapl", "nvml", "jetson", "csv", "fakeboard"]
-    assert rows[-1] == {"name": "fakeboard", "usable": True, "reason": None, "rails": ["board"], "takes_path": False}
+    assert rows[-1] == {
+        "name": "fakeboard",
+        "usable": True,
+        "reason": None,
+        "rails": ["board"],
+        "takes_path": False,
+    }
     text = "\n".join(power_lines(rows, []))
     assert "auto takes the first usable of rapl, nvml, jetson, fakeboard" in text
     assert re.search(r"fakeboard\s+yes\s+rails: board", text), text

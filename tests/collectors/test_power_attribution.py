@@ -10,15 +10,22 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from power_fakes import LAPTOP_ZONES, PACKAGE_MAX_UJ, make_ina3221x_tree, make_rapl_tree, set_energy
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.power.attribution import (CumulativeEnergy, baseline_stats, cumulative_from_power, device_energy,
-                                         inference_energies, phase_energy_rows, sum_series)
+from edgestats.collectors.power.attribution import (
+    CumulativeEnergy,
+    baseline_stats,
+    cumulative_from_power,
+    device_energy,
+    inference_energies,
+    phase_energy_rows,
+    sum_series,
+)
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.rapl import RaplSource
 from edgestats.store.results import Store
-from power_fakes import LAPTOP_ZONES, PACKAGE_MAX_UJ, make_ina3221x_tree, make_rapl_tree, set_energy
 
 runner = CliRunner()
 S = 1_000_000_000
@@ -29,6 +36,7 @@ def columns(rows: list[tuple[int, str, float]]) -> dict[str, list]:
 
 
 # -- the arithmetic --------------------------------------------------------------------------------
+
 
 def test_power_integrated_and_cut_at_window_edges_by_hand():
     # 2 W for the first second, 4 W at t = 2 s: trapezoid areas 2 J then 3 J
@@ -47,11 +55,19 @@ def test_repeated_timestamps_add_nothing_and_do_not_break_interpolation():
 
 
 def test_counter_rail_wins_over_power_and_rails_are_summed():
-    rows = columns([(0, "energy_j:a", 10.0), (0, "power_w:a", 999.0), (0, "power_w:b", 1.0),
-                    (S, "energy_j:a", 13.0), (S, "power_w:a", 999.0), (S, "power_w:b", 3.0)])
+    rows = columns(
+        [
+            (0, "energy_j:a", 10.0),
+            (0, "power_w:a", 999.0),
+            (0, "power_w:b", 1.0),
+            (S, "energy_j:a", 13.0),
+            (S, "power_w:a", 999.0),
+            (S, "power_w:b", 3.0),
+        ]
+    )
     series, why = device_energy(rows, ["a", "b"])
     assert why is None
-    assert series.between(0, S) == pytest.approx(3.0 + 2.0)   # counter delta + trapezoid (1+3)/2
+    assert series.between(0, S) == pytest.approx(3.0 + 2.0)  # counter delta + trapezoid (1+3)/2
 
 
 def test_missing_rail_gives_a_reason_not_zero():
@@ -68,9 +84,11 @@ def test_sum_series_interpolates_the_other_rails_at_the_first_rails_times():
 
 def test_phase_rows_mark_uncovered_and_unfinished_phases_with_reasons():
     series = cumulative_from_power([(S, 5.0), (3 * S, 5.0)])
-    phases = [{"seq": -1, "phase": "process_start", "start_ns": 0, "end_ns": S + 1},
-              {"seq": 0, "phase": "import", "start_ns": S, "end_ns": 2 * S},
-              {"seq": 1, "phase": "steady", "start_ns": 2 * S, "end_ns": None}]
+    phases = [
+        {"seq": -1, "phase": "process_start", "start_ns": 0, "end_ns": S + 1},
+        {"seq": 0, "phase": "import", "start_ns": S, "end_ns": 2 * S},
+        {"seq": 1, "phase": "steady", "start_ns": 2 * S, "end_ns": None},
+    ]
     rows = phase_energy_rows(series, phases, None)
     assert rows["energy_gross_j"] == [None, pytest.approx(5.0), None]
     assert "do not cover" in rows["unavailable_reason"][0]
@@ -83,7 +101,7 @@ def test_phase_rows_mark_uncovered_and_unfinished_phases_with_reasons():
 def test_inference_energies_over_each_latency_window():
     series = cumulative_from_power([(0, 10.0), (S, 10.0)])
     got = inference_energies(series, [0, S // 2, None, S - 10], [S // 10, S // 100, 5, 100])
-    assert got == [pytest.approx(1.0), pytest.approx(0.1), None, None]   # last one runs past the samples
+    assert got == [pytest.approx(1.0), pytest.approx(0.1), None, None]  # last one runs past the samples
 
 
 def test_baseline_stats_mean_is_energy_over_time_std_over_intervals():
@@ -99,14 +117,15 @@ def test_baseline_stats_mean_is_energy_over_time_std_over_intervals():
 
 # -- device totals through the real sysfs parsers ----------------------------------------------------
 
+
 def test_rapl_total_is_packages_plus_dram_and_survives_wrap_around(tmp_path):
     base = make_rapl_tree(tmp_path, LAPTOP_ZONES)
     source = RaplSource(tmp_path)
     assert source.is_available() == (True, None)
-    assert source.total_rails() == ["package-0", "dram"]   # not core/uncore (inside the package), not psys
+    assert source.total_rails() == ["package-0", "dram"]  # not core/uncore (inside the package), not psys
     readings = [source.read(0)]
-    set_energy(base, "intel-rapl:0", 1_000_000)                 # the package counter wraps
-    set_energy(base, "intel-rapl:0:2", 65712900000 + 500_000)   # dram +0.5 J
+    set_energy(base, "intel-rapl:0", 1_000_000)  # the package counter wraps
+    set_energy(base, "intel-rapl:0:2", 65712900000 + 500_000)  # dram +0.5 J
     readings.append(source.read(S))
     rows = columns([(r.t_ns, f"energy_j:{rail}", j) for r in readings for rail, j in r.energy_j.items()])
     series, why = device_energy(rows, source.total_rails())
@@ -123,41 +142,108 @@ def test_jetson_total_is_the_input_rail(tmp_path):
     readings = [source.read(0), source.read(2 * S)]
     rows = columns([(r.t_ns, f"power_w:{rail}", w) for r in readings for rail, w in r.power_w.items()])
     series, _ = device_energy(rows, source.total_rails())
-    assert series.between(0, 2 * S) == pytest.approx(8.0)   # 4 W for 2 s, not 6.5 W summed over rails
+    assert series.between(0, 2 * S) == pytest.approx(8.0)  # 4 W for 2 s, not 6.5 W summed over rails
 
 
 # -- the views: baseline subtracted, interval, reasons ----------------------------------------------
 
-def _run_with_energy(store: Store, device_id: uuid.UUID, source: str | None, gross: list[float | None]) -> uuid.UUID:
-    phases = pa.table({"seq": pa.array([0, 1], pa.int32()), "phase": ["load_model", "steady"],
-                       "start_ns": [0, 2 * S], "end_ns": [2 * S, 4 * S]})
-    latencies = pa.table({"iteration": pa.array([0, 1], pa.int32()), "warmup": [False, False],
-                          "start_ns": [2 * S, 3 * S], "latency_ns": [S // 2, S // 2],
-                          "energy_gross_j": pa.array(gross[2:], pa.float64())})
-    energies = None if source is None else {"seq": [0, 1], "phase": ["load_model", "steady"],
-                                            "energy_gross_j": gross[:2], "unavailable_reason": [None, None]}
-    return store.write_run({"device_id": device_id, "kind": "inference", "status": "ok", "iterations": 2,
-                            "power_source": source, "power_rails": ["meter"] if source else None,
-                            "energy_unavailable_reason": None if source else "no power source: --power none",
-                            "started_at": "2026-01-01T00:00:00Z"},
-                           phases=phases, latencies=latencies, phase_energies=energies)
+
+def _run_with_energy(
+    store: Store, device_id: uuid.UUID, source: str | None, gross: list[float | None]
+) -> uuid.UUID:
+    phases = pa.table(
+        {
+            "seq": pa.array([0, 1], pa.int32()),
+            "phase": ["load_model", "steady"],
+            "start_ns": [0, 2 * S],
+            "end_ns": [2 * S, 4 * S],
+        }
+    )
+    latencies = pa.table(
+        {
+            "iteration": pa.array([0, 1], pa.int32()),
+            "warmup": [False, False],
+            "start_ns": [2 * S, 3 * S],
+            "latency_ns": [S // 2, S // 2],
+            "energy_gross_j": pa.array(gross[2:], pa.float64()),
+        }
+    )
+    energies = (
+        None
+        if source is None
+        else {
+            "seq": [0, 1],
+            "phase": ["load_model", "steady"],
+            "energy_gross_j": gross[:2],
+            "unavailable_reason": [None, None],
+        }
+    )
+    return store.write_run(
+        {
+            "device_id": device_id,
+            "kind": "inference",
+            "status": "ok",
+            "iterations": 2,
+            "power_source": source,
+            "power_rails": ["meter"] if source else None,
+            "energy_unavailable_reason": None if source else "no power source: --power none",
+            "started_at": "2026-01-01T00:00:00Z",
+        },
+        phases=phases,
+        latencies=latencies,
+        phase_energies=energies,
+    )
 
 
 def test_views_subtract_the_nearest_baseline_with_its_t_interval(tmp_path):
     with Store.open(tmp_path / "r.duckdb") as store:
         device = store.register_device({"name": "pi"})
         run = _run_with_energy(store, device, "csv:meter.csv", [14.0, 20.0, 4.0, 6.0])
-        before = store.frame("SELECT phase, energy_j, energy_unavailable_reason FROM phase_energy ORDER BY seq").to_dicts()
-        assert before[0]["energy_j"] is None and "edgestats baseline" in before[0]["energy_unavailable_reason"]
+        before = store.frame(
+            "SELECT phase, energy_j, energy_unavailable_reason FROM phase_energy ORDER BY seq"
+        ).to_dicts()
+        assert (
+            before[0]["energy_j"] is None and "edgestats baseline" in before[0]["energy_unavailable_reason"]
+        )
         # two baselines: the one nearest the run's start is used; a different source kind never is
-        store.write_baseline({"device_id": device, "measured_at": "2025-01-01T00:00:00Z", "seconds": 60,
-                              "source": "csv:old.csv", "mean_power_w": 1.0, "std_power_w": 0.5, "n": 10, "rails": ["meter"]})
-        store.write_baseline({"device_id": device, "measured_at": "2026-01-01T01:00:00Z", "seconds": 60,
-                              "source": "csv:idle.csv", "mean_power_w": 5.0, "std_power_w": 0.4, "n": 4, "rails": ["meter"]})
-        store.write_baseline({"device_id": device, "measured_at": "2026-01-01T00:00:00Z", "seconds": 60,
-                              "source": "rapl", "mean_power_w": 50.0, "std_power_w": 0.1, "n": 100, "rails": ["meter"]})
+        store.write_baseline(
+            {
+                "device_id": device,
+                "measured_at": "2025-01-01T00:00:00Z",
+                "seconds": 60,
+                "source": "csv:old.csv",
+                "mean_power_w": 1.0,
+                "std_power_w": 0.5,
+                "n": 10,
+                "rails": ["meter"],
+            }
+        )
+        store.write_baseline(
+            {
+                "device_id": device,
+                "measured_at": "2026-01-01T01:00:00Z",
+                "seconds": 60,
+                "source": "csv:idle.csv",
+                "mean_power_w": 5.0,
+                "std_power_w": 0.4,
+                "n": 4,
+                "rails": ["meter"],
+            }
+        )
+        store.write_baseline(
+            {
+                "device_id": device,
+                "measured_at": "2026-01-01T00:00:00Z",
+                "seconds": 60,
+                "source": "rapl",
+                "mean_power_w": 50.0,
+                "std_power_w": 0.1,
+                "n": 100,
+                "rails": ["meter"],
+            }
+        )
         rows = store.frame("SELECT * FROM phase_energy WHERE run_id = ? ORDER BY seq", [str(run)]).to_dicts()
-        half_w = 3.182 * 0.4 / 2   # t(0.975, 3) * std / sqrt(n)
+        half_w = 3.182 * 0.4 / 2  # t(0.975, 3) * std / sqrt(n)
         assert rows[0]["energy_j"] == pytest.approx(14.0 - 5.0 * 2)
         assert rows[0]["energy_ci_low_j"] == pytest.approx(4.0 - half_w * 2)
         assert rows[0]["energy_ci_high_j"] == pytest.approx(4.0 + half_w * 2)
@@ -166,7 +252,9 @@ def test_views_subtract_the_nearest_baseline_with_its_t_interval(tmp_path):
         summary = store.frame("SELECT * FROM run_summary").to_dicts()[0]
         # per inference: gross 4 and 6 J over 0.5 s each at 5 W idle -> 1.5 and 3.5 J
         assert summary["energy_per_inference_j"] == pytest.approx(2.5)
-        assert summary["energy_per_inference_ci_high_j"] - summary["energy_per_inference_j"] == pytest.approx(half_w * 0.5)
+        assert summary["energy_per_inference_ci_high_j"] - summary["energy_per_inference_j"] == pytest.approx(
+            half_w * 0.5
+        )
 
 
 def test_t975_macro_matches_scipy(tmp_path):
@@ -183,14 +271,25 @@ def test_run_without_power_source_has_null_energy_and_the_reason(tmp_path):
         device = store.register_device({"name": "pi"})
         _run_with_energy(store, device, None, [None, None, None, None])
         rows = store.frame("SELECT energy_j, energy_unavailable_reason FROM phase_energy").to_dicts()
-        assert all(r["energy_j"] is None and r["energy_unavailable_reason"] == "no power source: --power none" for r in rows)
-        summary = store.frame("SELECT energy_per_inference_j, energy_unavailable_reason FROM run_summary").to_dicts()[0]
-        assert summary == {"energy_per_inference_j": None, "energy_unavailable_reason": "no power source: --power none"}
+        assert all(
+            r["energy_j"] is None and r["energy_unavailable_reason"] == "no power source: --power none"
+            for r in rows
+        )
+        summary = store.frame(
+            "SELECT energy_per_inference_j, energy_unavailable_reason FROM run_summary"
+        ).to_dicts()[0]
+        assert summary == {
+            "energy_per_inference_j": None,
+            "energy_unavailable_reason": "no power source: --power none",
+        }
 
 
 # -- end to end: an external meter's log, a baseline from it, a collected run ------------------------
 
-def write_meter_log(path: Path, start_s: float, end_s: float, idle_until_s: float, idle_w: float, busy_w: float) -> None:
+
+def write_meter_log(
+    path: Path, start_s: float, end_s: float, idle_until_s: float, idle_w: float, busy_w: float
+) -> None:
     """A USB meter's CSV at 10 Hz: idle power until `idle_until_s`, then the busy level, with a
     small deterministic ripple (so the baseline has a spread)."""
     lines = ["timestamp,power_w,voltage_v"]
@@ -203,48 +302,94 @@ def write_meter_log(path: Path, start_s: float, end_s: float, idle_until_s: floa
     path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.frameworks   # runs framework workers
+@pytest.mark.frameworks  # runs framework workers
 def test_collect_with_a_meter_and_a_baseline_stores_energy_per_phase_and_inference(model_cache, tmp_path):
     now = time.time()
     meter = tmp_path / "meter.csv"
     write_meter_log(meter, now - 60, now + 600, idle_until_s=now - 20, idle_w=2.0, busy_w=5.0)
     db = tmp_path / "r.duckdb"
-    result = runner.invoke(app, ["baseline", "--db", str(db), "--power", f"csv:{meter}", "--seconds", "30",
-                                 "--start", f"{now - 55:.3f}"])
+    result = runner.invoke(
+        app,
+        [
+            "baseline",
+            "--db",
+            str(db),
+            "--power",
+            f"csv:{meter}",
+            "--seconds",
+            "30",
+            "--start",
+            f"{now - 55:.3f}",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "idle power 2 W" in result.output
-    result = runner.invoke(app, ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "-n", "200",
-                                 "--power", f"csv:{meter}", "--cache-dir", str(model_cache)])
+    result = runner.invoke(
+        app,
+        [
+            "collect",
+            "--db",
+            str(db),
+            "-f",
+            "onnxruntime",
+            "-m",
+            "cnn9",
+            "-n",
+            "200",
+            "--power",
+            f"csv:{meter}",
+            "--cache-dir",
+            str(model_cache),
+        ],
+    )
     assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
         baseline = store.frame("SELECT * FROM baselines").to_dicts()[0]
         assert baseline["mean_power_w"] == pytest.approx(2.0, abs=0.01) and baseline["n"] >= 290
         assert baseline["source"] == "csv:meter.csv" and baseline["rails"] == ["meter"]
-        run = store.frame("SELECT power_source, power_rails, energy_unavailable_reason FROM runs").to_dicts()[0]
-        assert run == {"power_source": "csv:meter.csv", "power_rails": ["meter"], "energy_unavailable_reason": None}
-        phases = store.frame("SELECT * FROM phase_energy WHERE phase <> 'process_start' ORDER BY seq").to_dicts()
+        run = store.frame("SELECT power_source, power_rails, energy_unavailable_reason FROM runs").to_dicts()[
+            0
+        ]
+        assert run == {
+            "power_source": "csv:meter.csv",
+            "power_rails": ["meter"],
+            "energy_unavailable_reason": None,
+        }
+        phases = store.frame(
+            "SELECT * FROM phase_energy WHERE phase <> 'process_start' ORDER BY seq"
+        ).to_dicts()
         assert {p["phase"] for p in phases} >= {"import", "load_model", "first_inference", "steady", "total"}
-        for p in phases:   # 5 W busy - 2 W idle = 3 W over every window
+        for p in phases:  # 5 W busy - 2 W idle = 3 W over every window
             assert p["energy_j"] == pytest.approx(3.0 * p["duration_s"], rel=0.05, abs=1e-4), p["phase"]
             assert p["energy_ci_low_j"] <= p["energy_j"] <= p["energy_ci_high_j"]
             assert p["source"] == "csv:meter.csv"
-        per_inference = store.frame("SELECT energy_j, latency_ns FROM inference_energy WHERE NOT warmup").to_dicts()
+        per_inference = store.frame(
+            "SELECT energy_j, latency_ns FROM inference_energy WHERE NOT warmup"
+        ).to_dicts()
         assert len(per_inference) == 200
         for row in per_inference:
             assert row["energy_j"] == pytest.approx(3.0 * row["latency_ns"] / 1e9, rel=0.05, abs=1e-6)
-        summary = store.frame("SELECT energy_per_inference_j, energy_per_inference_ci_low_j, mean_power_w FROM run_summary").to_dicts()[0]
-        assert summary["energy_per_inference_j"] > 0 and summary["energy_per_inference_ci_low_j"] < summary["energy_per_inference_j"]
+        summary = store.frame(
+            "SELECT energy_per_inference_j, energy_per_inference_ci_low_j, mean_power_w FROM run_summary"
+        ).to_dicts()[0]
+        assert (
+            summary["energy_per_inference_j"] > 0
+            and summary["energy_per_inference_ci_low_j"] < summary["energy_per_inference_j"]
+        )
         assert summary["mean_power_w"] == pytest.approx(5.0, abs=0.1)
 
 
 def test_baseline_errors_say_what_to_do(tmp_path):
     db = tmp_path / "r.duckdb"
     result = runner.invoke(app, ["baseline", "--db", str(db), "--power", "none", "--seconds", "1"])
-    assert result.exit_code == 1 and "no power source" in result.output and "--power csv:PATH" in result.output
+    assert (
+        result.exit_code == 1 and "no power source" in result.output and "--power csv:PATH" in result.output
+    )
     meter = tmp_path / "meter.csv"
     write_meter_log(meter, 1000.0, 1010.0, idle_until_s=2000.0, idle_w=2.0, busy_w=5.0)
-    result = runner.invoke(app, ["baseline", "--db", str(db), "--power", f"csv:{meter}", "--seconds", "30",
-                                 "--start", "1005"])
+    result = runner.invoke(
+        app, ["baseline", "--db", str(db), "--power", f"csv:{meter}", "--seconds", "30", "--start", "1005"]
+    )
     assert result.exit_code == 1 and "does not cover the idle window" in result.output
     result = runner.invoke(app, ["baseline", "--db", str(db), "--power", f"csv:{tmp_path / 'missing.csv'}"])
     assert result.exit_code == 1 and "missing.csv" in result.output
@@ -253,13 +398,14 @@ def test_baseline_errors_say_what_to_do(tmp_path):
 
 def test_collect_with_an_unusable_named_power_source_stops_before_any_run(tmp_path):
     db = tmp_path / "r.duckdb"
-    result = runner.invoke(app, ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "-n", "5",
-                                 "--power", "rapl"])
+    result = runner.invoke(
+        app, ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "-n", "5", "--power", "rapl"]
+    )
     assert result.exit_code == 1 and "power source 'rapl' is not available" in result.output
     assert not db.exists()
 
 
-@pytest.mark.frameworks   # runs framework workers
+@pytest.mark.frameworks  # runs framework workers
 def test_training_epochs_get_energy_from_a_meter_and_the_baseline(tmp_path):
     from edgestats.collectors.training.synthetic import make_dataset
 
@@ -269,20 +415,55 @@ def test_training_epochs_get_energy_from_a_meter_and_the_baseline(tmp_path):
     data = tmp_path / "mnist"
     make_dataset("mnist", data, 400, n_test=100)
     db = tmp_path / "r.duckdb"
-    result = runner.invoke(app, ["baseline", "--db", str(db), "--power", f"csv:{meter}", "--seconds", "30",
-                                 "--start", f"{now - 55:.3f}"])
+    result = runner.invoke(
+        app,
+        [
+            "baseline",
+            "--db",
+            str(db),
+            "--power",
+            f"csv:{meter}",
+            "--seconds",
+            "30",
+            "--start",
+            f"{now - 55:.3f}",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["collect", "--db", str(db), "--kind", "training", "-f", "pytorch", "-m", "mnist_cnn",
-                                 "--data", str(data), "--epochs", "2", "--batch-size", "32", "--learning-rate", "0.01",
-                                 "--power", f"csv:{meter}"])
+    result = runner.invoke(
+        app,
+        [
+            "collect",
+            "--db",
+            str(db),
+            "--kind",
+            "training",
+            "-f",
+            "pytorch",
+            "-m",
+            "mnist_cnn",
+            "--data",
+            str(data),
+            "--epochs",
+            "2",
+            "--batch-size",
+            "32",
+            "--learning-rate",
+            "0.01",
+            "--power",
+            f"csv:{meter}",
+        ],
+    )
     assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
         epochs = store.frame("SELECT * FROM epoch_energy ORDER BY epoch").to_dicts()
         assert len(epochs) == 2
-        for e in epochs:   # 6 W busy - 2 W idle = 4 W over each window
+        for e in epochs:  # 6 W busy - 2 W idle = 4 W over each window
             assert e["train_energy_j"] == pytest.approx(4.0 * e["train_s"], rel=0.05)
             assert e["test_energy_j"] == pytest.approx(4.0 * e["test_s"], rel=0.05)
             assert e["train_energy_ci_half_j"] > 0
-        run = store.frame("SELECT training_energy_j, energy_j, energy_unavailable_reason FROM training_summary").to_dicts()[0]
+        run = store.frame(
+            "SELECT training_energy_j, energy_j, energy_unavailable_reason FROM training_summary"
+        ).to_dicts()[0]
         assert run["training_energy_j"] == pytest.approx(sum(e["train_energy_j"] for e in epochs))
         assert run["energy_unavailable_reason"] is None

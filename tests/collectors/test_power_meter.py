@@ -7,19 +7,24 @@ import os
 import time
 
 import pytest
+from power_fakes import UNIX_CSV, write_csv
 
 from edgestats.collectors.power.base import PowerReading, PowerSourceError
 from edgestats.collectors.power.energy import integrate_power_w
 from edgestats.collectors.power.meter_csv import ClockAnchor, CsvMeterSource, load_meter_csv
 from edgestats.errors import EdgestatsError
-from power_fakes import UNIX_CSV, write_csv
 
 
 def test_csv_unix_seconds_sorted_and_integrated_like_the_hand_trapezoid(tmp_path):
     source = CsvMeterSource(write_csv(tmp_path, UNIX_CSV))
     assert source.is_available() == (True, None)
     t0 = 1700000000.0
-    assert source.samples_between(t0 + 0.5, t0 + 2.5) == [(t0, 2.0), (t0 + 1, 4.0), (t0 + 2, 4.0), (t0 + 3, 1.0)]
+    assert source.samples_between(t0 + 0.5, t0 + 2.5) == [
+        (t0, 2.0),
+        (t0 + 1, 4.0),
+        (t0 + 2, 4.0),
+        (t0 + 3, 1.0),
+    ]
     assert source.samples_between(t0 + 1.2, t0 + 1.8) == [(t0 + 1, 4.0), (t0 + 2, 4.0)]
     assert source.energy_j(t0 + 0.5, t0 + 2.5) == pytest.approx(1.75 + 4.0 + 1.625)
     # meter clock 2 s behind the host: shift its samples forward, same energy 2 s later
@@ -32,7 +37,7 @@ def test_csv_unix_seconds_sorted_and_integrated_like_the_hand_trapezoid(tmp_path
 def new_york_time():
     """A local timezone far from UTC, so reading a naive ISO time as local time would show."""
     saved = os.environ.get("TZ")
-    os.environ["TZ"] = "EST5"   # POSIX form: needs no tzdata
+    os.environ["TZ"] = "EST5"  # POSIX form: needs no tzdata
     time.tzset()
     yield
     if saved is None:
@@ -43,15 +48,20 @@ def new_york_time():
 
 
 def test_csv_iso_timestamps_with_and_without_timezone(tmp_path, new_york_time):
-    assert time.localtime(1700000000).tm_hour == 17   # the fixture took effect (22:13 UTC)
-    path = write_csv(tmp_path, "Timestamp, Power_W\n2023-11-14T22:13:20Z,2.0\n2023-11-14T23:13:21+01:00,4.0\n"
-                               "2023-11-14T22:13:22.5,3.0\n\n")
+    assert time.localtime(1700000000).tm_hour == 17  # the fixture took effect (22:13 UTC)
+    path = write_csv(
+        tmp_path,
+        "Timestamp, Power_W\n2023-11-14T22:13:20Z,2.0\n2023-11-14T23:13:21+01:00,4.0\n"
+        "2023-11-14T22:13:22.5,3.0\n\n",
+    )
     assert load_meter_csv(path) == [(1700000000.0, 2.0), (1700000001.0, 4.0), (1700000002.5, 3.0)]
 
 
 def test_csv_aligned_to_a_run_through_the_clock_anchor(tmp_path):
-    source = CsvMeterSource(write_csv(tmp_path, UNIX_CSV),
-                            anchor=ClockAnchor(monotonic_ns=5_000_000_000, unix_ns=1_700_000_000_000_000_000))
+    source = CsvMeterSource(
+        write_csv(tmp_path, UNIX_CSV),
+        anchor=ClockAnchor(monotonic_ns=5_000_000_000, unix_ns=1_700_000_000_000_000_000),
+    )
     samples_ns = source.samples_monotonic_ns(5_500_000_000, 7_500_000_000)
     assert [t for t, _ in samples_ns] == [5_000_000_000, 6_000_000_000, 7_000_000_000, 8_000_000_000]
     assert integrate_power_w(samples_ns, 5_500_000_000, 7_500_000_000) == pytest.approx(7.375)

@@ -21,9 +21,8 @@ import pyarrow as pa
 import pytest
 
 from edgestats.analysis.hierarchical import median_over_runs, relative_half_width
-from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop
-from edgestats.collectors.record import RunEnd
+from edgestats.collectors.record import RunEnd, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents
 from edgestats.store.results import Store
@@ -46,20 +45,42 @@ class StandInOrchestrator:
         with Store.open(db) as store:
             self.device_id = store.register_device({"name": "stand-in"})
 
-    def run(self, config: RunConfig, *, sweep_id: uuid.UUID, sweep: dict, extra_environment=None) -> RunOutcome:
+    def run(
+        self, config: RunConfig, *, sweep_id: uuid.UUID, sweep: dict, extra_environment=None
+    ) -> RunOutcome:
         self.order.append(config.label())
         base = dataclasses.replace(config, repeat_index=0).config_hash()
         level = np.log(5e6) + self.rng.normal(0, BETWEEN_SD[base])
         latencies = np.exp(level + self.rng.normal(0, 0.01, 200)).astype(np.int64)
-        spool = SpoolContents(latencies=[{"i": i, "w": False, "s": i, "ns": int(ns)} for i, ns in enumerate(latencies)])
-        environment = extra_environment(RunEnd("ok", None, dt.datetime.now(dt.timezone.utc)), spool) if extra_environment else {}
+        spool = SpoolContents(
+            latencies=[{"i": i, "w": False, "s": i, "ns": int(ns)} for i, ns in enumerate(latencies)]
+        )
+        environment = (
+            extra_environment(RunEnd("ok", None, dt.datetime.now(dt.UTC)), spool) if extra_environment else {}
+        )
         with Store.open(self.db) as store:
             run_id = store.write_run(
-                {"device_id": self.device_id, "kind": "inference", "status": "ok", "framework": config.framework,
-                 "model": config.model, "batch_size": config.batch_size, "repeat_index": config.repeat_index,
-                 "config_hash": config.config_hash(), "source": "collect", "environment": environment},
-                latencies=pa.table({"iteration": pa.array(range(200), pa.int32()), "warmup": [False] * 200,
-                                    "start_ns": np.arange(200, dtype=np.int64), "latency_ns": latencies}))
+                {
+                    "device_id": self.device_id,
+                    "kind": "inference",
+                    "status": "ok",
+                    "framework": config.framework,
+                    "model": config.model,
+                    "batch_size": config.batch_size,
+                    "repeat_index": config.repeat_index,
+                    "config_hash": config.config_hash(),
+                    "source": "collect",
+                    "environment": environment,
+                },
+                latencies=pa.table(
+                    {
+                        "iteration": pa.array(range(200), pa.int32()),
+                        "warmup": [False] * 200,
+                        "start_ns": np.arange(200, dtype=np.int64),
+                        "latency_ns": latencies,
+                    }
+                ),
+            )
         return RunOutcome(run_id, config, "ok", None, 200, 0.0)
 
 
@@ -71,8 +92,10 @@ def run_loop(db: Path, goal: PrecisionGoal, orchestrator: StandInOrchestrator):
 
 def stored_decisions(db: Path) -> list[dict]:
     with Store.open(db, read_only=True) as store:
-        rows = store.frame("SELECT batch_size, repeat_index, environment->'$.precision' AS p FROM runs "
-                           "ORDER BY batch_size, repeat_index").to_dicts()
+        rows = store.frame(
+            "SELECT batch_size, repeat_index, environment->'$.precision' AS p FROM runs "
+            "ORDER BY batch_size, repeat_index"
+        ).to_dicts()
     return [{"b": r["batch_size"], "k": r["repeat_index"], **json.loads(r["p"])} for r in rows]
 
 
@@ -86,21 +109,28 @@ def test_a_stable_configuration_stops_before_a_high_variance_one_and_each_says_w
     assert "after 8 runs" in noisy.detail and "not reached" in noisy.detail
     assert len(outcomes) == 3 + 8
     # interleaved: round k ran repeat k of both configurations before any repeat k + 1
-    first_rounds = [sorted(orchestrator.order[2 * k:2 * k + 2]) for k in range(3)]
-    assert first_rounds == [sorted([dataclasses.replace(c, repeat_index=k).label() for c in (STABLE, NOISY)])
-                            for k in range(3)]
+    first_rounds = [sorted(orchestrator.order[2 * k : 2 * k + 2]) for k in range(3)]
+    assert first_rounds == [
+        sorted([dataclasses.replace(c, repeat_index=k).label() for c in (STABLE, NOISY)]) for k in range(3)
+    ]
     decisions = stored_decisions(db)
-    assert [(d["b"], d["k"], d["decision"]) for d in decisions if d["decision"] != "continue"] == \
-        [(1, 2, "precise"), (2, 7, "max-repeat")]
+    assert [(d["b"], d["k"], d["decision"]) for d in decisions if d["decision"] != "continue"] == [
+        (1, 2, "precise"),
+        (2, 7, "max-repeat"),
+    ]
     assert all(d["target_rel_half_width"] == 0.02 and d["n_runs"] == d["k"] + 1 for d in decisions)
 
 
 def test_the_stopping_width_is_the_analysis_interval(tmp_path):
     """The loop decides with the interval `analyze` reports, not a cheaper stand-in."""
     db = tmp_path / "r.duckdb"
-    _, stops = run_loop(db, PrecisionGoal(rel_half_width=0.001, max_repeat=3), StandInOrchestrator(db, seed=3))
+    _, stops = run_loop(
+        db, PrecisionGoal(rel_half_width=0.001, max_repeat=3), StandInOrchestrator(db, seed=3)
+    )
     with Store.open(db, read_only=True) as store:
-        runs = store.steady_latencies_ns([dataclasses.replace(NOISY, repeat_index=k).config_hash() for k in range(3)])
+        runs = store.steady_latencies_ns(
+            [dataclasses.replace(NOISY, repeat_index=k).config_hash() for k in range(3)]
+        )
     estimate = median_over_runs([np.asarray(r, float) for r in runs], level=0.95)
     expected = (estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate
     assert stops[2].reason == "max-repeat" and stops[2].rel_half_width == pytest.approx(expected)
@@ -116,15 +146,40 @@ def test_a_resumed_collect_counts_the_runs_already_stored(tmp_path):
     assert (stops[1].reason, stops[2].reason) == ("precise", "max-repeat")
 
 
-@pytest.mark.frameworks   # real ONNX Runtime workers
+@pytest.mark.frameworks  # real ONNX Runtime workers
 def test_collect_precision_end_to_end(tmp_path, model_cache):
     db = tmp_path / "r.duckdb"
-    cmd = [sys.executable, "-m", "edgestats", "collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9",
-           "--cache-dir", str(model_cache), "--warmup", "1", "-n", "30", "-t", "1", "--until-precise", "99%", "--max-repeat", "4"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edgestats",
+        "collect",
+        "--db",
+        str(db),
+        "-f",
+        "onnxruntime",
+        "-m",
+        "cnn9",
+        "--cache-dir",
+        str(model_cache),
+        "--warmup",
+        "1",
+        "-n",
+        "30",
+        "-t",
+        "1",
+        "--until-precise",
+        "99%",
+        "--max-repeat",
+        "4",
+    ]
     # A target any sane machine meets in 3 runs (their spread would have to pass ~40 %): this test is
     # about the wiring (CLI, loop, stored decision); which configuration stops first is tested above.
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "precise" in result.stderr and "after 3 runs" in result.stderr, result.stderr
     decisions = stored_decisions(db)
-    assert [d["decision"] for d in decisions] == ["continue", "continue", "precise"], (decisions, result.stderr)
+    assert [d["decision"] for d in decisions] == ["continue", "continue", "precise"], (
+        decisions,
+        result.stderr,
+    )

@@ -17,21 +17,29 @@ import pytest
 
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.power.meter_csv import ClockAnchor
-from edgestats.collectors.record import (INTERRUPTED, RunEnd, RunRecord, RunRecordError, WorkerExit,
-                                         classify_exit)
+from edgestats.collectors.record import (
+    INTERRUPTED,
+    RunEnd,
+    RunRecord,
+    RunRecordError,
+    WorkerExit,
+    classify_exit,
+)
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, SpoolWriter
 from edgestats.store.results import Store
 
 CONFIG = RunConfig(framework="onnxruntime", model="cnn9", iterations=5, warmup=1, threads=2)
-NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def make_orchestrator(tmp_path: Path, memory_limit_bytes: int | None = None) -> Orchestrator:
     db = tmp_path / "r.duckdb"
     with Store.open(db) as store:
         device_id = store.register_device({"name": "test-device"})
-    return Orchestrator(db, device_id=device_id, cache_dir=tmp_path / "cache", memory_limit_bytes=memory_limit_bytes)
+    return Orchestrator(
+        db, device_id=device_id, cache_dir=tmp_path / "cache", memory_limit_bytes=memory_limit_bytes
+    )
 
 
 def died(orchestrator: Orchestrator) -> Orchestrator:
@@ -43,10 +51,12 @@ def died(orchestrator: Orchestrator) -> Orchestrator:
 
 def stored_runs(orchestrator: Orchestrator) -> list[dict]:
     with Store.open(orchestrator.db_path, read_only=True) as store:
-        return store.frame("SELECT run_id, status, error_text, started_at, ended_at, threads, "
-                           "environment->>'$.clock.unix_ns' AS unix_ns, environment->>'$.cpu' AS cpu, "
-                           "environment->>'$.thread_env.OMP_NUM_THREADS' AS omp, "
-                           "config->>'$.sweep.shuffle_seed' AS shuffle_seed FROM runs").to_dicts()
+        return store.frame(
+            "SELECT run_id, status, error_text, started_at, ended_at, threads, "
+            "environment->>'$.clock.unix_ns' AS unix_ns, environment->>'$.cpu' AS cpu, "
+            "environment->>'$.thread_env.OMP_NUM_THREADS' AS omp, "
+            "config->>'$.sweep.shuffle_seed' AS shuffle_seed FROM runs"
+        ).to_dicts()
 
 
 def write_spool(path: Path, pid: int, *, n_latencies: int, finished: bool = False) -> None:
@@ -70,14 +80,29 @@ def ended_process_pid() -> int:
 
 # -- the record -------------------------------------------------------------------------------
 
+
 def test_record_round_trips_through_json():
-    record = RunRecord(run_id=uuid.uuid4(), device_id=uuid.uuid4(), config=CONFIG, started_at=NOW,
-                       clock=ClockAnchor(123, 456), cpu={"cpu_governor": "performance", "cpu_cur_khz": None},
-                       sweep_id=uuid.uuid4(), sweep={"shuffle_seed": 7, "axes": {"batch_size": [1, 2]}},
-                       thread_env={"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": None}, memory_limit_bytes=2**29)
+    record = RunRecord(
+        run_id=uuid.uuid4(),
+        device_id=uuid.uuid4(),
+        config=CONFIG,
+        started_at=NOW,
+        clock=ClockAnchor(123, 456),
+        cpu={"cpu_governor": "performance", "cpu_cur_khz": None},
+        sweep_id=uuid.uuid4(),
+        sweep={"shuffle_seed": 7, "axes": {"batch_size": [1, 2]}},
+        thread_env={"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": None},
+        memory_limit_bytes=2**29,
+    )
     assert RunRecord.from_json(record.to_json()) == record
-    bare = RunRecord(run_id=uuid.uuid4(), device_id=uuid.uuid4(), config=CONFIG, started_at=NOW,
-                     clock=ClockAnchor(1, 2), cpu={})
+    bare = RunRecord(
+        run_id=uuid.uuid4(),
+        device_id=uuid.uuid4(),
+        config=CONFIG,
+        started_at=NOW,
+        clock=ClockAnchor(1, 2),
+        cpu={},
+    )
     assert RunRecord.from_json(bare.to_json()) == bare
 
 
@@ -92,36 +117,50 @@ def test_an_unreadable_record_names_its_file_and_what_to_do(tmp_path, text):
 
 def test_the_record_is_complete_on_disk_before_the_model_is_prepared(tmp_path):
     orchestrator = make_orchestrator(tmp_path, memory_limit_bytes=2**30)
-    before = dt.datetime.now(dt.timezone.utc)
+    before = dt.datetime.now(dt.UTC)
     record = orchestrator.begin(CONFIG, sweep_id=uuid.uuid4(), sweep={"shuffle_seed": 3})
     on_disk = RunRecord.read(orchestrator.spool_dir / f"{record.run_id}.meta.json")
     assert on_disk == record
-    assert before <= on_disk.started_at <= dt.datetime.now(dt.timezone.utc)
+    assert before <= on_disk.started_at <= dt.datetime.now(dt.UTC)
     assert on_disk.clock.unix_ns > 0 and "cpu_governor" in on_disk.cpu
     assert on_disk.thread_env["OMP_NUM_THREADS"] == "2" and on_disk.memory_limit_bytes == 2**30
 
 
 # -- how a worker ended ---------------------------------------------------------------------------
 
+
 def spool_of(**fields) -> SpoolContents:
     return SpoolContents(**fields)
 
 
-@pytest.mark.parametrize("spool, worker, status, text", [
-    (spool_of(finished=True), WorkerExit(0), "ok", None),
-    (spool_of(finished=True), WorkerExit(None), "ok", None),
-    (spool_of(finished=True, diverged={"epoch": 1, "batch": 4, "loss": "nan"}), WorkerExit(0), "diverged", "epoch 1, batch 4"),
-    (spool_of(finished=True, diverged={"epoch": 0, "batch": 2, "loss": "inf"}), WorkerExit(None), "diverged", "batch 2"),
-    (spool_of(), WorkerExit(None, timed_out=True), "timeout", "exceeded --timeout 12 s"),
-    (spool_of(), WorkerExit(-signal.SIGKILL), "killed", "SIGKILL (e.g. the kernel's OOM killer)"),
-    (spool_of(), WorkerExit(-signal.SIGTERM), "killed", "killed by SIGTERM"),
-    (spool_of(error="Traceback: boom"), WorkerExit(1), "error", "Traceback: boom"),
-    (spool_of(error="Traceback: boom"), WorkerExit(None), "error", "Traceback: boom"),
-    (spool_of(), WorkerExit(1, log_tail="  Segmentation fault\n"), "error", "Segmentation fault"),
-    (spool_of(), WorkerExit(3), "error", "worker exited with status 3 without a message"),
-    (spool_of(finished=True), WorkerExit(2, log_tail="late failure"), "error", "late failure"),
-    (spool_of(), WorkerExit(None), "killed", INTERRUPTED),
-])
+@pytest.mark.parametrize(
+    "spool, worker, status, text",
+    [
+        (spool_of(finished=True), WorkerExit(0), "ok", None),
+        (spool_of(finished=True), WorkerExit(None), "ok", None),
+        (
+            spool_of(finished=True, diverged={"epoch": 1, "batch": 4, "loss": "nan"}),
+            WorkerExit(0),
+            "diverged",
+            "epoch 1, batch 4",
+        ),
+        (
+            spool_of(finished=True, diverged={"epoch": 0, "batch": 2, "loss": "inf"}),
+            WorkerExit(None),
+            "diverged",
+            "batch 2",
+        ),
+        (spool_of(), WorkerExit(None, timed_out=True), "timeout", "exceeded --timeout 12 s"),
+        (spool_of(), WorkerExit(-signal.SIGKILL), "killed", "SIGKILL (e.g. the kernel's OOM killer)"),
+        (spool_of(), WorkerExit(-signal.SIGTERM), "killed", "killed by SIGTERM"),
+        (spool_of(error="Traceback: boom"), WorkerExit(1), "error", "Traceback: boom"),
+        (spool_of(error="Traceback: boom"), WorkerExit(None), "error", "Traceback: boom"),
+        (spool_of(), WorkerExit(1, log_tail="  Segmentation fault\n"), "error", "Segmentation fault"),
+        (spool_of(), WorkerExit(3), "error", "worker exited with status 3 without a message"),
+        (spool_of(finished=True), WorkerExit(2, log_tail="late failure"), "error", "late failure"),
+        (spool_of(), WorkerExit(None), "killed", INTERRUPTED),
+    ],
+)
 def test_one_classification_for_every_way_a_worker_ends(spool, worker, status, text):
     end = classify_exit(spool, worker, NOW, timeout_s=12.0)
     assert isinstance(end, RunEnd) and end.status == status and end.ended_at == NOW
@@ -137,21 +176,29 @@ def test_a_failed_allocation_under_a_memory_limit_says_so():
 
 # -- runs whose orchestrator died -------------------------------------------------------------
 
+
 def test_a_run_whose_orchestrator_died_is_recovered_with_its_times(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     record = orchestrator.begin(CONFIG, sweep={"shuffle_seed": 11})
     spool_path = orchestrator.spool_dir / f"{record.run_id}.jsonl"
-    write_spool(spool_path, ended_process_pid(), n_latencies=3)   # the worker died with it
-    last_write = dt.datetime.fromtimestamp(spool_path.stat().st_mtime, dt.timezone.utc)
+    write_spool(spool_path, ended_process_pid(), n_latencies=3)  # the worker died with it
+    last_write = dt.datetime.fromtimestamp(spool_path.stat().st_mtime, dt.UTC)
 
-    [outcome] = died(orchestrator).recover_orphans()   # the next collect
-    assert (outcome.run_id, outcome.status, outcome.error_text, outcome.n_latencies) == (record.run_id, "killed", INTERRUPTED, 3)
+    [outcome] = died(orchestrator).recover_orphans()  # the next collect
+    assert (outcome.run_id, outcome.status, outcome.error_text, outcome.n_latencies) == (
+        record.run_id,
+        "killed",
+        INTERRUPTED,
+        3,
+    )
     [run] = stored_runs(orchestrator)
     assert run["status"] == "killed" and run["error_text"] == INTERRUPTED
     assert run["started_at"] is not None and run["ended_at"] is not None
     assert run["started_at"] <= run["ended_at"]
     assert _utc(run["started_at"]) == record.started_at, "started when the record says, not at recovery"
-    assert abs((_utc(run["ended_at"]) - last_write).total_seconds()) < 1e-3, "ended when the spool was last written"
+    assert abs((_utc(run["ended_at"]) - last_write).total_seconds()) < 1e-3, (
+        "ended when the spool was last written"
+    )
     assert int(run["unix_ns"]) == record.clock.unix_ns and "cpu_governor" in run["cpu"]
     assert run["omp"] == "2" and run["shuffle_seed"] == "11", "the record's facts, not recovery-time ones"
     assert list(orchestrator.spool_dir.iterdir()) == [], "its files are gone once stored"
@@ -160,7 +207,9 @@ def test_a_run_whose_orchestrator_died_is_recovered_with_its_times(tmp_path):
 def test_a_finished_worker_whose_orchestrator_died_is_recovered_as_ok(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     record = orchestrator.begin(CONFIG)
-    write_spool(orchestrator.spool_dir / f"{record.run_id}.jsonl", ended_process_pid(), n_latencies=5, finished=True)
+    write_spool(
+        orchestrator.spool_dir / f"{record.run_id}.jsonl", ended_process_pid(), n_latencies=5, finished=True
+    )
     [outcome] = died(orchestrator).recover_orphans()
     assert outcome.status == "ok"
     [run] = stored_runs(orchestrator)
@@ -171,11 +220,13 @@ def test_a_worker_still_running_is_stopped_and_ends_at_recovery(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     record = orchestrator.begin(CONFIG)
     # A stand-in worker: recovery only kills a process whose command line names the worker module.
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "edgestats.collectors.worker"],
-                              start_new_session=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "edgestats.collectors.worker"],
+        start_new_session=True,
+    )
     try:
         write_spool(orchestrator.spool_dir / f"{record.run_id}.jsonl", worker.pid, n_latencies=2)
-        before_recovery = dt.datetime.now(dt.timezone.utc)
+        before_recovery = dt.datetime.now(dt.UTC)
         [outcome] = died(orchestrator).recover_orphans()
         assert worker.wait(timeout=10) == -signal.SIGKILL
     finally:
@@ -188,7 +239,7 @@ def test_a_worker_still_running_is_stopped_and_ends_at_recovery(tmp_path):
 
 def test_a_run_that_died_before_its_worker_started_is_recovered_with_its_times(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
-    record = orchestrator.begin(CONFIG)   # died while preparing the model: no spool
+    record = orchestrator.begin(CONFIG)  # died while preparing the model: no spool
     [outcome] = died(orchestrator).recover_orphans()
     assert outcome.status == "killed" and outcome.n_latencies == 0
     [run] = stored_runs(orchestrator)
@@ -204,9 +255,19 @@ def test_a_meta_file_from_before_the_typed_record_is_still_recovered(tmp_path):
     orchestrator = make_orchestrator(tmp_path)
     run_id = uuid.uuid4()
     meta = orchestrator.spool_dir / f"{run_id}.meta.json"
-    meta.write_text(json.dumps({"run_id": str(run_id), "sweep_id": None, "device_id": str(uuid.uuid4()),
-                                "sweep": {}, "config": asdict(CONFIG), "memory_limit_bytes": None}))
-    written = dt.datetime.fromtimestamp(meta.stat().st_mtime, dt.timezone.utc)
+    meta.write_text(
+        json.dumps(
+            {
+                "run_id": str(run_id),
+                "sweep_id": None,
+                "device_id": str(uuid.uuid4()),
+                "sweep": {},
+                "config": asdict(CONFIG),
+                "memory_limit_bytes": None,
+            }
+        )
+    )
+    written = dt.datetime.fromtimestamp(meta.stat().st_mtime, dt.UTC)
     write_spool(orchestrator.spool_dir / f"{run_id}.jsonl", ended_process_pid(), n_latencies=4, finished=True)
     [outcome] = orchestrator.recover_orphans()
     assert (outcome.status, outcome.n_latencies) == ("ok", 4)
@@ -216,9 +277,14 @@ def test_a_meta_file_from_before_the_typed_record_is_still_recovered(tmp_path):
 
 
 # Fixed names: xdist workers must collect the same test ids.
-@pytest.mark.parametrize("name, text", [("0b7e3f4a-1111-4c2d-9e8f-000000000001.meta.json", '{"run_id": '),  # cut short
-                                        ("notes.meta.json", "{}"),                                          # not a run id
-                                        ("0b7e3f4a-1111-4c2d-9e8f-000000000002.meta.json", "\udcff")])     # not UTF-8
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("0b7e3f4a-1111-4c2d-9e8f-000000000001.meta.json", '{"run_id": '),  # cut short
+        ("notes.meta.json", "{}"),  # not a run id
+        ("0b7e3f4a-1111-4c2d-9e8f-000000000002.meta.json", "\udcff"),
+    ],
+)  # not UTF-8
 def test_an_unreadable_record_is_moved_aside_with_a_warning_and_recovery_goes_on(tmp_path, name, text):
     dead = make_orchestrator(tmp_path)
     good = dead.begin(CONFIG)
@@ -230,8 +296,12 @@ def test_an_unreadable_record_is_moved_aside_with_a_warning_and_recovery_goes_on
     assert outcome.run_id == good.run_id, "the readable run is recovered all the same"
     [warning] = orchestrator.warnings
     assert "moved 2 unreadable spool files" in warning and str(dead.spool_dir / "damaged") in warning
-    assert sorted(p.name for p in (dead.spool_dir / "damaged").iterdir()) == sorted([name, name.replace(".meta.json", ".jsonl")])
-    assert orchestrator.recover_orphans() == [] and orchestrator.warnings == [warning], "once moved, no longer in the way"
+    assert sorted(p.name for p in (dead.spool_dir / "damaged").iterdir()) == sorted(
+        [name, name.replace(".meta.json", ".jsonl")]
+    )
+    assert orchestrator.recover_orphans() == [] and orchestrator.warnings == [warning], (
+        "once moved, no longer in the way"
+    )
 
 
 def test_runs_of_a_live_collect_are_never_recovered_by_another(tmp_path):
@@ -239,8 +309,10 @@ def test_runs_of_a_live_collect_are_never_recovered_by_another(tmp_path):
     its worker included, however long the run takes."""
     first = make_orchestrator(tmp_path)
     record = first.begin(CONFIG)
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "edgestats.collectors.worker"],
-                              start_new_session=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "edgestats.collectors.worker"],
+        start_new_session=True,
+    )
     try:
         write_spool(first.spool_dir / f"{record.run_id}.jsonl", worker.pid, n_latencies=2)
         second = make_orchestrator(tmp_path)
@@ -271,8 +343,10 @@ def test_a_recovered_run_says_so_and_keeps_its_telemetry(tmp_path):
     assert write_batch(paths["samples"], batch)
     died(orchestrator).recover_orphans()
     with Store.open(orchestrator.db_path, read_only=True) as store:
-        run = store.frame("SELECT status, environment->>'$.recovered.worker' AS how, "
-                          "environment->>'$.recovered.telemetry' AS telemetry FROM runs").to_dicts()[0]
+        run = store.frame(
+            "SELECT status, environment->>'$.recovered.worker' AS how, "
+            "environment->>'$.recovered.telemetry' AS telemetry FROM runs"
+        ).to_dicts()[0]
         n_samples = store.frame("SELECT count(*) AS n FROM samples").to_dicts()[0]["n"]
     assert run == {"status": "ok", "how": "had ended", "telemetry": "kept"}
     assert n_samples == len(batch) > 0
@@ -280,7 +354,7 @@ def test_a_recovered_run_says_so_and_keeps_its_telemetry(tmp_path):
 
 def _utc(value: dt.datetime) -> dt.datetime:
     """A TIMESTAMPTZ read back (in the session's zone) or a naive UTC TIMESTAMP, as aware UTC."""
-    return value.astimezone(dt.timezone.utc) if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def test_a_record_being_written_by_a_live_collect_is_not_taken_for_a_damaged_one(tmp_path):
@@ -309,6 +383,8 @@ def test_a_record_deleted_between_listing_and_reading_is_skipped_quietly(tmp_pat
     finished.close()  # ...which then exited
     other = make_orchestrator(tmp_path)
     glob = Path.glob
-    monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(listing) if pattern == "*.meta.json" else glob(self, pattern))
+    monkeypatch.setattr(
+        Path, "glob", lambda self, pattern: iter(listing) if pattern == "*.meta.json" else glob(self, pattern)
+    )
     assert other.recover_orphans() == [] and other.warnings == [] and not meta.exists()
     assert not (other.spool_dir / "damaged").exists() and stored_runs(other) == []

@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from edgestats.collectors.telemetry import procfs
 from edgestats.collectors.telemetry import groups as sample_groups
+from edgestats.collectors.telemetry import procfs
 from edgestats.collectors.telemetry.sampler import Sampler
 
 MiB = 1 << 20
@@ -51,11 +51,14 @@ ALLOCATE = """
 
 
 def test_peak_rss_of_a_worker_that_allocates_300_mb():
-    child = spawn(ALLOCATE + """
+    child = spawn(
+        ALLOCATE
+        + """
     print("started", flush=True); time.sleep(0.4)
     b = allocate(300)
     print("allocated", flush=True); time.sleep(2.0)
-    """)
+    """
+    )
     try:
         wait_line(child, "started")
         baseline = psutil.Process(child.pid).memory_info().rss
@@ -87,8 +90,18 @@ def test_achieved_rate_within_10_percent(hz, seconds):
     stats = batch.stats
     assert abs(stats["achieved_hz"] - hz) <= 0.1 * hz, stats
     assert stats["ticks"] >= 0.9 * hz * seconds
-    for metric in ("rss_bytes", "cpu_total_pct", "cpu_user_pct", "cpu_system_pct", "io_read_bytes", "io_read_ops",
-                   "sys_cpu_total_pct", "sys_cpu_iowait_pct", "cpu_core0_pct", "sys_io_read_bytes"):
+    for metric in (
+        "rss_bytes",
+        "cpu_total_pct",
+        "cpu_user_pct",
+        "cpu_system_pct",
+        "io_read_bytes",
+        "io_read_ops",
+        "sys_cpu_total_pct",
+        "sys_cpu_iowait_pct",
+        "cpu_core0_pct",
+        "sys_io_read_bytes",
+    ):
         times = [t for t, _ in batch.series(metric)]
         assert len(times) == stats["ticks"], metric
         rate = (len(times) - 1) / ((times[-1] - times[0]) / 1e9)
@@ -97,12 +110,18 @@ def test_achieved_rate_within_10_percent(hz, seconds):
     assert abs(statistics.median(gaps) - 1e9 / hz) <= 0.1 * 1e9 / hz  # on the schedule, not drifting
     assert stats["cpu_s_per_tick"] > 0 and stats["groups"]["uss_bytes"]["reads"] >= 1
     table = batch.to_arrow()
-    assert [(f.name, str(f.type)) for f in table.schema] == [("t_ns", "int64"), ("metric", "string"), ("value", "double")]
+    assert [(f.name, str(f.type)) for f in table.schema] == [
+        ("t_ns", "int64"),
+        ("metric", "string"),
+        ("value", "double"),
+    ]
     assert table.num_rows == len(batch) and set(table.column("metric").to_pylist()) == set(batch.names)
 
 
 def test_process_tree_includes_grandchild_and_counts_reaped_cpu_once():
-    child = spawn(ALLOCATE + """
+    child = spawn(
+        ALLOCATE
+        + """
     import subprocess
     b = allocate(100)
     g = subprocess.Popen([sys.executable, "-c", "b = bytearray(200 << 20)\\n"
@@ -115,7 +134,8 @@ def test_process_tree_includes_grandchild_and_counts_reaped_cpu_once():
     g.wait()  # the grandchild's CPU time moves into this process's cutime here
     time.sleep(0.8)
     print("reaped", flush=True); time.sleep(5)
-    """)
+    """
+    )
     try:
         with Sampler(child.pid, 20) as sampler:
             grandchild = psutil.Process(int(child.stdout.readline()))
@@ -132,12 +152,14 @@ def test_process_tree_includes_grandchild_and_counts_reaped_cpu_once():
     # CPU integrated over the samples = the tree's CPU time, the reaped grandchild's counted once
     tree_cpu_s = times.user + times.system + times.children_user + times.children_system
     series = batch.series("cpu_total_pct")
-    sampled_s = sum(v / 100 * (b[0] - a[0]) / 1e9 for a, b, v in zip(series, series[1:], [v for _, v in series[1:]]))
+    sampled_s = sum(
+        v / 100 * (b[0] - a[0]) / 1e9 for a, b, v in zip(series, series[1:], [v for _, v in series[1:]])
+    )
     assert sampled_s == pytest.approx(tree_cpu_s, abs=0.15 + 0.1 * tree_cpu_s)
     assert tree_cpu_s > 0.8
 
 
-@pytest.mark.quiet   # needs a free core: beside another test the child got 42-61 % of one
+@pytest.mark.quiet  # needs a free core: beside another test the child got 42-61 % of one
 def test_busy_child_shows_about_100_percent_of_one_core():
     child = spawn("""
     import time
@@ -156,7 +178,9 @@ def test_busy_child_shows_about_100_percent_of_one_core():
         finish(child)
     total = values(batch, "cpu_total_pct")
     assert statistics.mean(total) == pytest.approx(100, abs=15), total
-    assert statistics.mean(total) == pytest.approx(used_pct, abs=10)  # what the kernel counted, whatever the load
+    assert statistics.mean(total) == pytest.approx(
+        used_pct, abs=10
+    )  # what the kernel counted, whatever the load
     assert statistics.mean(values(batch, "cpu_user_pct")) > 80
     assert statistics.mean(values(batch, "sys_cpu_total_pct")) >= 100 / psutil.cpu_count() * 0.8
 
@@ -177,7 +201,8 @@ def test_proc_stat_deltas_on_a_fake_tree(tmp_path):
     assert procfs.parse_proc_stat(STAT_1.encode())["cpu1"] == (40, 0, 30, 400, 30, 0, 0, 0)
     # whole system: deltas user 60, system 40 + irq 5 + softirq 5, idle 80, iowait 20 -> total 210
     assert procfs.cpu_pcts((100, 10, 50, 800, 40, 0, 0, 0), (160, 10, 90, 880, 60, 5, 5, 0)) == pytest.approx(
-        (60 / 210 * 100, 50 / 210 * 100, 20 / 210 * 100, 110 / 210 * 100))
+        (60 / 210 * 100, 50 / 210 * 100, 20 / 210 * 100, 110 / 210 * 100)
+    )
     root = write_tree(tmp_path, {"proc/stat": STAT_1})
     group = sample_groups.SysCpu(root)
     (root / "proc/stat").write_text(STAT_2)  # same inode: the kept-open file sees the new content
@@ -186,8 +211,10 @@ def test_proc_stat_deltas_on_a_fake_tree(tmp_path):
     group.close()
     assert out["sys_cpu_user_pct"] == pytest.approx(60 / 210 * 100)
     assert out["sys_cpu_iowait_pct"] == pytest.approx(20 / 210 * 100)
-    assert out["cpu_core0_pct"] == pytest.approx(60 / 100 * 100)   # cpu0: busy 60 of 100 ticks
-    assert out["cpu_core1_pct"] == pytest.approx(50 / 110 * 100)   # cpu1: 20 + 20 + 5 + 5 busy, 40 idle, 20 iowait
+    assert out["cpu_core0_pct"] == pytest.approx(60 / 100 * 100)  # cpu0: busy 60 of 100 ticks
+    assert out["cpu_core1_pct"] == pytest.approx(
+        50 / 110 * 100
+    )  # cpu1: 20 + 20 + 5 + 5 busy, 40 idle, 20 iowait
 
 
 def test_proc_stat_cpu_coming_online_and_going_offline(tmp_path):
@@ -202,11 +229,20 @@ def test_proc_stat_cpu_coming_online_and_going_offline(tmp_path):
         (root / "proc/stat").write_text(text)
         group.read(0, emit)
     group.close()
-    assert "cpu_core2_pct" in out[0] and out[0]["cpu_core2_pct"] == 0.0      # no earlier line: no delta yet
+    assert "cpu_core2_pct" in out[0] and out[0]["cpu_core2_pct"] == 0.0  # no earlier line: no delta yet
     assert out[1]["cpu_core2_pct"] == pytest.approx(20 / 40 * 100)
-    assert out[1]["sys_cpu_total_pct"] == 0.0                                  # the other lines did not move
+    assert out[1]["sys_cpu_total_pct"] == 0.0  # the other lines did not move
     assert "cpu_core2_pct" not in out[2] and set(out[2]) == set(out[0]) - {"cpu_core2_pct"}
-    assert procfs.parse_proc_stat(b"cpu  1 2 3 4\ncpu0 1 2 3 4\n")["cpu0"] == (1, 2, 3, 4, 0, 0, 0, 0)  # old kernels
+    assert procfs.parse_proc_stat(b"cpu  1 2 3 4\ncpu0 1 2 3 4\n")["cpu0"] == (
+        1,
+        2,
+        3,
+        4,
+        0,
+        0,
+        0,
+        0,
+    )  # old kernels
 
 
 def test_descendants_keep_children_files_open_and_close_those_of_ended_threads():
@@ -238,24 +274,46 @@ def test_descendants_keep_children_files_open_and_close_those_of_ended_threads()
 
 
 def test_thermal_zones_hwmon_and_disks_on_fake_trees(tmp_path):
-    thermal = write_tree(tmp_path / "a", {
-        "sys/class/thermal/thermal_zone0/type": "cpu-thermal\n", "sys/class/thermal/thermal_zone0/temp": "45678\n",
-        "sys/class/thermal/thermal_zone1/type": "acpitz\n", "sys/class/thermal/thermal_zone1/temp": "30000\n",
-        "sys/class/thermal/thermal_zone10/type": "acpitz\n", "sys/class/thermal/thermal_zone10/temp": "-5000\n",
-        "sys/class/hwmon/hwmon0/name": "coretemp", "sys/class/hwmon/hwmon0/temp1_input": "50000"})
+    thermal = write_tree(
+        tmp_path / "a",
+        {
+            "sys/class/thermal/thermal_zone0/type": "cpu-thermal\n",
+            "sys/class/thermal/thermal_zone0/temp": "45678\n",
+            "sys/class/thermal/thermal_zone1/type": "acpitz\n",
+            "sys/class/thermal/thermal_zone1/temp": "30000\n",
+            "sys/class/thermal/thermal_zone10/type": "acpitz\n",
+            "sys/class/thermal/thermal_zone10/temp": "-5000\n",
+            "sys/class/hwmon/hwmon0/name": "coretemp",
+            "sys/class/hwmon/hwmon0/temp1_input": "50000",
+        },
+    )
     inputs, kind = procfs.temperature_inputs(thermal)
     assert kind == "thermal"
     assert [m for m, _ in inputs] == ["temp_c:cpu-thermal", "temp_c:acpitz-1", "temp_c:acpitz-10"]
     assert [procfs.parse_millidegrees(p.read_bytes()) for _, p in inputs] == [45.678, 30.0, -5.0]
-    hwmon = write_tree(tmp_path / "b", {
-        "sys/class/hwmon/hwmon0/name": "coretemp\n", "sys/class/hwmon/hwmon0/temp1_input": "51000\n",
-        "sys/class/hwmon/hwmon0/temp1_label": "Package id 0\n", "sys/class/hwmon/hwmon0/temp2_input": "49000\n"})
+    hwmon = write_tree(
+        tmp_path / "b",
+        {
+            "sys/class/hwmon/hwmon0/name": "coretemp\n",
+            "sys/class/hwmon/hwmon0/temp1_input": "51000\n",
+            "sys/class/hwmon/hwmon0/temp1_label": "Package id 0\n",
+            "sys/class/hwmon/hwmon0/temp2_input": "49000\n",
+        },
+    )
     inputs, kind = procfs.temperature_inputs(hwmon)
-    assert kind == "hwmon" and [m for m, _ in inputs] == ["temp_c:coretemp/Package id 0", "temp_c:coretemp/temp2"]
-    disks = write_tree(tmp_path / "c", {
-        "sys/block/vda/device/model": "x", "sys/block/vda/stat": "  100 5 2000 7 9 9 9 9 0 0 0\n",
-        "sys/block/loop0/stat": "1 0 8 0 0 0 0 0 0 0 0\n",
-        "proc/diskstats": "7 0 loop0 1 0 8 0 0\n254 0 vda 100 5 2000 7 9\n254 1 vda1 90 5 1900 7 9\n"})
+    assert kind == "hwmon" and [m for m, _ in inputs] == [
+        "temp_c:coretemp/Package id 0",
+        "temp_c:coretemp/temp2",
+    ]
+    disks = write_tree(
+        tmp_path / "c",
+        {
+            "sys/block/vda/device/model": "x",
+            "sys/block/vda/stat": "  100 5 2000 7 9 9 9 9 0 0 0\n",
+            "sys/block/loop0/stat": "1 0 8 0 0 0 0 0 0 0 0\n",
+            "proc/diskstats": "7 0 loop0 1 0 8 0 0\n254 0 vda 100 5 2000 7 9\n254 1 vda1 90 5 1900 7 9\n",
+        },
+    )
     assert procfs.physical_disks(disks) == {"vda"}
     assert procfs.parse_block_stat((disks / "sys/block/vda/stat").read_bytes()) == (100, 2000 * 512)
     raw = (disks / "proc/diskstats").read_bytes()
@@ -264,13 +322,19 @@ def test_thermal_zones_hwmon_and_disks_on_fake_trees(tmp_path):
 
 
 def test_pid_file_parsers():
-    stat = b"42 (a) b (c)) S 7 42 42 0 -1 4194304 5 0 0 0 11 22 33 44 20 0 3 0 100 5000 1234" + b" 0" * 20 + b" 9 0 0\n"
+    stat = (
+        b"42 (a) b (c)) S 7 42 42 0 -1 4194304 5 0 0 0 11 22 33 44 20 0 3 0 100 5000 1234"
+        + b" 0" * 20
+        + b" 9 0 0\n"
+    )
     ppid, user, system, rss_pages, _, exited = procfs.parse_pid_stat(stat)
     assert (ppid, user, system, rss_pages, exited) == (7, 11 + 33, 22 + 44, 1234, False)
     assert procfs.parse_pid_stat(stat.replace(b") S ", b") Z "))[5]
     io = b"rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\nread_bytes: 5\nwrite_bytes: 6\ncancelled_write_bytes: 7\n"
     assert procfs.parse_pid_io(io) == (5, 3, 6)
-    assert procfs.parse_pid_io(b"syscr: 3\nrchar: 1\nread_bytes: 5\nwrite_bytes: 6\nwchar: 2\nsyscw: 4\n") == (5, 3, 6)
+    assert procfs.parse_pid_io(
+        b"syscr: 3\nrchar: 1\nread_bytes: 5\nwrite_bytes: 6\nwchar: 2\nsyscw: 4\n"
+    ) == (5, 3, 6)
     rollup = b"Rss: 100 kB\nPrivate_Clean: 8 kB\nPrivate_Dirty: 16 kB\nPrivate_Hugetlb: 0 kB\nSwap: 4 kB\n"
     assert procfs.parse_smaps_rollup_uss(rollup) == 24 * 1024
 
@@ -287,9 +351,15 @@ class Broken:
 
 
 def test_failing_sensors_are_recorded_once_and_sampling_goes_on(tmp_path):
-    root = write_tree(tmp_path, {
-        "proc/stat": STAT_1, "sys/class/thermal/thermal_zone0/type": "cpu-thermal",
-        "sys/class/thermal/thermal_zone0/temp": "41000", "sys/class/thermal/thermal_zone1/type": "gpu-thermal"})
+    root = write_tree(
+        tmp_path,
+        {
+            "proc/stat": STAT_1,
+            "sys/class/thermal/thermal_zone0/type": "cpu-thermal",
+            "sys/class/thermal/thermal_zone0/temp": "41000",
+            "sys/class/thermal/thermal_zone1/type": "gpu-thermal",
+        },
+    )
     (root / "sys/class/thermal/thermal_zone1/temp").mkdir()  # opens, but every read fails (EISDIR)
     broken = Broken()
     child = spawn("import time; print('ready', flush=True); time.sleep(30)")
@@ -308,7 +378,9 @@ def test_failing_sensors_are_recorded_once_and_sampling_goes_on(tmp_path):
     assert broken.calls == 5  # dropped after 5 failures in a row, without stopping anything
     ticks = batch.stats["ticks"]
     assert ticks >= 25
-    assert len(values(batch, "temp_c:cpu-thermal")) == ticks and values(batch, "temp_c:cpu-thermal")[0] == 41.0
+    assert (
+        len(values(batch, "temp_c:cpu-thermal")) == ticks and values(batch, "temp_c:cpu-thermal")[0] == 41.0
+    )
     assert len(values(batch, "rss_bytes")) == ticks and "temp_c:gpu-thermal" not in batch.names
 
     bare = Sampler(child.pid, 10, root=tmp_path / "nothing", gpu=False)
@@ -317,13 +389,16 @@ def test_failing_sensors_are_recorded_once_and_sampling_goes_on(tmp_path):
 
 
 def test_child_exiting_mid_sampling_does_not_stop_the_sampler():
-    child = spawn(ALLOCATE + """
+    child = spawn(
+        ALLOCATE
+        + """
     import subprocess
     b = allocate(50)
     g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
     print("ready", flush=True)
     time.sleep(0.5)
-    """)
+    """
+    )
     try:
         wait_line(child, "ready")
         sampler = Sampler(child.pid, 100, tree_refresh_s=0.01).start()
@@ -348,11 +423,15 @@ def test_nvml_metrics_with_a_fake_pynvml(monkeypatch):
         raise NotSupported("Not Supported")
 
     fake = types.SimpleNamespace(
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 1,
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 1,
         nvmlDeviceGetHandleByIndex=lambda i: f"gpu{i}",
         nvmlDeviceGetUtilizationRates=lambda h: types.SimpleNamespace(gpu=37),
         nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(used=3 * MiB),
-        nvmlDeviceGetPowerUsage=lambda h: 61500, nvmlDeviceGetTotalEnergyConsumption=no_energy)
+        nvmlDeviceGetPowerUsage=lambda h: 61500,
+        nvmlDeviceGetTotalEnergyConsumption=no_energy,
+    )
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     sampler = Sampler(psutil.Process().pid, 50, budget=1.0, uss_budget=0).start()
     time.sleep(0.3)

@@ -19,17 +19,34 @@ import pytest
 
 from edgestats.store.results import Store
 
-pytestmark = pytest.mark.frameworks   # every test runs ONNX Runtime workers
+pytestmark = pytest.mark.frameworks  # every test runs ONNX Runtime workers
 
 
 def collect_cmd(db: Path, cache: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "edgestats", "collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9",
-            "--cache-dir", str(cache), "--warmup", "1", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "edgestats",
+        "collect",
+        "--db",
+        str(db),
+        "-f",
+        "onnxruntime",
+        "-m",
+        "cnn9",
+        "--cache-dir",
+        str(cache),
+        "--warmup",
+        "1",
+        *extra,
+    ]
 
 
 def start(cmd: list[str]) -> subprocess.Popen:
     # Its own session, like a shell job: the test's signals go to collect alone, as kill(1) does.
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -114,11 +131,19 @@ def test_model_preparation_is_covered_by_the_timeout(tmp_path):
     """A fresh cache: preparing cnn9 for ONNX Runtime exports it with torch, which takes longer
     than the 0.5 s allowed; the run is stored as timeout naming the phase, and no traceback."""
     db = tmp_path / "r.duckdb"
-    result = subprocess.run(collect_cmd(db, tmp_path / "empty-cache", "-n", "5", "--timeout", "0.5"),
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        collect_cmd(db, tmp_path / "empty-cache", "-n", "5", "--timeout", "0.5"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0 and "Traceback" not in result.stdout + result.stderr, result.stderr
     [run] = runs(db)
-    assert run["status"] == "timeout" and "phase prepare" in run["error_text"] and "--timeout 0.5" in run["error_text"]
+    assert (
+        run["status"] == "timeout"
+        and "phase prepare" in run["error_text"]
+        and "--timeout 0.5" in run["error_text"]
+    )
     assert none_left_within(str(tmp_path), 5) == []
 
 
@@ -166,8 +191,9 @@ def test_signals_at_random_points_lose_no_run_and_leave_no_process(tmp_path, mod
         assert none_left_within(str(tmp_path), 5) == [], f"trial {trial}: processes left after {signum!r}"
         assert "Traceback" not in "".join(lines), "".join(lines)
         finished += sum(line.startswith("ok ") or "-> ok" in line for line in lines)
-    final = subprocess.run(collect_cmd(db, model_cache, "-n", "30", "--repeat", "1"), capture_output=True, text=True,
-                           timeout=120)  # recovers what the last SIGKILL left spooled
+    final = subprocess.run(
+        collect_cmd(db, model_cache, "-n", "30", "--repeat", "1"), capture_output=True, text=True, timeout=120
+    )  # recovers what the last SIGKILL left spooled
     finished += final.stdout.count("-> ok") + final.stderr.count("-> ok")
     stored = runs(db)
     assert len({r["run_id"] for r in stored}) == len(stored)
@@ -190,8 +216,21 @@ def test_a_full_disk_while_storing_keeps_the_run_for_the_next_collect(tmp_path, 
     from edgestats.collectors.orchestrator import Orchestrator
 
     db = tmp_path / "r.duckdb"
-    args = ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "--cache-dir", str(model_cache),
-            "--warmup", "1", "-n", "5"]
+    args = [
+        "collect",
+        "--db",
+        str(db),
+        "-f",
+        "onnxruntime",
+        "-m",
+        "cnn9",
+        "--cache-dir",
+        str(model_cache),
+        "--warmup",
+        "1",
+        "-n",
+        "5",
+    ]
     runner = CliRunner()
     assert runner.invoke(app, args).exit_code == 0
     before = runs(db)
@@ -210,15 +249,24 @@ def test_a_full_disk_while_storing_keeps_the_run_for_the_next_collect(tmp_path, 
     monkeypatch.setattr(Orchestrator, "store", store_on_a_full_disk)
     full = runner.invoke(app, [*args, "--batch-size", "2"])
     assert full.exit_code == 1, full.output
-    assert "File too large" in full.output and str(db) in full.output and "Traceback" not in full.output, full.output
+    assert "File too large" in full.output and str(db) in full.output and "Traceback" not in full.output, (
+        full.output
+    )
     spooled = sorted(p.name.split(".", 1)[1] for p in (tmp_path / ".r.duckdb.spool").glob("*-*-*-*-*.*"))
     assert {"meta.json", "jsonl", "samples.arrow"} <= set(spooled), spooled
     assert runs(db) == before, "the runs stored before are intact"
     monkeypatch.undo()  # room again
     again = runner.invoke(app, [*args, "--batch-size", "2"])
     assert again.exit_code == 0 and "recovered an interrupted run" in again.output, again.output
-    stored = runs(db, "SELECT status, batch_size, environment->>'$.recovered.telemetry' AS telemetry, "
-                      "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id) AS n_samples FROM runs r")
+    stored = runs(
+        db,
+        "SELECT status, batch_size, environment->>'$.recovered.telemetry' AS telemetry, "
+        "(SELECT count(*) FROM samples s WHERE s.run_id = r.run_id) AS n_samples FROM runs r",
+    )
     [recovered] = [r for r in stored if r["telemetry"] is not None]
-    assert len(stored) == 2 and (recovered["status"], recovered["batch_size"], recovered["telemetry"]) == ("ok", 2, "kept")
+    assert len(stored) == 2 and (recovered["status"], recovered["batch_size"], recovered["telemetry"]) == (
+        "ok",
+        2,
+        "kept",
+    )
     assert recovered["n_samples"] > 0

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import SweepError, build_sweep, combine, load_sweep_file, shuffled
-from cli_asserts import one_line_error
 
 runner = CliRunner()
 
@@ -36,36 +36,69 @@ def test_lists_are_axes_scalars_are_fixed(tmp_path):
     assert len(configs) == 2 * 2 * 2 * 2
     assert {c.iterations for c in configs} == {100}
     assert {(c.framework, c.model, c.batch_size) for c in configs} == {
-        (f, m, b) for f in ("pytorch", "tflite") for m in ("squeezenet", "mobilenet_v2") for b in (1, 8)}
+        (f, m, b) for f in ("pytorch", "tflite") for m in ("squeezenet", "mobilenet_v2") for b in (1, 8)
+    }
     assert sorted({c.repeat_index for c in configs}) == [0, 1]
     assert len({c.config_hash() for c in configs}) == 16, "every run has its own identity"
 
 
 def test_flags_override_the_file(tmp_path):
-    sweep = combine(load_sweep_file(write(tmp_path, GOOD)), {"framework": ["onnxruntime"], "batch_size": []}, None)
+    sweep = combine(
+        load_sweep_file(write(tmp_path, GOOD)), {"framework": ["onnxruntime"], "batch_size": []}, None
+    )
     assert sweep.axes["framework"] == ["onnxruntime"] and sweep.axes["batch_size"] == [1, 8]
 
 
 def test_shuffle_is_reproducible_from_its_seed():
     configs = [RunConfig("pytorch", "cnn9", batch_size=b) for b in range(1, 30)]
     assert shuffled(configs, 7) == shuffled(configs, 7)
-    assert shuffled(configs, 7) != configs and sorted(shuffled(configs, 7), key=lambda c: c.batch_size) == configs
+    assert (
+        shuffled(configs, 7) != configs
+        and sorted(shuffled(configs, 7), key=lambda c: c.batch_size) == configs
+    )
 
 
-@pytest.mark.parametrize("text, match", [
-    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatchsize = 4\n', r"unknown key 'batchsize'; valid keys: framework, model"),
-    ('[sweep]\nframework = "caffe"\nmodel = "cnn9"\n', r"sweep\.framework: 'caffe' is not valid; use one of pytorch, tensorflow, tflite, onnxruntime"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "vgg99"\n', r"sweep\.model: 'vgg99' is neither a zoo model \(alexnet, cifar_cnn, cnn9"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = "8"\n', r"sweep\.batch_size: expected an integer .* got str '8'"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = [1, 2.5]\n', r"batch_size: expected an integer"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\niterations = 0\n', r"iterations: 0 must be at least 1"),
-    ('[sweep]\nframework = []\nmodel = "cnn9"\n', r"framework: an empty list gives no runs"),
-    ('[sweep]\nmodel = "cnn9"\n', r"needs at least one framework and one model"),
-    ('[runs]\nframework = "pytorch"\n', r"expected one \[sweep\] table, found runs"),
-    ('[sweep\nframework = 1\n', r"not valid TOML"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "missing.onnx"\n', r"the model file 'missing.onnx' does not exist"),
-    ('[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nprecision = "int4"\n', r"precision: 'int4' is not valid; use one of fp32, fp16, int8"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatchsize = 4\n',
+            r"unknown key 'batchsize'; valid keys: framework, model",
+        ),
+        (
+            '[sweep]\nframework = "caffe"\nmodel = "cnn9"\n',
+            r"sweep\.framework: 'caffe' is not valid; use one of pytorch, tensorflow, tflite, onnxruntime",
+        ),
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "vgg99"\n',
+            r"sweep\.model: 'vgg99' is neither a zoo model \(alexnet, cifar_cnn, cnn9",
+        ),
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = "8"\n',
+            r"sweep\.batch_size: expected an integer .* got str '8'",
+        ),
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nbatch_size = [1, 2.5]\n',
+            r"batch_size: expected an integer",
+        ),
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "cnn9"\niterations = 0\n',
+            r"iterations: 0 must be at least 1",
+        ),
+        ('[sweep]\nframework = []\nmodel = "cnn9"\n', r"framework: an empty list gives no runs"),
+        ('[sweep]\nmodel = "cnn9"\n', r"needs at least one framework and one model"),
+        ('[runs]\nframework = "pytorch"\n', r"expected one \[sweep\] table, found runs"),
+        ("[sweep\nframework = 1\n", r"not valid TOML"),
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "missing.onnx"\n',
+            r"the model file 'missing.onnx' does not exist",
+        ),
+        (
+            '[sweep]\nframework = "pytorch"\nmodel = "cnn9"\nprecision = "int4"\n',
+            r"precision: 'int4' is not valid; use one of fp32, fp16, int8",
+        ),
+    ],
+)
 def test_bad_sweep_files_fail_before_any_run(tmp_path, text, match):
     path = write(tmp_path, text)
     db = tmp_path / "r.duckdb"
@@ -87,7 +120,10 @@ def test_adapter_options_from_file_and_flags(tmp_path):
     path = write(tmp_path, '[sweep]\nframework = "tflite"\nmodel = "cnn9"\noptions = { xnnpack = false }\n')
     sweep = combine(load_sweep_file(path), {}, path)
     assert all(c.extra == {"xnnpack": False} for c in sweep.configs())
-    assert parse_option_flags(["input_shape=[3,32,32]", "architecture=cnn9"]) == {"input_shape": [3, 32, 32], "architecture": "cnn9"}
+    assert parse_option_flags(["input_shape=[3,32,32]", "architecture=cnn9"]) == {
+        "input_shape": [3, 32, 32],
+        "architecture": "cnn9",
+    }
     flagged = combine(load_sweep_file(path), {"options": {"xnnpack": True}}, path)
     assert flagged.configs()[0].extra == {"xnnpack": True}
     with pytest.raises(SweepError, match="unknown option.*colour.*xnnpack: use TFLite"):
@@ -105,17 +141,32 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
     params = [p for p in inspect.signature(collect_command).parameters if p != "ctx"]
     # --until-precise and --max-repeat steer how many runs a configuration gets: not a sweep key (yet);
     # -v only says more on the terminal
-    assert sorted(set(params) - set(SWEEP_FLAGS)) == ["cache_dir", "db", "max_repeat", "sweep_file", "until_precise",
-                                                      "verbose"]
+    assert sorted(set(params) - set(SWEEP_FLAGS)) == [
+        "cache_dir",
+        "db",
+        "max_repeat",
+        "sweep_file",
+        "until_precise",
+        "verbose",
+    ]
     given = {name: None for name in params}
-    given.update(framework=["pytorch"], model=["cnn9"], batch_size=[1, 2], input_path=None,
-                 option=["interop_threads=1"], evict_cache=None, threads=[])
+    given.update(
+        framework=["pytorch"],
+        model=["cnn9"],
+        batch_size=[1, 2],
+        input_path=None,
+        option=["interop_threads=1"],
+        evict_cache=None,
+        threads=[],
+    )
     flags = sweep_flags(given)
     assert list(flags)[:4] == ["framework", "model", "runtime", "batch_size"], "axes keep the options' order"
     assert flags["options"] == {"interop_threads": 1} and flags["evict_cache"] is None and "input" in flags
     assert sweep_flags({**given, "evict_cache": False})["evict_cache"] == [False]
     sweep = combine(None, flags, None)
-    assert [c.batch_size for c in sweep.configs()] == [1, 2] and sweep.configs()[0].extra == {"interop_threads": 1}
+    assert [c.batch_size for c in sweep.configs()] == [1, 2] and sweep.configs()[0].extra == {
+        "interop_threads": 1
+    }
 
 
 def test_a_sweep_file_that_is_not_utf8_is_one_line(tmp_path):
@@ -135,14 +186,28 @@ def test_sample_hz_is_at_most_1000(tmp_path, value):
     with pytest.raises(SweepError, match="sample_hz"):
         combine(load_sweep_file(path), {}, path)
     assert "sample_hz" in one_line_error(runner.invoke(app, ["collect", str(path), "--db", str(db)]))
-    flag = runner.invoke(app, ["collect", "--db", str(db), "-f", "pytorch", "-m", "cnn9", "--sample-hz", value])
+    flag = runner.invoke(
+        app, ["collect", "--db", str(db), "-f", "pytorch", "-m", "cnn9", "--sample-hz", value]
+    )
     assert "sample_hz" in one_line_error(flag)
     assert not db.exists()
-    assert build_sweep({"framework": "pytorch", "model": "cnn9", "sample_hz": 1000}).settings["sample_hz"] == 1000.0
+    assert (
+        build_sweep({"framework": "pytorch", "model": "cnn9", "sample_hz": 1000}).settings["sample_hz"]
+        == 1000.0
+    )
 
 
-@pytest.mark.parametrize("key, value", [("batch_size", 3_000_000_000), ("threads", 2**31), ("iterations", 10**22),
-                                        ("timeout", float("inf")), ("cooldown", float("nan")), ("learning_rate", float("inf"))])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("batch_size", 3_000_000_000),
+        ("threads", 2**31),
+        ("iterations", 10**22),
+        ("timeout", float("inf")),
+        ("cooldown", float("nan")),
+        ("learning_rate", float("inf")),
+    ],
+)
 def test_values_a_run_cannot_store_or_use_are_refused(key, value):
     kind = {"kind": "training", "data": "."} if key == "learning_rate" else {}
     with pytest.raises(SweepError, match=key):

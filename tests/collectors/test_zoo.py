@@ -16,7 +16,6 @@ import pytest
 
 from edgestats.collectors.zoo.catalog import ZOO
 
-
 # One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
 # models, converted files) are built once instead of once per worker that gets one of its tests.
 pytestmark = pytest.mark.xdist_group("zoo")
@@ -27,8 +26,12 @@ if TYPE_CHECKING:
 
 # Published trainable parameters of models the builders have but the registry may not list (yet):
 # torchvision's model cards. The registry's own figure wins for the models it lists.
-EXTRA_PUBLISHED = {"resnet50": 25_557_032, "vgg16": 138_357_544,
-                   "mobilenet_v3_small": 2_542_856, "mobilenet_v3_large": 5_483_032}
+EXTRA_PUBLISHED = {
+    "resnet50": 25_557_032,
+    "vgg16": 138_357_544,
+    "mobilenet_v3_small": 2_542_856,
+    "mobilenet_v3_large": 5_483_032,
+}
 PUBLISHED = {**EXTRA_PUBLISHED, **{name: m.published_params for name, m in ZOO.items()}}
 # Every model with a published count; test_every_registered_model_has_both_builders proves these are
 # exactly the builders' models (listing them here needs no torch at collection).
@@ -36,8 +39,16 @@ ALL = sorted(PUBLISHED)
 
 # torchvision's model cards give "GFLOPS" that are in fact GMACs (1 multiply-add = 1), rounded to
 # two decimals; count_flops counts a multiply-add as 2.
-TORCHVISION_GMACS = {"alexnet": 0.71, "squeezenet": 0.82, "mobilenet_v2": 0.30, "resnet18": 1.81,
-                     "resnet50": 4.09, "vgg16": 15.47, "mobilenet_v3_small": 0.06, "mobilenet_v3_large": 0.22}
+TORCHVISION_GMACS = {
+    "alexnet": 0.71,
+    "squeezenet": 0.82,
+    "mobilenet_v2": 0.30,
+    "resnet18": 1.81,
+    "resnet50": 4.09,
+    "vgg16": 15.47,
+    "mobilenet_v3_small": 0.06,
+    "mobilenet_v3_large": 0.22,
+}
 
 
 def input_hw(name: str) -> tuple[int, int]:
@@ -51,12 +62,14 @@ def channels(name: str) -> int:
 @pytest.fixture(scope="module")
 def zoo_torch():
     from edgestats.collectors.zoo import torch_models
+
     return torch_models
 
 
 @pytest.fixture(scope="module")
 def zoo_keras():
     from edgestats.collectors.zoo import keras_models
+
     return keras_models
 
 
@@ -69,6 +82,7 @@ def built(zoo_torch, zoo_keras):
         if name not in cache:
             cache[name] = (zoo_torch.build_torch(name, seed=0), zoo_keras.build_keras(name, seed=0))
         return cache[name]
+
     return get
 
 
@@ -102,7 +116,10 @@ def test_num_classes_override(zoo_torch, zoo_keras, name):
     h, w = input_hw(name)
     with torch.no_grad():
         assert tuple(zoo_torch.build_torch(name, num_classes=7)(torch.zeros(2, 3, h, w)).shape) == (2, 7)
-    assert tuple(zoo_keras.build_keras(name, num_classes=7)(np.zeros((2, h, w, 3), "float32")).shape) == (2, 7)
+    assert tuple(zoo_keras.build_keras(name, num_classes=7)(np.zeros((2, h, w, 3), "float32")).shape) == (
+        2,
+        7,
+    )
 
 
 # -- seeds: one code path for every model (fork_rng + manual_seed; per-layer seeded Keras
@@ -149,6 +166,7 @@ def test_building_leaves_the_global_torch_rng_alone(zoo_torch):
 
 # -- the two frameworks compute the same function once weights are copied -----------------------
 
+
 def randomise_batchnorm(zoo_torch, model: torch.nn.Module, h: int, w: int) -> None:
     """Fresh BN layers are identities and leave untrained MobileNets' logits ~1e-10 and nearly
     input-independent; calibrated statistics plus a random affine make the copy of all four BN
@@ -186,7 +204,7 @@ def test_batch_2_outputs_have_the_right_shape_and_agree_across_frameworks(built,
         expected = tm(torch.from_numpy(x)).numpy()
     got = km(x.transpose(0, 2, 3, 1), training=False).numpy()
     assert expected.shape == got.shape == (2, classes)
-    scale = max(1.0, float(np.abs(expected).max()))   # relative where logits exceed 1
+    scale = max(1.0, float(np.abs(expected).max()))  # relative where logits exceed 1
     assert np.abs(got - expected).max() < 1e-4 * scale
     # the check means something only if the output depends on the input
     assert np.abs(expected[0] - expected[1]).max() > 1e-3 * float(np.abs(expected).max())
@@ -202,25 +220,27 @@ def test_copy_refuses_a_different_architecture(built, zoo_keras):
 
 # -- FLOPs --------------------------------------------------------------------------------------
 
+
 @pytest.mark.frameworks
 def test_cnn9_flops_by_hand(built, zoo_torch):
     # seven 3x3 valid convs on 32x32: output side 30, 28, ..., 18; then dense 324 -> 10
     widths = [3, 16, 16, 32, 32, 64, 64, 1]
-    convs = sum(2 * 3 * 3 * cin * cout * (30 - 2 * i) ** 2
-                for i, (cin, cout) in enumerate(zip(widths, widths[1:])))
+    convs = sum(
+        2 * 3 * 3 * cin * cout * (30 - 2 * i) ** 2 for i, (cin, cout) in enumerate(zip(widths, widths[1:]))
+    )
     expected = convs + 2 * 324 * 10
     assert expected == 68_950_224
     assert zoo_torch.count_flops(built("cnn9")[0], (1, 3, 32, 32)) == expected
-    assert zoo_torch.count_flops(built("cnn9")[0], (3, 32, 32)) == expected   # batch is ignored
+    assert zoo_torch.count_flops(built("cnn9")[0], (3, 32, 32)) == expected  # batch is ignored
 
 
 @pytest.mark.frameworks
 def test_dlaas_default_nets_flops_by_hand(built, zoo_torch):
     """MACs of TensorFlow's default MNIST and CIFAR-10 nets (DLaaS Tables IV-V):
-        mnist_cnn  conv1 32*1*5*5*28*28 = 627,200; conv2 64*32*5*5*14*14 = 10,035,200;
-                   fc 3136*1024 = 3,211,264; fc 1024*10 = 10,240           -> 13,883,904 MACs
-        cifar_cnn  conv1 64*3*5*5*24*24 = 2,764,800; conv2 64*64*5*5*12*12 = 14,745,600;
-                   fc 2304*384 = 884,736; 384*192 = 73,728; 192*10 = 1,920 -> 18,470,784 MACs"""
+    mnist_cnn  conv1 32*1*5*5*28*28 = 627,200; conv2 64*32*5*5*14*14 = 10,035,200;
+               fc 3136*1024 = 3,211,264; fc 1024*10 = 10,240           -> 13,883,904 MACs
+    cifar_cnn  conv1 64*3*5*5*24*24 = 2,764,800; conv2 64*64*5*5*12*12 = 14,745,600;
+               fc 2304*384 = 884,736; 384*192 = 73,728; 192*10 = 1,920 -> 18,470,784 MACs"""
     mnist = 32 * 1 * 25 * 28 * 28 + 64 * 32 * 25 * 14 * 14 + 3136 * 1024 + 1024 * 10
     cifar = 64 * 3 * 25 * 24 * 24 + 64 * 64 * 25 * 12 * 12 + 2304 * 384 + 384 * 192 + 192 * 10
     assert (mnist, cifar) == (13_883_904, 18_470_784)
@@ -254,8 +274,16 @@ def test_alexnet_flops(built, zoo_torch):
         fc8    4096*1000          =   4,096,000
         total                       714,188,480 MACs = 1,428,376,960 FLOPs
     i.e. the well-known 0.71 GMACs / ~1.43 GFLOPs."""
-    macs = (64 * 3 * 121 * 55 * 55 + 192 * 64 * 25 * 27 * 27 + 384 * 192 * 9 * 169 + 256 * 384 * 9 * 169
-            + 256 * 256 * 9 * 169 + 9216 * 4096 + 4096 * 4096 + 4096 * 1000)
+    macs = (
+        64 * 3 * 121 * 55 * 55
+        + 192 * 64 * 25 * 27 * 27
+        + 384 * 192 * 9 * 169
+        + 256 * 384 * 9 * 169
+        + 256 * 256 * 9 * 169
+        + 9216 * 4096
+        + 4096 * 4096
+        + 4096 * 1000
+    )
     assert macs == 714_188_480
     assert zoo_torch.count_flops(built("alexnet")[0], (1, 3, 224, 224)) == 2 * macs == 1_428_376_960
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from builders import make_results_db
+from export_builders import ALL_TABLES, as_counts
 
 import edgestats.exports.parquet as export_module
-from builders import make_results_db
-from edgestats.version import __version__
 from edgestats.errors import DatabaseError, SchemaTooNewError
 from edgestats.exports.parquet import (
     MANIFEST_NAME,
@@ -28,7 +28,7 @@ from edgestats.exports.parquet import (
 )
 from edgestats.store.migrations import latest_version
 from edgestats.store.results import Store
-from export_builders import ALL_TABLES, as_counts
+from edgestats.version import __version__
 
 
 def db_sha256(path: Path) -> str:
@@ -40,7 +40,10 @@ def db_sha256(path: Path) -> str:
 
 def test_column_types_are_ones_spark_reads():
     assert parquet_column("run_id", "UUID") == ('CAST("run_id" AS VARCHAR) AS "run_id"', "VARCHAR")
-    assert parquet_column("facts", "JSON", qualifier="src") == ('CAST(src."facts" AS VARCHAR) AS "facts"', "VARCHAR")
+    assert parquet_column("facts", "JSON", qualifier="src") == (
+        'CAST(src."facts" AS VARCHAR) AS "facts"',
+        "VARCHAR",
+    )
     assert parquet_column("t", "TIMESTAMP_NS")[1] == "TIMESTAMP"
     assert parquet_column("at", "TIMESTAMP WITH TIME ZONE") == ('"at" AS "at"', "TIMESTAMP WITH TIME ZONE")
     assert parquet_column("n", "BIGINT") == ('"n" AS "n"', "BIGINT")
@@ -57,12 +60,21 @@ def test_device_id_comes_from_the_table_or_its_run():
 
     select, columns = export_select_sql("latencies", {"run_id": "UUID", "latency_ns": "BIGINT"}, "runs")
     assert 'LEFT JOIN "runs" AS run ON run."run_id" = src."run_id"' in select  # never drops a row
-    assert [c[0] for c in columns] == ["run_id", "latency_ns", "device_id"]  # device_id last, as readers see it
-    select, columns = export_select_sql("runs", {"run_id": "UUID", "device_id": "UUID", "model": "VARCHAR"}, "own")
+    assert [c[0] for c in columns] == [
+        "run_id",
+        "latency_ns",
+        "device_id",
+    ]  # device_id last, as readers see it
+    select, columns = export_select_sql(
+        "runs", {"run_id": "UUID", "device_id": "UUID", "model": "VARCHAR"}, "own"
+    )
     assert [c[0] for c in columns] == ["run_id", "model", "device_id"] and "JOIN" not in select
 
-    assert "PARTITION_BY (\"device_id\")" in copy_sql("SELECT 1", "/x/runs", partitioned=True)
-    assert copy_sql("SELECT 1", "/x/it's.parquet", partitioned=False) == "COPY (SELECT 1) TO '/x/it''s.parquet' (FORMAT parquet)"
+    assert 'PARTITION_BY ("device_id")' in copy_sql("SELECT 1", "/x/runs", partitioned=True)
+    assert (
+        copy_sql("SELECT 1", "/x/it's.parquet", partitioned=False)
+        == "COPY (SELECT 1) TO '/x/it''s.parquet' (FORMAT parquet)"
+    )
 
 
 # -- the export on disk ------------------------------------------------------------------------
@@ -87,8 +99,11 @@ def test_export_layout_and_manifest(results_db: Path, tmp_path: Path):
         assert entry["partitions"] == [{"device_id": device_id, "rows": counts[table]}]
         assert [f["path"] for f in entry["files"]] == [f"{table}/device_id={device_id}/part-0.parquet"]
         assert (out / entry["files"][0]["path"]).is_file()
-        assert entry["columns"][-1] == {"name": "device_id", "type": "VARCHAR",
-                                        "db_type": "UUID" if table in ("runs", "devices") else "UUID (from runs)"}
+        assert entry["columns"][-1] == {
+            "name": "device_id",
+            "type": "VARCHAR",
+            "db_type": "UUID" if table in ("runs", "devices") else "UUID (from runs)",
+        }
     # Tables with no rows: one zero-row file holding the columns, listed as empty.
     for table in ("baselines", "run_results"):
         entry = manifest["tables"][table]
@@ -118,7 +133,9 @@ def test_parquet_files_hold_no_uuid_or_json_types(results_db: Path, tmp_path: Pa
     ).fetchall()
     assert rows
     for name, physical, logical, converted in rows:
-        assert "UUID" not in str(logical) and "JSON" not in str(logical) and "JSON" not in str(converted), name
+        assert "UUID" not in str(logical) and "JSON" not in str(logical) and "JSON" not in str(converted), (
+            name
+        )
         assert physical != "FIXED_LEN_BYTE_ARRAY", name
         assert "NANOS=NanoSeconds" not in str(logical), name
 
@@ -131,8 +148,12 @@ def test_rows_whose_run_is_missing_are_kept_with_a_null_device(results_db: Path,
     manifest = export_parquet(results_db, out)
     partitions = {p["device_id"]: p["rows"] for p in manifest["tables"]["latencies"]["partitions"]}
     assert partitions[None] == 1 and sum(partitions.values()) == 151
-    got = as_counts(duckdb.sql(f"SELECT device_id, count(*) FROM read_parquet('{out}/latencies/**/*.parquet', "
-                               "hive_partitioning=true) GROUP BY ALL").fetchall())
+    got = as_counts(
+        duckdb.sql(
+            f"SELECT device_id, count(*) FROM read_parquet('{out}/latencies/**/*.parquet', "
+            "hive_partitioning=true) GROUP BY ALL"
+        ).fetchall()
+    )
     assert got[None] == 1 and sum(got.values()) == 151
     frame = pl.scan_parquet(out / "latencies", hive_partitioning=True).collect()
     assert frame.height == 151 and frame["device_id"].null_count() == 1
@@ -149,7 +170,9 @@ def test_missing_db_says_what_to_do(tmp_path: Path):
 
 def test_newer_schema_is_refused_and_nothing_is_written(results_db: Path, tmp_path: Path):
     con = duckdb.connect(str(results_db))
-    con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (999, 'future', '9.0')")
+    con.execute(
+        "INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (999, 'future', '9.0')"
+    )
     con.close()
     with pytest.raises(SchemaTooNewError, match="Upgrade edgestats"):
         export_parquet(results_db, tmp_path / "export")
@@ -191,8 +214,9 @@ def test_overwrite_replaces_an_earlier_export_without_mixing(tmp_path: Path):
     assert not (out / "runs" / "stray.parquet").exists()
     device_dirs = {p.name for p in (out / "runs").iterdir()}
     assert device_dirs == {f"device_id={manifest['tables']['runs']['partitions'][0]['device_id']}"}
-    assert duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/runs/**/*.parquet', hive_partitioning=true)"
-                      ).fetchall() == [(2,)]
+    assert duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{out}/runs/**/*.parquet', hive_partitioning=true)"
+    ).fetchall() == [(2,)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.duckdb", "b.duckdb", "export"]
 
 

@@ -9,7 +9,6 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.exports.parquet import MANIFEST_NAME, read_manifest
 
-
 runner = CliRunner()
 
 
@@ -26,7 +25,14 @@ def test_cli_export_prints_what_it_wrote(results_db: Path, tmp_path: Path):
 def test_cli_export_help():
     result = runner.invoke(app, ["export", "--help"])
     assert result.exit_code == 0
-    for text in ("--parquet", "--overwrite", "hive-partitioned", "device_id=UUID", "read-only", MANIFEST_NAME):
+    for text in (
+        "--parquet",
+        "--overwrite",
+        "hive-partitioned",
+        "device_id=UUID",
+        "read-only",
+        MANIFEST_NAME,
+    ):
         assert text in result.output, text
 
 

@@ -10,13 +10,12 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-
 from builders import make_results_db
 from export_builders import ALL_TABLES, as_counts, expected_counts, make_two_device_db
-from edgestats.exports.parquet import export_parquet, read_manifest
+
 from edgestats.exports.append import append_parquet
 from edgestats.exports.merge import merge
-
+from edgestats.exports.parquet import export_parquet, read_manifest
 
 # One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
 # models, converted files) are built once instead of once per worker that gets one of its tests.
@@ -50,9 +49,12 @@ def test_duckdb_reads_back_every_table(exported):
         rel = con.sql(f"SELECT * FROM read_parquet('{out}/{table}/**/*.parquet', hive_partitioning=true)")
         columns[table] = rel.columns
         device = "device_id" if "device_id" in rel.columns else "NULL"
-        got[table] = as_counts(con.sql(
-            f"SELECT CAST({device} AS VARCHAR), count(*) FROM read_parquet('{out}/{table}/**/*.parquet', "
-            "hive_partitioning=true) GROUP BY ALL").fetchall())
+        got[table] = as_counts(
+            con.sql(
+                f"SELECT CAST({device} AS VARCHAR), count(*) FROM read_parquet('{out}/{table}/**/*.parquet', "
+                "hive_partitioning=true) GROUP BY ALL"
+            ).fetchall()
+        )
     assert got == expected
     assert columns == {t: [c["name"] for c in manifest["tables"][t]["columns"]] for t in ALL_TABLES}
 
@@ -122,10 +124,18 @@ def test_spark_reads_back_every_table(spark, exported):
     assert got == expected
     assert columns == {t: [c["name"] for c in manifest["tables"][t]["columns"]] for t in ALL_TABLES}
     # Timestamps arrive as Spark timestamps with the DB's instants (to the microsecond).
-    spark_at = {r[0]: r[1] for r in spark.read.parquet(str(out / "devices"))
-                .selectExpr("device_id", "unix_micros(registered_at)").collect()}
-    db_at = {d: us for d, us in duckdb.sql(
-        f"SELECT device_id, epoch_us(registered_at) FROM read_parquet('{out}/devices/**/*.parquet', "
-        "hive_partitioning=true)").fetchall()}
+    spark_at = {
+        r[0]: r[1]
+        for r in spark.read.parquet(str(out / "devices"))
+        .selectExpr("device_id", "unix_micros(registered_at)")
+        .collect()
+    }
+    db_at = {
+        d: us
+        for d, us in duckdb.sql(
+            f"SELECT device_id, epoch_us(registered_at) FROM read_parquet('{out}/devices/**/*.parquet', "
+            "hive_partitioning=true)"
+        ).fetchall()
+    }
     assert spark_at == db_at and len(spark_at) == len(expected["devices"])
     assert dict(spark.read.parquet(str(out / "runs")).dtypes)["started_at"] == "timestamp"

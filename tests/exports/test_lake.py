@@ -10,19 +10,19 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from builders import make_results_db
 from cli_asserts import one_line_error
 from json_compare import same_to_12_digits
+from typer.testing import CliRunner
+
 from edgestats.cli import app
-from edgestats.exports.parquet import MANIFEST_NAME, export_parquet
 from edgestats.exports.append import append_parquet
 from edgestats.exports.merge import merge
+from edgestats.exports.parquet import MANIFEST_NAME, export_parquet
 from edgestats.store.query import run_query
 
 runner = CliRunner()
-pytestmark = pytest.mark.xdist_group("lake")   # one worker builds the module's fleet, once
+pytestmark = pytest.mark.xdist_group("lake")  # one worker builds the module's fleet, once
 QUESTIONS = [
     "SELECT device, framework, model, count(*) AS runs, sum(n_latencies) AS n, round(avg(latency_median_ms), 9) AS median "
     "FROM run_summary GROUP BY ALL ORDER BY ALL",
@@ -39,7 +39,10 @@ def fleet_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     appending the others (the second twice, and the merged file, which holds them all, last).
     Built once per module: the build is most of this module's time."""
     folder = tmp_path_factory.mktemp("fleet")
-    dbs = [make_results_db(folder / f"device{i}.duckdb", device_name=f"device-{i}", seed0=10 * i) for i in range(3)]
+    dbs = [
+        make_results_db(folder / f"device{i}.duckdb", device_name=f"device-{i}", seed0=10 * i)
+        for i in range(3)
+    ]
     merged = folder / "merged.duckdb"
     merge(merged, dbs)
     lake = folder / "lake"
@@ -53,8 +56,12 @@ def fleet_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fleet(fleet_template: Path, tmp_path: Path) -> dict[str, Path]:
     """The test's own copy of the fleet, in its tmp_path (tests append to the lake and add files)."""
     shutil.copytree(fleet_template, tmp_path, dirs_exist_ok=True)
-    return {"merged": tmp_path / "merged.duckdb", "lake": tmp_path / "lake",
-            "glob": tmp_path / "device*.duckdb", "all": tmp_path / "*.duckdb"}
+    return {
+        "merged": tmp_path / "merged.duckdb",
+        "lake": tmp_path / "lake",
+        "glob": tmp_path / "device*.duckdb",
+        "all": tmp_path / "*.duckdb",
+    }
 
 
 def answers(source: Path) -> list:
@@ -63,7 +70,7 @@ def answers(source: Path) -> list:
 
 @pytest.mark.parametrize("kind", ["lake", "glob", "all"])
 def test_sql_over_a_lake_answers_as_the_merged_file_does(fleet, kind):
-    """"all" globs the device DBs and the merged file: every run is in two files and counts once."""
+    """ "all" globs the device DBs and the merged file: every run is in two files and counts once."""
     assert answers(fleet[kind]) == answers(fleet["merged"])
 
 
@@ -77,17 +84,24 @@ def test_analyze_over_a_lake_equals_analyze_over_the_merged_file(fleet, kind):
 
 
 def folder_digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_appending_the_same_device_twice_adds_nothing(fleet, tmp_path):
     before = folder_digest(fleet["lake"])
-    result = runner.invoke(app, ["export", str(tmp_path / "device1.duckdb"), "--parquet", str(fleet["lake"]), "--append"])
+    result = runner.invoke(
+        app, ["export", str(tmp_path / "device1.duckdb"), "--parquet", str(fleet["lake"]), "--append"]
+    )
     assert result.exit_code == 0 and "nothing to add" in result.output, result.output
     assert folder_digest(fleet["lake"]) == before
     manifest = json.loads((fleet["lake"] / MANIFEST_NAME).read_text())
-    assert [sum(a["rows_added"].values()) > 0 for a in manifest["appends"]] == [True, True], "two appends added rows"
+    assert [sum(a["rows_added"].values()) > 0 for a in manifest["appends"]] == [True, True], (
+        "two appends added rows"
+    )
 
 
 def test_an_interrupted_append_is_never_read_and_is_cleaned_up_by_the_next(fleet, tmp_path):
@@ -112,11 +126,17 @@ def test_the_sandbox_holds_over_a_lake(fleet):
     assert copy.exit_code != 0 and not (fleet["lake"] / "x.csv").exists()
 
 
-@pytest.mark.parametrize("args, says", [
-    (["sql", "{tmp}/nothing-*.duckdb", "SELECT 1"], "no file matches this pattern"),
-    (["export", "{tmp}/device0.duckdb", "--parquet", "{tmp}/lake", "--append", "--overwrite"], "give one of them"),
-    (["export", "{tmp}/device0.duckdb", "--parquet", "{tmp}", "--append"], "holds no edgestats export"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["sql", "{tmp}/nothing-*.duckdb", "SELECT 1"], "no file matches this pattern"),
+        (
+            ["export", "{tmp}/device0.duckdb", "--parquet", "{tmp}/lake", "--append", "--overwrite"],
+            "give one of them",
+        ),
+        (["export", "{tmp}/device0.duckdb", "--parquet", "{tmp}", "--append"], "holds no edgestats export"),
+    ],
+)
 def test_lake_mistakes_get_one_line(fleet, tmp_path, args, says):
     result = runner.invoke(app, [a.format(tmp=tmp_path) for a in args])
     assert says in one_line_error(result)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from builders import make_results_db, write_inference_run
 from typer.testing import CliRunner
 
-from builders import make_results_db, write_inference_run
-from edgestats.store import migrations
 from edgestats.cli import app
 from edgestats.errors import MergeConflictError, SchemaTooNewError
 from edgestats.exports.merge import merge
+from edgestats.store import migrations
 from edgestats.store.migrations import Migration, current_version, latest_version
 from edgestats.store.results import Store
 
@@ -71,7 +71,11 @@ def test_same_run_id_with_different_content_is_named_and_nothing_written(tmp_pat
         merge(out, [extra, a, b])
     assert "latencies" in str(exc.value)
     assert not out.exists(), "a conflict anywhere must leave no output behind"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.duckdb", "b.duckdb", "c.duckdb"]  # no temporary file
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.duckdb",
+        "b.duckdb",
+        "c.duckdb",
+    ]  # no temporary file
 
 
 def test_inputs_are_never_modified(tmp_path):
@@ -100,7 +104,10 @@ def test_older_input_is_migrated_in_a_copy(tmp_path, monkeypatch):
 def test_newer_input_is_refused(tmp_path):
     a = make_results_db(tmp_path / "a.duckdb")
     con = duckdb.connect(str(a))
-    con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, 'x', '9.9')", [latest_version() + 1])
+    con.execute(
+        "INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, 'x', '9.9')",
+        [latest_version() + 1],
+    )
     con.close()
     with pytest.raises(SchemaTooNewError, match="Upgrade edgestats"):
         merge(tmp_path / "out.duckdb", [a])
@@ -127,11 +134,14 @@ def test_merge_cli_reports_and_conflict_exit_code(tmp_path):
 
 # -- a failed merge leaves OUT as it was ------------------------------------------------------------
 
+
 def with_wal(path: Path, device_name: str = "only-in-the-wal") -> Path:
     """Give `path` a WAL: a committed device that is not yet checkpointed into the file."""
     con = duckdb.connect(str(path))
     con.execute("PRAGMA disable_checkpoint_on_shutdown")
-    con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), ?, now())", [device_name])
+    con.execute(
+        "INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), ?, now())", [device_name]
+    )
     con.close()
     assert Path(f"{path}.wal").stat().st_size > 0
     return path
@@ -157,8 +167,12 @@ def bad_inputs(tmp_path: Path, out: Path) -> dict[str, tuple[Path, str]]:
     con.close()
     text = tmp_path / "inputs" / "notes.duckdb"
     text.write_text("not a database\n")
-    return {"conflict": (conflict, "different content"), "truncated": (truncated, "is damaged"),
-            "foreign": (foreign, "not an edgestats results DB"), "text": (text, "not a DuckDB database")}
+    return {
+        "conflict": (conflict, "different content"),
+        "truncated": (truncated, "is damaged"),
+        "foreign": (foreign, "not an edgestats results DB"),
+        "text": (text, "not a DuckDB database"),
+    }
 
 
 def test_a_failed_merge_leaves_out_and_its_wal_byte_for_byte(tmp_path):
@@ -170,13 +184,20 @@ def test_a_failed_merge_leaves_out_and_its_wal_byte_for_byte(tmp_path):
     for name, (bad, words) in bad_inputs(tmp_path, out).items():
         before = snapshot(out_dir)
         assert set(before) == {"merged.duckdb", "merged.duckdb.wal"}
-        result = runner.invoke(app, ["merge", str(out), str(good), str(bad)])  # good first: it was merged, then undone
+        result = runner.invoke(
+            app, ["merge", str(out), str(good), str(bad)]
+        )  # good first: it was merged, then undone
         assert result.exit_code == 1, (name, result.output)
         assert "Traceback" not in result.output and words in result.stderr, (name, result.stderr)
         assert result.stderr.strip().splitlines()[-1].startswith("error: "), name
         assert snapshot(out_dir) == before, f"{name}: the failed merge changed OUT or left a file beside it"
     new = tmp_path / "new.duckdb"  # a failed merge into a new OUT creates nothing
-    assert runner.invoke(app, ["merge", str(new), str(good), str(tmp_path / "inputs" / "truncated.duckdb")]).exit_code == 1
+    assert (
+        runner.invoke(
+            app, ["merge", str(new), str(good), str(tmp_path / "inputs" / "truncated.duckdb")]
+        ).exit_code
+        == 1
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["inputs", "out"]
 
 
@@ -184,7 +205,9 @@ def test_a_merge_into_out_with_a_wal_keeps_what_the_wal_held(tmp_path):
     out = with_wal(make_results_db(tmp_path / "out.duckdb", device_name="jetson-nano"))
     b = make_results_db(tmp_path / "b.duckdb", device_name="rpi", seed0=20)
     merge(out, [b])
-    assert not Path(f"{out}.wal").exists(), "the merged file replaced OUT checkpointed; a stale WAL must not stay"
+    assert not Path(f"{out}.wal").exists(), (
+        "the merged file replaced OUT checkpointed; a stale WAL must not stay"
+    )
     with Store.open(out, read_only=True) as store:
         names = sorted(store.frame("SELECT name FROM devices")["name"].to_list())
         assert store.counts()["runs"] == 8

@@ -7,10 +7,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from builders import make_results_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builders import make_results_db
 from edgestats.exports.merge import merge
 from edgestats.store.results import Store
 
@@ -33,7 +33,11 @@ def content(path: Path) -> dict[str, list]:
     with Store.open(path, read_only=True) as store:
         return {
             "runs": sorted(store.frame("SELECT run_id::VARCHAR AS r FROM runs")["r"].to_list()),
-            "latencies": sorted(store.frame("SELECT run_id::VARCHAR || ':' || iteration || ':' || latency_ns AS k FROM latencies")["k"].to_list()),
+            "latencies": sorted(
+                store.frame(
+                    "SELECT run_id::VARCHAR || ':' || iteration || ':' || latency_ns AS k FROM latencies"
+                )["k"].to_list()
+            ),
             "devices": sorted(store.frame("SELECT device_id::VARCHAR AS d FROM devices")["d"].to_list()),
         }
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from cli_asserts import one_line_error
+from import_builders import SAMPLE, rows, write
 from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.errors import ImportFileError
 from edgestats.imports.importer import import_results
-from cli_asserts import one_line_error
-from import_builders import SAMPLE, rows, write
 
 runner = CliRunner()
 
@@ -26,8 +26,11 @@ def test_fractional_epochs_are_stored_as_given_and_give_the_epoch_time(tmp_path)
     db = tmp_path / "r.duckdb"
     report = import_results(db, CAFFE_GPU, kind="training")
     assert report.columns["#Epochs (derived)"] == "epochs_run"
-    got = rows(db, "SELECT iterations, epochs, epochs_run, training_time_s, epoch_time_s FROM training_summary "
-                   "WHERE dataset = 'mnist' ORDER BY iterations")
+    got = rows(
+        db,
+        "SELECT iterations, epochs, epochs_run, training_time_s, epoch_time_s FROM training_summary "
+        "WHERE dataset = 'mnist' ORDER BY iterations",
+    )
     assert got[0]["epochs_run"] == 10.67 and got[0]["epochs"] is None
     assert got[0]["epoch_time_s"] == pytest.approx(97.02 / 10.67)
     assert rows(db, "SELECT epochs_run FROM run_summary ORDER BY epochs_run LIMIT 1")[0]["epochs_run"] == 10.0
@@ -44,28 +47,44 @@ def test_a_fractional_epochs_column_goes_to_epochs_run_with_a_note(tmp_path):
 
 
 def test_epochs_set_and_epochs_run_are_both_kept(tmp_path):
-    src = write(tmp_path / "e.csv", "framework,epochs,epochs_run,training_time_s\ntf,20,7.5,300\ntf,20,20,800\n")
+    src = write(
+        tmp_path / "e.csv", "framework,epochs,epochs_run,training_time_s\ntf,20,7.5,300\ntf,20,20,800\n"
+    )
     db = tmp_path / "r.duckdb"
     import_results(db, src, kind="training", device="pi")
     got = rows(db, "SELECT epochs, epochs_run, epoch_time_s FROM training_summary ORDER BY epochs_run")
-    assert got == [{"epochs": 20, "epochs_run": 7.5, "epoch_time_s": 40.0}, {"epochs": 20, "epochs_run": 20.0, "epoch_time_s": 40.0}]
+    assert got == [
+        {"epochs": 20, "epochs_run": 7.5, "epoch_time_s": 40.0},
+        {"epochs": 20, "epochs_run": 20.0, "epoch_time_s": 40.0},
+    ]
     # a reported per-epoch time wins over the derived one; without epochs_run the epochs set divide
-    src2 = write(tmp_path / "f.csv", "framework,epochs,training_time_s,epoch_time_min\ntf,10,600,1.5\ntf,10,600,\n")
+    src2 = write(
+        tmp_path / "f.csv", "framework,epochs,training_time_s,epoch_time_min\ntf,10,600,1.5\ntf,10,600,\n"
+    )
     import_results(db, src2, kind="training", device="pi")
-    got = rows(db, "SELECT epoch_time_s FROM training_summary WHERE source = 'import:f.csv' ORDER BY epoch_time_s")
+    got = rows(
+        db, "SELECT epoch_time_s FROM training_summary WHERE source = 'import:f.csv' ORDER BY epoch_time_s"
+    )
     assert got == [{"epoch_time_s": 60.0}, {"epoch_time_s": 90.0}]
 
 
-@pytest.mark.parametrize("text, match", [
-    ("framework,epochs,epochs_run\ntf,10.5,10\n", r"row 1, column 'epochs': '10.5' is not a whole number, and column 'epochs_run'"),
-    ("framework,epochs_run\ntf,-1\n", r"row 1 .*'-1' is negative \(epochs_run"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (
+            "framework,epochs,epochs_run\ntf,10.5,10\n",
+            r"row 1, column 'epochs': '10.5' is not a whole number, and column 'epochs_run'",
+        ),
+        ("framework,epochs_run\ntf,-1\n", r"row 1 .*'-1' is negative \(epochs_run"),
+    ],
+)
 def test_epoch_columns_that_cannot_be_stored_are_refused(tmp_path, text, match):
     with pytest.raises(ImportFileError, match=match):
         import_results(tmp_path / "r.duckdb", write(tmp_path / "bad.csv", text), kind="training", device="x")
 
 
 # -- issue 15: the import's identity includes --map and --device -------------------------------
+
 
 def test_reimport_with_another_mapping_is_refused_then_replaced(tmp_path):
     """Was: '0 runs added, 2 already in' and the wrong mapping stayed."""
@@ -74,11 +93,16 @@ def test_reimport_with_another_mapping_is_refused_then_replaced(tmp_path):
     first = import_results(db, src, kind="inference", mappings=["board=device", "t2=latency_ms"])
     assert first.runs_added == 2
     before = hashlib.sha256(db.read_bytes()).hexdigest()
-    with pytest.raises(ImportFileError, match=r"already holds this file imported with another mapping .*2 runs with "
-                                              r"--map 'board=device' --map 't2=latency_ms'.*--replace"):
+    with pytest.raises(
+        ImportFileError,
+        match=r"already holds this file imported with another mapping .*2 runs with "
+        r"--map 'board=device' --map 't2=latency_ms'.*--replace",
+    ):
         import_results(db, src, kind="inference", mappings=["board=device", "t1=latency_ms"])
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
-    again = import_results(db, src, kind="inference", mappings=["board=device", "t1=latency_ms"], replace=True)
+    again = import_results(
+        db, src, kind="inference", mappings=["board=device", "t1=latency_ms"], replace=True
+    )
     assert again.runs_added == 2 and again.runs_replaced == 2
     assert sorted(r["latency_ms"] for r in rows(db, "SELECT latency_ms FROM run_results")) == [8.0, 10.0]
     assert rows(db, "SELECT count(*) AS n FROM runs")[0]["n"] == 2
@@ -101,6 +125,7 @@ def test_plain_reimport_keeps_the_run_ids_of_earlier_versions(tmp_path):
     """No --map and no --device: the run id is still (file hash, row), as edgestats gave it
     before, so a DB imported by an earlier version stays idempotent."""
     from edgestats.contracts import name_uuid
+
     db = tmp_path / "r.duckdb"
     import_results(db, SAMPLE, kind="training")
     digest = hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
@@ -123,10 +148,19 @@ def test_replace_takes_away_an_earlier_version_of_the_file(tmp_path):
 def test_replace_on_the_cli_says_what_it_did(tmp_path):
     db = tmp_path / "r.duckdb"
     src = write(tmp_path / "t.csv", "framework,latency_ms\npytorch,10\n")
-    assert runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "a"]).exit_code == 0
-    refused = one_line_error(runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "b"]))
+    assert (
+        runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "a"]).exit_code
+        == 0
+    )
+    refused = one_line_error(
+        runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "b"])
+    )
     assert "--replace" in refused
-    ok = runner.invoke(app, ["import", str(db), str(src), "--kind", "inference", "--device", "b", "--replace"])
-    assert ok.exit_code == 0 and "1 run added, 0 already in" in ok.output and "1 run of its earlier import replaced" in ok.output
-
-
+    ok = runner.invoke(
+        app, ["import", str(db), str(src), "--kind", "inference", "--device", "b", "--replace"]
+    )
+    assert (
+        ok.exit_code == 0
+        and "1 run added, 0 already in" in ok.output
+        and "1 run of its earlier import replaced" in ok.output
+    )

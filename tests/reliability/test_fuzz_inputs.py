@@ -59,29 +59,70 @@ def workdir() -> Iterator[Path]:
 @pytest.fixture
 def existing_db(results_db_template: Path):
     """Copy the session's results DB into an example's folder."""
+
     def place(folder: Path) -> Path:
         path = folder / "existing.duckdb"
         shutil.copyfile(results_db_template, path)
         return path
+
     return place
 
 
 # -- import: generated CSV files ----------------------------------------------------------------
 
-NAMES = sorted(CANONICAL) + ["Batch Size", "Training Time (s)", "latency_us", "mem_max_gib", "latency_mb",
-                             "colour", "", " ", "a,b", 'x"y', "dup", "dup", "\x00", "é€"]
+NAMES = sorted(CANONICAL) + [
+    "Batch Size",
+    "Training Time (s)",
+    "latency_us",
+    "mem_max_gib",
+    "latency_mb",
+    "colour",
+    "",
+    " ",
+    "a,b",
+    'x"y',
+    "dup",
+    "dup",
+    "\x00",
+    "é€",
+]
 CELLS = st.one_of(
-    st.integers(min_value=-10**25, max_value=10**25).map(str),
+    st.integers(min_value=-(10**25), max_value=10**25).map(str),
     st.floats().map(repr),
-    st.sampled_from(['"', '""', '"pi', 'pi"', '"a,b"', "1,234.5", "\x00", "1e23", "3000000000", "2147483648",
-                     "NaN", "inf", "-0", " ", "", "ok", "killed", "inference", "training", "1e400", "0x10"]),
+    st.sampled_from(
+        [
+            '"',
+            '""',
+            '"pi',
+            'pi"',
+            '"a,b"',
+            "1,234.5",
+            "\x00",
+            "1e23",
+            "3000000000",
+            "2147483648",
+            "NaN",
+            "inf",
+            "-0",
+            " ",
+            "",
+            "ok",
+            "killed",
+            "inference",
+            "training",
+            "1e400",
+            "0x10",
+        ]
+    ),
     st.text(max_size=6),
 )
 
 
 INT_COLUMNS = [name for name, spec in CANONICAL.items() if spec.type == "int"]
-COUNTS = st.one_of(st.sampled_from(["1e23", "3000000000", "2147483648", "2147483647", "4", "1.5", "-1", "1,000", "inf"]),
-                   st.integers(min_value=0, max_value=10**25).map(str))
+COUNTS = st.one_of(
+    st.sampled_from(["1e23", "3000000000", "2147483648", "2147483647", "4", "1.5", "-1", "1,000", "inf"]),
+    st.integers(min_value=0, max_value=10**25).map(str),
+)
 
 
 @st.composite
@@ -91,8 +132,18 @@ def csv_rows(draw) -> list[list[str]]:
     if draw(st.booleans()):
         extra = draw(st.lists(st.sampled_from(NAMES), max_size=1))
         header = ["device", "framework", draw(st.sampled_from(INT_COLUMNS)), *extra]
-        rows = draw(st.lists(st.tuples(st.sampled_from(["pi", "pi", "pi", '"pi', "jetson nano", ""]), st.sampled_from(["pytorch", "tflite"]),
-                                       COUNTS, *[CELLS for _ in extra]).map(list), min_size=1, max_size=3))
+        rows = draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["pi", "pi", "pi", '"pi', "jetson nano", ""]),
+                    st.sampled_from(["pytorch", "tflite"]),
+                    COUNTS,
+                    *[CELLS for _ in extra],
+                ).map(list),
+                min_size=1,
+                max_size=3,
+            )
+        )
         return [header, *rows]
     header = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5))
     return [header, *draw(st.lists(st.lists(CELLS, min_size=len(header), max_size=len(header)), max_size=4))]
@@ -112,8 +163,13 @@ def csv_files(draw) -> bytes:
 
 
 @FUZZ
-@given(data=csv_files(), suffix=st.sampled_from([".csv", ".tsv", ".txt"]), kind=st.sampled_from(["inference", "training"]),
-       device=st.sampled_from([None, "pi"]), into_existing=st.booleans())
+@given(
+    data=csv_files(),
+    suffix=st.sampled_from([".csv", ".tsv", ".txt"]),
+    kind=st.sampled_from(["inference", "training"]),
+    device=st.sampled_from([None, "pi"]),
+    into_existing=st.booleans(),
+)
 def test_fuzzed_csv_import(existing_db, data, suffix, kind, device, into_existing):
     with workdir() as folder:
         db = existing_db(folder) if into_existing else folder / "new.duckdb"
@@ -127,14 +183,42 @@ def test_fuzzed_csv_import(existing_db, data, suffix, kind, device, into_existin
 
 KEYS = list(AXES) + list(SETTINGS) + ["options", "colour", "batchsize"]
 SCALARS = st.one_of(
-    st.integers(min_value=-2**70, max_value=2**70),
+    st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(),
-    st.sampled_from([0, 1, 1000, 1001, 1e9, 2**31 - 1, 2**31, "pytorch", "onnxruntime", "cnn9", "squeezenet",
-                     "missing.onnx", "fp16", "int4", "cpu", "cuda", "training", "inference", "none", "auto",
-                     "csv:/nonexistent.csv", True, False]),
+    st.sampled_from(
+        [
+            0,
+            1,
+            1000,
+            1001,
+            1e9,
+            2**31 - 1,
+            2**31,
+            "pytorch",
+            "onnxruntime",
+            "cnn9",
+            "squeezenet",
+            "missing.onnx",
+            "fp16",
+            "int4",
+            "cpu",
+            "cuda",
+            "training",
+            "inference",
+            "none",
+            "auto",
+            "csv:/nonexistent.csv",
+            True,
+            False,
+        ]
+    ),
     st.text(max_size=8),
 )
-VALUES = st.one_of(SCALARS, st.lists(SCALARS, max_size=3), st.dictionaries(st.sampled_from(["xnnpack", "colour"]), SCALARS, max_size=2))
+VALUES = st.one_of(
+    SCALARS,
+    st.lists(SCALARS, max_size=3),
+    st.dictionaries(st.sampled_from(["xnnpack", "colour"]), SCALARS, max_size=2),
+)
 
 
 def toml_value(value) -> str:
@@ -143,7 +227,13 @@ def toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") if math.isinf(value) else repr(value)
+        return (
+            "nan"
+            if math.isnan(value)
+            else ("inf" if value > 0 else "-inf")
+            if math.isinf(value)
+            else repr(value)
+        )
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
@@ -169,8 +259,10 @@ def sweep_files(draw) -> bytes:
 @pytest.fixture
 def no_runs(monkeypatch):
     """collect must stop before planning: planning imports frameworks and starts runs."""
+
     def reached(*args, **kwargs):
         raise AssertionError("a fuzzed collect got past its checks to planning runs")
+
     monkeypatch.setattr("edgestats.cli.collect.plan", reached)
 
 
@@ -197,17 +289,35 @@ def test_fuzzed_sweep_files(existing_db, no_runs, data, into_existing):
 
 
 NUMBERS = st.one_of(
-    st.integers(min_value=-2**70, max_value=2**70).map(str),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
     st.floats().map(repr),
-    st.sampled_from(["nan", "inf", "-inf", "1e400", "1e9", "0", "-1", "", "abc", "0x10", "1_000", "2147483648", "1e-400"]),
+    st.sampled_from(
+        ["nan", "inf", "-inf", "1e400", "1e9", "0", "-1", "", "abc", "0x10", "1_000", "2147483648", "1e-400"]
+    ),
 )
-COLLECT_OPTIONS = ["--iterations", "--batch-size", "--threads", "--timeout", "--sample-hz", "--repeat", "--warmup",
-                   "--cooldown", "--seed", "--shuffle-seed", "--memory-limit-mb", "--epochs", "--learning-rate", "--clock-offset"]
+COLLECT_OPTIONS = [
+    "--iterations",
+    "--batch-size",
+    "--threads",
+    "--timeout",
+    "--sample-hz",
+    "--repeat",
+    "--warmup",
+    "--cooldown",
+    "--seed",
+    "--shuffle-seed",
+    "--memory-limit-mb",
+    "--epochs",
+    "--learning-rate",
+    "--clock-offset",
+]
 
 
 @settings(FUZZ, max_examples=20)
-@given(values=st.lists(st.tuples(st.sampled_from(COLLECT_OPTIONS), NUMBERS), min_size=1, max_size=4),
-       kind=st.sampled_from([[], ["--kind", "training", "--data", "no-such-dataset"]]))
+@given(
+    values=st.lists(st.tuples(st.sampled_from(COLLECT_OPTIONS), NUMBERS), min_size=1, max_size=4),
+    kind=st.sampled_from([[], ["--kind", "training", "--data", "no-such-dataset"]]),
+)
 def test_fuzzed_collect_options(no_runs, values, kind):
     with workdir() as folder:
         db = folder / "no-such-folder" / "r.duckdb"  # a valid combination must not run either
@@ -219,17 +329,85 @@ def test_fuzzed_collect_options(no_runs, values, kind):
 
 # -- analyze and sql: generated --where, --by and queries ------------------------------------------
 
-FRAGMENTS = ["framework", "=", "'pytorch'", "'a;b'", ";", "(", ")", "OR", "AND", "NOT", "1", "1e309", "NULL", "--", "/*",
-             "*/", "'", '"', "SELECT", "*", "FROM", "runs", "DROP TABLE runs", "IN", "batch_size", ">", "read_csv('/etc/passwd')",
-             "COPY", "TO", "'out.csv'", "ATTACH", "'new.duckdb'", "INSTALL httpfs", "SET enable_external_access = true",
-             "EXPORT DATABASE 'dump'", "EXPLAIN ANALYZE", "PREPARE p AS", "glob('*')", "\x00", "é"]
-STATEMENTS = ["COPY (SELECT 'x') TO '{db}'", "COPY runs TO 'out.csv'", "EXPORT DATABASE 'dump'", "ATTACH 'new.duckdb' AS n (READ_WRITE)",
-              "INSTALL httpfs", "LOAD httpfs", "SELECT * FROM read_csv('/etc/passwd')", "SET enable_external_access = true",
-              "EXPLAIN ANALYZE COPY (SELECT 1) TO 'out.csv'", "DELETE FROM runs", "CHECKPOINT", "SELECT count(*) FROM runs",
-              "SELECT * FROM glob('*')", "CREATE TEMP TABLE t AS SELECT 1", "PRAGMA enable_profiling", "SELECT 1; SELECT 2"]
-SQL = st.one_of(st.sampled_from(STATEMENTS), st.lists(st.sampled_from(FRAGMENTS + STATEMENTS), min_size=1, max_size=8).map(" ".join),
-                st.text(max_size=20))
-COLUMNS = ["device", "framework", "model", "batch_size", "threads", "precision", "kind", "nope", "", "run_id", "'", "a b"]
+FRAGMENTS = [
+    "framework",
+    "=",
+    "'pytorch'",
+    "'a;b'",
+    ";",
+    "(",
+    ")",
+    "OR",
+    "AND",
+    "NOT",
+    "1",
+    "1e309",
+    "NULL",
+    "--",
+    "/*",
+    "*/",
+    "'",
+    '"',
+    "SELECT",
+    "*",
+    "FROM",
+    "runs",
+    "DROP TABLE runs",
+    "IN",
+    "batch_size",
+    ">",
+    "read_csv('/etc/passwd')",
+    "COPY",
+    "TO",
+    "'out.csv'",
+    "ATTACH",
+    "'new.duckdb'",
+    "INSTALL httpfs",
+    "SET enable_external_access = true",
+    "EXPORT DATABASE 'dump'",
+    "EXPLAIN ANALYZE",
+    "PREPARE p AS",
+    "glob('*')",
+    "\x00",
+    "é",
+]
+STATEMENTS = [
+    "COPY (SELECT 'x') TO '{db}'",
+    "COPY runs TO 'out.csv'",
+    "EXPORT DATABASE 'dump'",
+    "ATTACH 'new.duckdb' AS n (READ_WRITE)",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SET enable_external_access = true",
+    "EXPLAIN ANALYZE COPY (SELECT 1) TO 'out.csv'",
+    "DELETE FROM runs",
+    "CHECKPOINT",
+    "SELECT count(*) FROM runs",
+    "SELECT * FROM glob('*')",
+    "CREATE TEMP TABLE t AS SELECT 1",
+    "PRAGMA enable_profiling",
+    "SELECT 1; SELECT 2",
+]
+SQL = st.one_of(
+    st.sampled_from(STATEMENTS),
+    st.lists(st.sampled_from(FRAGMENTS + STATEMENTS), min_size=1, max_size=8).map(" ".join),
+    st.text(max_size=20),
+)
+COLUMNS = [
+    "device",
+    "framework",
+    "model",
+    "batch_size",
+    "threads",
+    "precision",
+    "kind",
+    "nope",
+    "",
+    "run_id",
+    "'",
+    "a b",
+]
 
 
 @settings(FUZZ, max_examples=15)
@@ -258,4 +436,6 @@ def test_fuzzed_sql_query(existing_db, monkeypatch, query, fmt):
         before = digest(db)
         invoke_checked(["sql", db, query.replace("{db}", str(db)), "--format", fmt], db)
         assert digest(db) == before, "sql without --write changes no byte of the DB"
-        assert sorted(p.name for p in folder.iterdir()) == ["existing.duckdb"], "sql without --write writes no file"
+        assert sorted(p.name for p in folder.iterdir()) == ["existing.duckdb"], (
+            "sql without --write writes no file"
+        )

@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import write_inference_run
 from typer.testing import CliRunner
 
-from builders import write_inference_run
 from edgestats.cli import app
 from edgestats.errors import StorageError
 from edgestats.imports.importer import import_results
@@ -40,8 +40,9 @@ def folder_state(folder: Path) -> dict[str, str]:
     return {p.name: digest(p) for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-def edgestats(*args: str, limit_bytes: int | None = None, no_dac_override: bool = False,
-              cwd: Path | None = None) -> subprocess.CompletedProcess:
+def edgestats(
+    *args: str, limit_bytes: int | None = None, no_dac_override: bool = False, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """`python -m edgestats ARGS` in a child process: with a file size limit (SIGXFSZ ignored, so
     a write past it fails with EFBIG, as on a file system with a size cap), or without root's
     power to write files it does not have permission for."""
@@ -56,8 +57,14 @@ def edgestats(*args: str, limit_bytes: int | None = None, no_dac_override: bool 
                 if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
                     raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
 
-    return subprocess.run([sys.executable, "-m", "edgestats", *args], preexec_fn=setup, capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "edgestats", *args],
+        preexec_fn=setup,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def assert_one_line(proc: subprocess.CompletedProcess, cause: str, path: str | Path) -> str:
@@ -84,14 +91,23 @@ def big_csv(path: Path, rows: int) -> Path:
 
 # -- file too large (RLIMIT_FSIZE) -------------------------------------------------------------------
 
+
 def test_import_past_the_size_limit_names_the_cause_and_stores_nothing(results_db: Path, tmp_path: Path):
     before = digest(results_db)
-    proc = edgestats("import", str(results_db), str(big_csv(tmp_path / "big.csv", rows=2000)), "--kind", "inference",
-                     limit_bytes=300_000)  # the WAL of 2000 runs outgrows it
+    proc = edgestats(
+        "import",
+        str(results_db),
+        str(big_csv(tmp_path / "big.csv", rows=2000)),
+        "--kind",
+        "inference",
+        limit_bytes=300_000,
+    )  # the WAL of 2000 runs outgrows it
     line = assert_one_line(proc, "File too large", results_db)
     assert "Runs stored before are intact" in line and "ulimit -f" in line
     assert digest(results_db) == before and runs_in(results_db) == 4
-    assert import_results(results_db, big_csv(tmp_path / "few.csv", rows=3), kind="inference").runs_added == 3  # still usable
+    assert (
+        import_results(results_db, big_csv(tmp_path / "few.csv", rows=3), kind="inference").runs_added == 3
+    )  # still usable
 
 
 def test_merge_past_the_size_limit_leaves_out_byte_for_byte(results_db: Path, tmp_path: Path):
@@ -140,13 +156,19 @@ except StorageError as exc:
 
 def test_store_write_past_the_size_limit_raises_storage_error_and_keeps_the_runs_before(results_db: Path):
     """What collect meets when it stores a run: Store.write_run raises StorageError (cause, path)."""
+
     def setup() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (300_000,) * 2)  # the WAL outgrows it
 
     tests = str(Path(__file__).parents[1])
-    proc = subprocess.run([sys.executable, "-c", STORE_LOOP, str(results_db), tests], preexec_fn=setup,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", STORE_LOOP, str(results_db), tests],
+        preexec_fn=setup,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     written, name, cause, path = proc.stdout.strip().split("|")
     assert (name, cause) == ("StorageError", "File too large") and path.startswith(str(results_db))
@@ -158,12 +180,15 @@ def test_store_write_past_the_size_limit_raises_storage_error_and_keeps_the_runs
 
 # -- a full or read-only file system (tmpfs) ---------------------------------------------------------
 
+
 @pytest.fixture
 def tmpfs(tmp_path: Path):
     """An 8 MB tmpfs of the test's own: filling it fills a real file system."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.fail(f"these tests mount a tmpfs and need root (CAP_SYS_ADMIN): {mounted.stderr.strip()}")
     try:
@@ -194,14 +219,19 @@ def test_disk_full_raises_storage_error_and_the_runs_before_stay(tmpfs: Path, re
         write_inference_run(store, store.register_device({"name": "rpi"}), seed=1)
 
 
-def test_read_only_file_system_names_the_cause_and_changes_nothing(tmpfs: Path, results_db: Path, tmp_path: Path):
+def test_read_only_file_system_names_the_cause_and_changes_nothing(
+    tmpfs: Path, results_db: Path, tmp_path: Path
+):
     db = tmpfs / "results.duckdb"
     shutil.copyfile(results_db, db)
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
     before = folder_state(tmpfs)
     csv_file = big_csv(tmp_path / "few.csv", rows=3)
-    for args in (["import", str(db), str(csv_file), "--kind", "inference"], ["merge", str(db), str(results_db)],
-                 ["merge", str(tmpfs / "new.duckdb"), str(results_db)]):
+    for args in (
+        ["import", str(db), str(csv_file), "--kind", "inference"],
+        ["merge", str(db), str(results_db)],
+        ["merge", str(tmpfs / "new.duckdb"), str(results_db)],
+    ):
         result = runner.invoke(app, args)
         assert result.exit_code == 1 and "Traceback" not in result.output, result.output
         line = result.stderr.strip().splitlines()[-1]
@@ -211,6 +241,7 @@ def test_read_only_file_system_names_the_cause_and_changes_nothing(tmpfs: Path, 
 
 
 # -- permission denied -----------------------------------------------------------------------------
+
 
 def test_permission_denied_names_the_file(results_db: Path, tmp_path: Path):
     """A DB its user may not write (mode 0444 in a 0555 folder); the merge into a folder that
@@ -223,8 +254,14 @@ def test_permission_denied_names_the_file(results_db: Path, tmp_path: Path):
     shared.chmod(0o555)
     try:
         before = folder_state(shared)
-        imported = edgestats("import", str(db), str(big_csv(tmp_path / "few.csv", rows=3)), "--kind", "inference",
-                             no_dac_override=True)
+        imported = edgestats(
+            "import",
+            str(db),
+            str(big_csv(tmp_path / "few.csv", rows=3)),
+            "--kind",
+            "inference",
+            no_dac_override=True,
+        )
         assert "you may not write it" in assert_one_line(imported, "Permission denied", db)
         assert folder_state(shared) == before
     finally:

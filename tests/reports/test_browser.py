@@ -71,15 +71,22 @@ def _route(seen: dict):
         else:
             seen["blocked"].append(r.request.url)
             r.abort()
+
     return route
 
 
 def _measure(page, seen: dict, screenshot: Path) -> None:
     page.wait_for_function(
-        "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')", timeout=60_000)
+        "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')",
+        timeout=60_000,
+    )
     seen["charts"] = page.eval_on_selector_all(
-        ".chart", "els => els.map(e => ({id: e.id, state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas')}))")
-    seen["device_cells"] = page.eval_on_selector_all("table.devices td:first-child", "els => els.map(e => e.textContent)")
+        ".chart",
+        "els => els.map(e => ({id: e.id, state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas')}))",
+    )
+    seen["device_cells"] = page.eval_on_selector_all(
+        "table.devices td:first-child", "els => els.map(e => e.textContent)"
+    )
     seen["script_count"] = page.eval_on_selector_all("script", "els => els.length")
     seen["height"] = page.evaluate("document.documentElement.scrollHeight")
     seen["page_width"] = page.evaluate("document.documentElement.scrollWidth")
@@ -107,11 +114,18 @@ def open_in_browser(index: Path, screenshot: Path) -> dict:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         try:
-            context = browser.new_context(offline=True, viewport={"width": WIDTH, "height": 900}, accept_downloads=True)
+            context = browser.new_context(
+                offline=True, viewport={"width": WIDTH, "height": 900}, accept_downloads=True
+            )
             context.route("**/*", _route(seen))
             page = context.new_page()
             page.on("request", lambda req: seen["requests"].append(req.url))
-            page.on("console", lambda msg: msg.type in ("error", "warning") and seen["console"].append(f"{msg.type}: {msg.text}"))
+            page.on(
+                "console",
+                lambda msg: (
+                    msg.type in ("error", "warning") and seen["console"].append(f"{msg.type}: {msg.text}")
+                ),
+            )
             page.on("pageerror", lambda exc: seen["page_errors"].append(str(exc)))
             page.on("dialog", lambda dialog: (seen["dialogs"].append(dialog.message), dialog.dismiss()))
             page.goto(index.as_uri())
@@ -141,7 +155,7 @@ def imported_db(path: Path) -> Path:
 
 @pytest.fixture(scope="module", params=["realistic", "imported", "example"])
 def opened(request, tmp_path_factory) -> tuple[str, dict, object]:
-    if request.param == "example":   # the checked-in example the README shows must meet the same bar
+    if request.param == "example":  # the checked-in example the README shows must meet the same bar
         index = REPO / "docs" / "example-report" / "index.html"
         return "example", open_in_browser(index, ARTIFACTS / "report-example.png"), None
     folder = tmp_path_factory.mktemp(request.param)
@@ -194,13 +208,19 @@ def test_each_table_downloads_as_csv_offline(opened):
         rows = list(csv.reader(io.StringIO(urllib.parse.unquote(href.split(",", 1)[1]))))
         assert len(rows) >= 2, f"{name}: a header and rows"
     header = seen["downloaded"].splitlines()[0]
-    assert "latency_median_ms" in header and "latency_median_ms_ci_low" in header, "the headline's numbers, with bounds"
+    assert "latency_median_ms" in header and "latency_median_ms_ci_low" in header, (
+        "the headline's numbers, with bounds"
+    )
 
 
 def test_headline_sorts_by_a_clicked_header(opened):
     _, seen, _ = opened
     ascending, descending = seen["sorted"]
-    assert len(ascending) > 2 and ascending == sorted(ascending) and descending == sorted(ascending, reverse=True)
+    assert (
+        len(ascending) > 2
+        and ascending == sorted(ascending)
+        and descending == sorted(ascending, reverse=True)
+    )
 
 
 def test_the_filter_bar_narrows_every_table_and_chart_and_restores_them(opened):

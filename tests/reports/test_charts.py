@@ -27,29 +27,57 @@ UPDATE = bool(os.environ.get("EDGESTATS_UPDATE_GOLDEN"))
 
 # builder name -> (analysis, frame key or None for a frame built otherwise, build(frames) -> chart)
 BUILDERS = {
-    "latency_distribution": ("summary", ("metrics", "distribution"),
-                             lambda f: charts_latency.latency_distribution_chart(f["metrics"], f["distribution"])),
+    "latency_distribution": (
+        "summary",
+        ("metrics", "distribution"),
+        lambda f: charts_latency.latency_distribution_chart(f["metrics"], f["distribution"]),
+    ),
     "latency_ecdf": ("summary", "ecdf", lambda f: charts_latency.latency_ecdf_chart(f["ecdf"])),
-    "latency_quantiles": ("summary", "metrics", lambda f: charts_latency.latency_distribution_chart(f["metrics"])),
+    "latency_quantiles": (
+        "summary",
+        "metrics",
+        lambda f: charts_latency.latency_distribution_chart(f["metrics"]),
+    ),
     "phase_breakdown": ("breakdown", "phases", lambda f: charts_latency.phase_breakdown_chart(f["phases"])),
-    "load_ratio": ("breakdown", "ratios", lambda f: charts_latency.ratio_chart(f["ratios"], ratio_name="load_model / steady",
-                                                                       title="load_model / steady")),
+    "load_ratio": (
+        "breakdown",
+        "ratios",
+        lambda f: charts_latency.ratio_chart(
+            f["ratios"], ratio_name="load_model / steady", title="load_model / steady"
+        ),
+    ),
     # The fitted line and its band come from the analysis (energy's band frame), no longer from the
     # chart: the points input gained n_runs, the band input was added, the golden spec is unchanged.
-    "time_energy": ("energy", ("points", "band"), lambda f: charts_energy.time_energy_chart(f["points"], f["band"])),
+    "time_energy": (
+        "energy",
+        ("points", "band"),
+        lambda f: charts_energy.time_energy_chart(f["points"], f["band"]),
+    ),
     "correlation": ("energy", "correlation", lambda f: charts_energy.correlation_chart(f["correlation"])),
     "pareto": ("tradeoff", "pareto", lambda f: charts_tradeoff.pareto_chart(f["pareto"])),
     "winners": ("tradeoff", "winners", lambda f: charts_tradeoff.winners_chart(f["winners"])),
-    "main_effects": ("hyperparams", "main_effects", lambda f: charts_training.main_effects_chart(f["main_effects"])),
+    "main_effects": (
+        "hyperparams",
+        "main_effects",
+        lambda f: charts_training.main_effects_chart(f["main_effects"]),
+    ),
     # The means with their intervals come from the analysis (hyperparams' vs_iterations frame),
     # no longer from the chart: its frozen input was added, the golden spec is unchanged.
-    "vs_iterations": ("hyperparams", "vs_iterations", lambda f: charts_training.response_vs_iterations_chart(
-        f["vs_iterations"])),
+    "vs_iterations": (
+        "hyperparams",
+        "vs_iterations",
+        lambda f: charts_training.response_vs_iterations_chart(f["vs_iterations"]),
+    ),
     "workers": ("pipeline", "workers", lambda f: charts_training.workers_chart(f["workers"])),
     "resources": ("pipeline", "resources", lambda f: charts_training.resources_chart(f["resources"])),
     "generic_interval": ("pipeline", "reductions", lambda f: generic_interval_chart(f["reductions"])),
-    "power_over_time": ("power", ("power", "phases"), lambda f: charts_energy.power_over_time_chart(
-        PowerTrace("run", "jetson-nano · pytorch · squeezenet · rapl", f["power"], f["phases"], 3.0))),
+    "power_over_time": (
+        "power",
+        ("power", "phases"),
+        lambda f: charts_energy.power_over_time_chart(
+            PowerTrace("run", "jetson-nano · pytorch · squeezenet · rapl", f["power"], f["phases"], 3.0)
+        ),
+    ),
 }
 
 
@@ -84,13 +112,22 @@ def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
     if UPDATE or not paths:
         GOLDEN.mkdir(parents=True, exist_ok=True)
         db = make_report_db(tmp_path_factory.mktemp("golden") / "golden.duckdb")
-        frames = {f"{name}.{key}": frame for name, result in run_analyses(db).items() for key, frame in result.frames.items()}
+        frames = {
+            f"{name}.{key}": frame
+            for name, result in run_analyses(db).items()
+            for key, frame in result.frames.items()
+        }
         trace = load_power_trace(db)
         frames["power.power"], frames["power.phases"] = trace.power, trace.phases
         for key, frame in frames.items():
-            (GOLDEN / f"{key}.input.json").write_text(json.dumps(frame.to_dicts(), indent=1, default=str) + "\n")
+            (GOLDEN / f"{key}.input.json").write_text(
+                json.dumps(frame.to_dicts(), indent=1, default=str) + "\n"
+            )
         paths = {p.name.removesuffix(".input.json"): p for p in GOLDEN.glob("*.input.json")}
-    return {key: pl.DataFrame(json.loads(path.read_text()), infer_schema_length=None) for key, path in paths.items()}
+    return {
+        key: pl.DataFrame(json.loads(path.read_text()), infer_schema_length=None)
+        for key, path in paths.items()
+    }
 
 
 def inputs_for(analysis: str, keys, frozen: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
@@ -106,7 +143,9 @@ def test_chart_spec_matches_golden(name, frozen_inputs):
     if UPDATE:
         path.write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n")
     assert path.exists(), f"no golden for {name}: run with EDGESTATS_UPDATE_GOLDEN=1 and review it"
-    assert spec == json.loads(path.read_text()), f"{name}'s spec differs from {path.name} (EDGESTATS_UPDATE_GOLDEN=1 after a deliberate change)"
+    assert spec == json.loads(path.read_text()), (
+        f"{name}'s spec differs from {path.name} (EDGESTATS_UPDATE_GOLDEN=1 after a deliberate change)"
+    )
 
 
 def test_every_chart_draws_its_intervals(frozen_inputs):
@@ -132,7 +171,12 @@ def test_builders_accept_the_live_analysis_frames(tmp_path):
     """The golden inputs are frozen; this checks the builders against today's analysis output."""
     db = make_report_db(tmp_path / "live.duckdb")
     results = run_analyses(db)
-    built = [key for name, result in results.items() for key, _, build in figures_for(name, result) if build().to_dict()]
+    built = [
+        key
+        for name, result in results.items()
+        for key, _, build in figures_for(name, result)
+        if build().to_dict()
+    ]
     assert len(built) >= 12
 
 
@@ -148,7 +192,9 @@ def test_chart_builders_compute_no_statistics():
                 imported |= {alias.name.split(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
                 imported.add(node.module.split(".")[0])
-        assert not imported & {"numpy", "scipy", "statsmodels"}, f"{path.name} imports {imported & {'numpy', 'scipy', 'statsmodels'}}"
+        assert not imported & {"numpy", "scipy", "statsmodels"}, (
+            f"{path.name} imports {imported & {'numpy', 'scipy', 'statsmodels'}}"
+        )
 
 
 def test_time_energy_draws_the_band_it_is_given(frozen_inputs):
@@ -156,7 +202,11 @@ def test_time_energy_draws_the_band_it_is_given(frozen_inputs):
     points, band = frozen_inputs["energy.points"], frozen_inputs["energy.band"]
     spec = charts_energy.time_energy_chart(points, band).to_dict()
     (rows,) = spec["datasets"].values()
-    drawn = [(r["device"], r["x"], r["fit"], r["band_low"], r["band_high"]) for r in rows if r.get("fit") is not None]
+    drawn = [
+        (r["device"], r["x"], r["fit"], r["band_low"], r["band_high"])
+        for r in rows
+        if r.get("fit") is not None
+    ]
     assert drawn == band.select("device", "x", "fit", "band_low", "band_high").rows()
     assert sum(1 for r in rows if r.get("n_runs") is not None) == points.height
 
@@ -168,14 +218,20 @@ INTERVAL_COLUMNS = re.compile(r"(ci_low|ci_high|band_low|band_high|_ci_low|_ci_h
 
 def without_intervals(frame: pl.DataFrame) -> pl.DataFrame:
     """The frame as imported one-figure-per-run results give it: every interval bound null."""
-    return frame.with_columns(*(pl.lit(None, pl.Float64).alias(c) for c in frame.columns if INTERVAL_COLUMNS.search(c)))
+    return frame.with_columns(
+        *(pl.lit(None, pl.Float64).alias(c) for c in frame.columns if INTERVAL_COLUMNS.search(c))
+    )
 
 
 def units(spec: dict, data: str | None = None, panels: tuple = ()):
     """(unit spec, its dataset name, the facet fields above it) of every mark in a spec."""
     data = (spec.get("data") or {}).get("name", data)
     facet = spec.get("facet") or {}
-    fields = [f["field"] for f in ([facet] if "field" in facet else facet.values()) if isinstance(f, dict) and "field" in f]
+    fields = [
+        f["field"]
+        for f in ([facet] if "field" in facet else facet.values())
+        if isinstance(f, dict) and "field" in f
+    ]
     panels = (*panels, *fields)
     if "mark" in spec:
         yield spec, data, panels
@@ -214,8 +270,12 @@ def empty_extents(spec: dict) -> list[str]:
 
 
 def built(frozen, strip: bool = False) -> dict[str, dict]:
-    return {name: build({k: without_intervals(v) if strip else v for k, v in inputs_for(analysis, keys, frozen).items()}).to_dict()
-            for name, (analysis, keys, build) in BUILDERS.items()}
+    return {
+        name: build(
+            {k: without_intervals(v) if strip else v for k, v in inputs_for(analysis, keys, frozen).items()}
+        ).to_dict()
+        for name, (analysis, keys, build) in BUILDERS.items()
+    }
 
 
 @pytest.mark.parametrize("strip", [False, True], ids=["with-intervals", "imported-no-intervals"])
@@ -232,15 +292,23 @@ def test_every_mark_has_a_tooltip_with_the_interval(frozen_inputs):
                 continue  # a reference line at a constant (1 = break-even, 0)
             assert "tooltip" in encoding, f"{name}: a {unit['mark']} without a tooltip"
             tips = [t["field"] for t in encoding["tooltip"]]
-            if name not in ("latency_ecdf", "power_over_time", "time_energy") and unit["mark"] != "line" and \
-                    (unit["mark"] if isinstance(unit["mark"], str) else unit["mark"]["type"]) != "line":
-                assert any("interval" in t for t in tips), f"{name}: {unit['mark']} tooltip lacks the interval: {tips}"
+            if (
+                name not in ("latency_ecdf", "power_over_time", "time_energy")
+                and unit["mark"] != "line"
+                and (unit["mark"] if isinstance(unit["mark"], str) else unit["mark"]["type"]) != "line"
+            ):
+                assert any("interval" in t for t in tips), (
+                    f"{name}: {unit['mark']} tooltip lacks the interval: {tips}"
+                )
 
 
 def axis_titles(spec: dict, channel: str) -> list[tuple[str, str | None]]:
     """(title, scale type) of each layer's `channel`."""
-    return [(e.get("title"), (e.get("scale") or {}).get("type")) for unit, _, _ in units(spec)
-            if isinstance(e := unit.get("encoding", {}).get(channel), dict) and "field" in e]
+    return [
+        (e.get("title"), (e.get("scale") or {}).get("type"))
+        for unit, _, _ in units(spec)
+        if isinstance(e := unit.get("encoding", {}).get(channel), dict) and "field" in e
+    ]
 
 
 def test_an_axis_says_log_exactly_when_it_is_log(frozen_inputs):
@@ -260,25 +328,41 @@ def test_ratio_axis_of_the_section_says_what_is_drawn(frozen_inputs):
     from edgestats.reports.sections import breakdown
 
     ratios = frozen_inputs["breakdown.ratios"]
-    linear = ratios.with_columns(pl.when(pl.col("ci_low").is_not_null()).then(-0.5).otherwise(None).alias("ci_low"))
+    linear = ratios.with_columns(
+        pl.when(pl.col("ci_low").is_not_null()).then(-0.5).otherwise(None).alias("ci_low")
+    )
     for frame, log in ((ratios, True), (linear, False)):
-        (_, _, build), = [f for f in breakdown.figures(SimpleNamespace(frames={"ratios": frame})) if f[0] == "ratio"]
+        ((_, _, build),) = [
+            f for f in breakdown.figures(SimpleNamespace(frames={"ratios": frame})) if f[0] == "ratio"
+        ]
         (title, kind), *_ = [p for p in axis_titles(build().to_dict(), "x") if p[0]]
         assert (kind == "log") is log and ("log scale" in title) is log, (title, kind)
 
 
 def ecdf_frame(n_configs: int, values: int = 5) -> pl.DataFrame:
-    return pl.DataFrame([{"device": "pi", "model": f"m{i:02d}", "p": j / (values - 1), "latency_ms": 10.0 + i + j,
-                          "n": values, "n_unit": "latencies"} for i in range(n_configs) for j in range(values)])
+    return pl.DataFrame(
+        [
+            {
+                "device": "pi",
+                "model": f"m{i:02d}",
+                "p": j / (values - 1),
+                "latency_ms": 10.0 + i + j,
+                "n": values,
+                "n_unit": "latencies",
+            }
+            for i in range(n_configs)
+            for j in range(values)
+        ]
+    )
 
 
 def test_colours_stay_distinct_up_to_20_configurations_then_dashes_join():
     palettes = {"tableau10": 10, "tableau20": 20, "category20": 20}
     for n in (14, 20):
-        (unit, _, _), = units(charts_latency.latency_ecdf_chart(ecdf_frame(n)).to_dict())
+        ((unit, _, _),) = units(charts_latency.latency_ecdf_chart(ecdf_frame(n)).to_dict())
         colour = unit["encoding"]["color"]
         assert palettes.get(colour["scale"].get("scheme"), 0) >= n, colour
-    (unit, _, _), = units(charts_latency.latency_ecdf_chart(ecdf_frame(25)).to_dict())
+    ((unit, _, _),) = units(charts_latency.latency_ecdf_chart(ecdf_frame(25)).to_dict())
     enc = unit["encoding"]
     assert enc["strokeDash"]["field"] == "config" and len(enc["strokeDash"]["scale"]["range"]) % 2 == 1
 
@@ -287,7 +371,9 @@ def test_a_one_value_ecdf_is_replaced_by_a_line_of_text():
     single = ecdf_frame(3).filter(pl.col("p") == 0).with_columns(pl.lit(1, pl.Int64).alias("n"))
     spec = charts_latency.latency_ecdf_chart(single).to_dict()
     assert spec["mark"]["type"] == "text" and "single latency figure" in json.dumps(spec)
-    mixed = charts_latency.latency_ecdf_chart(pl.concat([single.with_columns(("s" + pl.col("model")).alias("model")), ecdf_frame(2)]))
+    mixed = charts_latency.latency_ecdf_chart(
+        pl.concat([single.with_columns(("s" + pl.col("model")).alias("model")), ecdf_frame(2)])
+    )
     assert {r["config"] for r in next(iter(mixed.to_dict()["datasets"].values()))} == {"m00", "m01"}
 
 
@@ -296,16 +382,28 @@ def test_the_pareto_front_stands_out_of_the_palette(frozen_inputs):
     front = [u for u, _, _ in units(spec) if u.get("transform") == [{"filter": "datum.pareto"}]]
     line = next(u for u in front if u["mark"]["type"] == "line")
     ring = next(u for u in front if u["mark"]["type"] == "point")
-    dots = max(u["mark"].get("size", 0) for u, _, _ in units(spec) if u not in front and u["mark"]["type"] == "point")
+    dots = max(
+        u["mark"].get("size", 0) for u, _, _ in units(spec) if u not in front and u["mark"]["type"] == "point"
+    )
     assert line["mark"]["strokeWidth"] >= 2.5 and "strokeDash" not in line["mark"]
     assert line["encoding"]["stroke"]["scale"]["range"] == [charts_tradeoff.FRONT] == [ring["mark"]["color"]]
-    assert charts_tradeoff.FRONT.lower() not in ("#1f77b4", "#d62728", "#4c78a8", "#e45756") and ring["mark"]["size"] >= 2 * dots
+    assert (
+        charts_tradeoff.FRONT.lower() not in ("#1f77b4", "#d62728", "#4c78a8", "#e45756")
+        and ring["mark"]["size"] >= 2 * dots
+    )
 
 
 def test_memory_is_drawn_in_mib_never_bytes(frozen_inputs):
     for name, spec in built(frozen_inputs).items():
-        fields = {e.get("field") for u, _, _ in units(spec) for e in u.get("encoding", {}).values() if isinstance(e, dict)}
+        fields = {
+            e.get("field")
+            for u, _, _ in units(spec)
+            for e in u.get("encoding", {}).values()
+            if isinstance(e, dict)
+        }
         assert not any(f and "bytes" in f for f in fields), name
     rows = next(iter(built(frozen_inputs)["winners"]["datasets"].values()))
     memory = [r for r in rows if "MiB" in r["metric"]]
-    assert memory and all(r["estimate"] < 1e5 for r in memory) and not any("bytes" in r["metric"] for r in rows)
+    assert (
+        memory and all(r["estimate"] < 1e5 for r in memory) and not any("bytes" in r["metric"] for r in rows)
+    )

@@ -24,18 +24,28 @@ runner = CliRunner()
 
 
 def test_script_json_cannot_end_the_script_block():
-    text = script_json({"name": "</script><script>alert(1)</script><!--", "line": "a\u2028b", "x": float("nan")})
+    text = script_json(
+        {"name": "</script><script>alert(1)</script><!--", "line": "a\u2028b", "x": float("nan")}
+    )
     assert "<" not in text and ">" not in text and "\u2028" not in text
-    assert json.loads(text) == {"name": "</script><script>alert(1)</script><!--", "line": "a\u2028b", "x": None}
+    assert json.loads(text) == {
+        "name": "</script><script>alert(1)</script><!--",
+        "line": "a\u2028b",
+        "x": None,
+    }
 
 
 def test_analyze_out_writes_the_report_images_and_tables(tmp_path):
     db = make_report_db(tmp_path / "r.duckdb")
     out = tmp_path / "report"
-    result = runner.invoke(app, ["analyze", str(db), "--out", str(out), "--png", "--svg", "--tables", "markdown", "--json"])
+    result = runner.invoke(
+        app, ["analyze", str(db), "--out", str(out), "--png", "--svg", "--tables", "markdown", "--json"]
+    )
     assert result.exit_code == 0, result.output
     html = (out / "index.html").read_text()
-    assert json.loads((out / "analysis.json").read_text()) == json.loads(result.stdout), "analysis.json is the --json document"
+    assert json.loads((out / "analysis.json").read_text()) == json.loads(result.stdout), (
+        "analysis.json is the --json document"
+    )
     pngs, svgs = sorted((out / "images").glob("*.png")), sorted((out / "images").glob("*.svg"))
     assert len(pngs) == len(svgs) >= 12 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert "summary-latency.png" in {p.name for p in pngs} and "power-trace.png" in {p.name for p in pngs}
@@ -46,8 +56,12 @@ def test_analyze_out_writes_the_report_images_and_tables(tmp_path):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "\\u003cscript\\u003ealert(1)" in html
     assert f'content="{CONTENT_SECURITY_POLICY.replace(chr(39), "&#x27;")}"' in html
-    markup = re.sub(r"<script([^>]*)>.*?</script>", r"<script\1></script>", html, flags=re.S)  # the page, not the JS
-    assert not re.search(r'<(script|link|img|iframe)[^>]+(src|href)=', markup), "nothing is loaded from elsewhere"
+    markup = re.sub(
+        r"<script([^>]*)>.*?</script>", r"<script\1></script>", html, flags=re.S
+    )  # the page, not the JS
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", markup), (
+        "nothing is loaded from elsewhere"
+    )
     assert markup.count("<script") == 4
     assert len(html) < 3_000_000
 
@@ -81,13 +95,30 @@ def metrics_frame() -> pl.DataFrame:
     """Two configurations x three metrics, long, as the summary analysis writes them."""
     rows = []
     for model, scale, n_runs in (("cnn9", 1.0, 3), ("squeezenet", 8.0, 1)):
-        for metric, value in (("latency_median_ms", 12.345), ("rss_peak_bytes", 77_873_152.0), ("energy_per_inference_j", None)):
+        for metric, value in (
+            ("latency_median_ms", 12.345),
+            ("rss_peak_bytes", 77_873_152.0),
+            ("energy_per_inference_j", None),
+        ):
             interval = n_runs > 1 and value is not None
-            rows.append({"device": "pi", "framework": "onnxruntime", "model": model, "batch_size": 1, "metric": metric,
-                         "n_runs": n_runs, "estimate": None if value is None else value * scale,
-                         "ci_low": value * scale * 0.9 if interval else None, "ci_high": value * scale * 1.1 if interval else None,
-                         "level": 0.95, "n": n_runs, "n_unit": "runs", "method": "t",
-                         "note": "no power source" if value is None else (None if interval else NOTE)})
+            rows.append(
+                {
+                    "device": "pi",
+                    "framework": "onnxruntime",
+                    "model": model,
+                    "batch_size": 1,
+                    "metric": metric,
+                    "n_runs": n_runs,
+                    "estimate": None if value is None else value * scale,
+                    "ci_low": value * scale * 0.9 if interval else None,
+                    "ci_high": value * scale * 1.1 if interval else None,
+                    "level": 0.95,
+                    "n": n_runs,
+                    "n_unit": "runs",
+                    "method": "t",
+                    "note": "no power source" if value is None else (None if interval else NOTE),
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -118,12 +149,23 @@ def test_a_long_frame_is_pivoted_wide_with_intervals_inline():
 
 
 def test_a_frame_that_pivoting_would_not_shorten_stays_long():
-    frame = pl.DataFrame({"metric": ["latency_median_ms", "rss_peak_bytes"], "best": ["a", "b"], "runner_up": ["b", "a"],
-                          "estimate": [2.0, 2 * 1024 * 1024.0], "ci_low": [1.0, 1024 * 1024.0], "ci_high": [3.0, 3 * 1024 * 1024.0],
-                          "level": [0.95, 0.95], "p_value": [0.01, 0.2]})
+    frame = pl.DataFrame(
+        {
+            "metric": ["latency_median_ms", "rss_peak_bytes"],
+            "best": ["a", "b"],
+            "runner_up": ["b", "a"],
+            "estimate": [2.0, 2 * 1024 * 1024.0],
+            "ci_low": [1.0, 1024 * 1024.0],
+            "ci_high": [3.0, 3 * 1024 * 1024.0],
+            "level": [0.95, 0.95],
+            "p_value": [0.01, 0.2],
+        }
+    )
     table = page_table("tradeoff-winners", "winners", frame, Footnotes())
     assert len(table.rows) == 2 and "estimate" in table.columns
-    assert visible_text(table.rows[1][3].html).split() == ["2.00", "[1.00,", "3.00]"], "the row's metric gives the unit: MiB"
+    assert visible_text(table.rows[1][3].html).split() == ["2.00", "[1.00,", "3.00]"], (
+        "the row's metric gives the unit: MiB"
+    )
     assert visible_text(table.rows[1][0].html).strip() == "peak memory (MiB)"
 
 
@@ -133,20 +175,35 @@ def test_each_table_carries_its_csv_offline():
     link = csv_link(table)
     href = re.search(r'href="([^"]+)"', link).group(1)
     assert href.startswith("data:text/csv;charset=utf-8,") and 'download="summary-metrics.csv"' in link
-    assert urllib.parse.unquote(href.split(",", 1)[1]) == to_csv(frame), "the numbers as the analysis wrote them"
+    assert urllib.parse.unquote(href.split(",", 1)[1]) == to_csv(frame), (
+        "the numbers as the analysis wrote them"
+    )
 
 
 def test_headline_table_one_row_per_configuration():
-    distribution = pl.DataFrame({"device": ["pi", "pi"], "framework": ["onnxruntime"] * 2, "model": ["cnn9", "squeezenet"],
-                                 "batch_size": [1, 1], "n_runs": [3, 1], "n": [90, 1], "n_unit": ["latencies", "runs"],
-                                 "note": [None, "imported: one figure per run"]})
+    distribution = pl.DataFrame(
+        {
+            "device": ["pi", "pi"],
+            "framework": ["onnxruntime"] * 2,
+            "model": ["cnn9", "squeezenet"],
+            "batch_size": [1, 1],
+            "n_runs": [3, 1],
+            "n": [90, 1],
+            "n_unit": ["latencies", "runs"],
+            "note": [None, "imported: one figure per run"],
+        }
+    )
     notes = Footnotes()
-    table = headline_table(SimpleNamespace(frames={"metrics": metrics_frame(), "distribution": distribution}), notes)
+    table = headline_table(
+        SimpleNamespace(frames={"metrics": metrics_frame(), "distribution": distribution}), notes
+    )
     assert table.columns == ["model", "median latency (ms)", "peak memory (MiB)", "runs × latencies"]
     assert [visible_text(c.html).split()[0] for c in table.rows[0]] == ["cnn9", "12.3", "74.3", "3"]
     assert visible_text(table.rows[0][-1].html).strip() == "3 × 30"
     assert "runs × latencies" in table.columns and "1 × –" in visible_text(table.rows[1][-1].html)
-    assert "p99 latency (ms)" not in table.columns and "throughput (/s)" not in table.columns, "not in the frame: no column"
+    assert "p99 latency (ms)" not in table.columns and "throughput (/s)" not in table.columns, (
+        "not in the frame: no column"
+    )
     assert headline_table(SimpleNamespace(frames={}), notes) is None
 
 
@@ -155,14 +212,19 @@ def test_report_page_headline_first_tables_folded_notes_once(tmp_path):
     from edgestats.analysis import run_analyses
 
     page = write_db_report(db, tmp_path / "out", run_analyses(db)).index.read_text()
-    assert page.index('id="glance"') < page.index('id="summary"'), "the headline table and main charts come first"
+    assert page.index('id="glance"') < page.index('id="summary"'), (
+        "the headline table and main charts come first"
+    )
     assert page.index('id="chart-summary-latency"') < page.index('id="summary"')
     assert 'id="table-headline"' in page and "runs × latencies" in page
     assert page.count("<details class=table>") >= 8, "every analysis table folded"
-    text = visible_text(re.sub(r"<script.*?</script>|<figcaption>.*?</figcaption>", "", page, flags=re.S))  # captions: the charts' own
+    text = visible_text(
+        re.sub(r"<script.*?</script>|<figcaption>.*?</figcaption>", "", page, flags=re.S)
+    )  # captions: the charts' own
     notes = re.findall(r'<li id="note-\d+">(.*?)</li>', page)
-    assert len(notes) == len(set(notes)) and all(text.count(html.unescape(n)) == 1 for n in notes), \
+    assert len(notes) == len(set(notes)) and all(text.count(html.unescape(n)) == 1 for n in notes), (
         "each distinct note is printed once, as a numbered footnote"
+    )
 
 
 def test_missing_dates_blame_imports_only_when_every_run_was_imported():

@@ -13,8 +13,8 @@ import types
 import altair as alt
 import polars as pl
 import pytest
-
 from analysis_builders import latencies_frame, runs_frame
+
 from edgestats.analysis import AnalysisData, AnalysisOptions, analyse_data
 from edgestats.analysis.overview import DeviceFacts, Overview
 from edgestats.analysis.result import AnalysisResult
@@ -32,45 +32,87 @@ def fake_plugin() -> types.ModuleType:
 
     def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:
         counts = data.runs.group_by("framework", maintain_order=True).agg(pl.len().alias("n_runs"))
-        spread = counts.select("framework", pl.col("n_runs").cast(pl.Float64).alias("estimate"),
-                               (pl.col("n_runs") - 0.5).cast(pl.Float64).alias("ci_low"),
-                               (pl.col("n_runs") + 0.5).cast(pl.Float64).alias("ci_high"),
-                               pl.lit(options.level).alias("level"), pl.col("n_runs").alias("n"))
-        entries = [{"group": {"framework": f}, "n": n, "n_unit": "runs", "level": options.level} for f, n in counts.iter_rows()]
+        spread = counts.select(
+            "framework",
+            pl.col("n_runs").cast(pl.Float64).alias("estimate"),
+            (pl.col("n_runs") - 0.5).cast(pl.Float64).alias("ci_low"),
+            (pl.col("n_runs") + 0.5).cast(pl.Float64).alias("ci_high"),
+            pl.lit(options.level).alias("level"),
+            pl.col("n_runs").alias("n"),
+        )
+        entries = [
+            {"group": {"framework": f}, "n": n, "n_unit": "runs", "level": options.level}
+            for f, n in counts.iter_rows()
+        ]
         return AnalysisResult("runcount", options.level, entries, {"counts": counts, "spread": spread})
 
     def figures(result):
         counts = result.frames["counts"]
-        return [("bars", "Runs per framework", lambda: alt.Chart(counts).mark_bar().encode(x="n_runs:Q", y="framework:N"))]
+        return [
+            (
+                "bars",
+                "Runs per framework",
+                lambda: alt.Chart(counts).mark_bar().encode(x="n_runs:Q", y="framework:N"),
+            )
+        ]
 
     def sentence(result):
         return f"The plug-in counted {int(result.frames['counts']['n_runs'].sum())} runs."
 
-    module.analyse, module.figures, module.sentence, module.DRAWN = analyse, figures, sentence, frozenset({"counts"})
+    module.analyse, module.figures, module.sentence, module.DRAWN = (
+        analyse,
+        figures,
+        sentence,
+        frozenset({"counts"}),
+    )
     return module
 
 
 @pytest.fixture
 def with_plugin(monkeypatch):
     monkeypatch.setitem(sys.modules, PLUGIN, fake_plugin())
-    entry = registry.AnalysisEntry("runcount", "Runs per framework (a plug-in)", "runs per framework",
-                                   f"{PLUGIN}:analyse", PLUGIN, "docs/cli/analyze.md#summary--per-configuration",
-                                   needs=("latencies",))
+    entry = registry.AnalysisEntry(
+        "runcount",
+        "Runs per framework (a plug-in)",
+        "runs per framework",
+        f"{PLUGIN}:analyse",
+        PLUGIN,
+        "docs/cli/analyze.md#summary--per-configuration",
+        needs=("latencies",),
+    )
     monkeypatch.setattr(registry, "ANALYSES", (*registry.ANALYSES, entry))
     return entry
 
 
 def small_data() -> AnalysisData:
-    runs = runs_frame([{"framework": f, "latency_median_ms": m, "latency_mean_ms": m, "n_latencies": 3,
-                        "rss_peak_bytes": 1e8, "rss_mean_bytes": 9e7}
-                       for f, m in [("pytorch", 10.0), ("pytorch", 11.0), ("tflite", 7.0), ("tflite", 7.5)]])
-    return AnalysisData(runs=runs, latencies=latencies_frame({i: [m, m + 0.5, m - 0.5] for i, m in
-                                                              enumerate([10.0, 11.0, 7.0, 7.5])}))
+    runs = runs_frame(
+        [
+            {
+                "framework": f,
+                "latency_median_ms": m,
+                "latency_mean_ms": m,
+                "n_latencies": 3,
+                "rss_peak_bytes": 1e8,
+                "rss_mean_bytes": 9e7,
+            }
+            for f, m in [("pytorch", 10.0), ("pytorch", 11.0), ("tflite", 7.0), ("tflite", 7.5)]
+        ]
+    )
+    return AnalysisData(
+        runs=runs,
+        latencies=latencies_frame({i: [m, m + 0.5, m - 0.5] for i, m in enumerate([10.0, 11.0, 7.0, 7.5])}),
+    )
 
 
 def overview() -> Overview:
-    return Overview("made-by-hand.duckdb", [DeviceFacts("pi", "aarch64", None, 4, 4)], {("inference", "ok"): 4},
-                    None, None, [])
+    return Overview(
+        "made-by-hand.duckdb",
+        [DeviceFacts("pi", "aarch64", None, 4, 4)],
+        {("inference", "ok"): 4},
+        None,
+        None,
+        [],
+    )
 
 
 def test_a_registry_entry_is_run_and_drawn_with_its_own_section(with_plugin, tmp_path):
@@ -78,9 +120,13 @@ def test_a_registry_entry_is_run_and_drawn_with_its_own_section(with_plugin, tmp
     assert options.selected[-1] == "runcount"
     assert AnalysisOptions(only="runcount").selected == ("runcount",)
     results = analyse_data(small_data(), options)
-    assert list(results)[-1] == "runcount" and results["runcount"].frames["counts"]["n_runs"].to_list() == [2, 2]
-    assert [key for key, _, _ in figures_for("runcount", results["runcount"])] == ["bars", "spread"], \
+    assert list(results)[-1] == "runcount" and results["runcount"].frames["counts"]["n_runs"].to_list() == [
+        2,
+        2,
+    ]
+    assert [key for key, _, _ in figures_for("runcount", results["runcount"])] == ["bars", "spread"], (
         "its own chart, then the generic interval chart for the frame it does not draw"
+    )
 
     files = write_report(tmp_path / "out", results, overview())
     html = files.index.read_text()
@@ -118,16 +164,34 @@ def test_write_report_needs_no_db_file(tmp_path, monkeypatch):
 
 # -- captions and labels say what is drawn (issue 14) ---------------------------------------------
 
+
 def test_a_missing_runtime_is_left_out_of_a_candidate_name_not_shown_as_none():
     from edgestats.analysis.tradeoff import tradeoff
 
-    runs = runs_frame([{"device": d, "framework": f, "runtime": rt, "latency_median_ms": m, "latency_mean_ms": m,
-                        "n_latencies": 3} for d, f, rt, m in [("FogNode", "TensorFlow", None, 27.0), ("FogNode", "MXNet", None, 35.0),
-                                                              ("vm", "tflite", "tflite", 22.0), ("vm", "pytorch", "torch-eager", 20.0)]])
+    runs = runs_frame(
+        [
+            {
+                "device": d,
+                "framework": f,
+                "runtime": rt,
+                "latency_median_ms": m,
+                "latency_mean_ms": m,
+                "n_latencies": 3,
+            }
+            for d, f, rt, m in [
+                ("FogNode", "TensorFlow", None, 27.0),
+                ("FogNode", "MXNet", None, 35.0),
+                ("vm", "tflite", "tflite", 22.0),
+                ("vm", "pytorch", "torch-eager", 20.0),
+            ]
+        ]
+    )
     winners = tradeoff(runs, None, config=["framework", "runtime"], strata=["device"]).frames["winners"]
     names = set(winners["best"]) | set(winners["runner_up"])
     assert names and not any("None" in n for n in names), names
-    assert "tflite" in names and "pytorch / torch-eager" in names, "repeats are left out, distinct values kept"
+    assert "tflite" in names and "pytorch / torch-eager" in names, (
+        "repeats are left out, distinct values kept"
+    )
 
 
 def summary_result(strip: str) -> types.SimpleNamespace:
@@ -136,19 +200,26 @@ def summary_result(strip: str) -> types.SimpleNamespace:
     metrics = results["summary"].frames["metrics"]
     medians = pl.col("metric") == "latency_median_ms"
     lose = {"none": pl.lit(False), "half": medians & (pl.col("framework") == "tflite"), "all": medians}[strip]
-    metrics = metrics.with_columns(*(pl.when(lose).then(None).otherwise(pl.col(c)).alias(c) for c in ("ci_low", "ci_high")),
-                                   pl.when(lose).then(pl.lit("not enough data: 1 runs")).otherwise(pl.col("note")).alias("note"))
+    metrics = metrics.with_columns(
+        *(pl.when(lose).then(None).otherwise(pl.col(c)).alias(c) for c in ("ci_low", "ci_high")),
+        pl.when(lose).then(pl.lit("not enough data: 1 runs")).otherwise(pl.col("note")).alias("note"),
+    )
     return types.SimpleNamespace(frames={**results["summary"].frames, "metrics": metrics})
 
 
 def test_captions_say_when_intervals_are_missing_and_why():
     from edgestats.reports.sections import summary
 
-    titles = {strip: dict((k, t) for k, t, _ in summary.figures(summary_result(strip)))["latency"]
-              for strip in ("none", "half", "all")}
+    titles = {
+        strip: dict((k, t) for k, t, _ in summary.figures(summary_result(strip)))["latency"]
+        for strip in ("none", "half", "all")
+    }
     assert titles["none"].endswith("with its interval (dark bar)")
     assert "1 of 2 have none: not enough data: 1 runs" in titles["half"]
-    assert "no intervals drawn: not enough data: 1 runs" in titles["all"] and "with its interval" not in titles["all"]
+    assert (
+        "no intervals drawn: not enough data: 1 runs" in titles["all"]
+        and "with its interval" not in titles["all"]
+    )
 
 
 @pytest.mark.browser
@@ -157,9 +228,14 @@ def test_a_report_of_published_tables_logs_no_vega_warning(tmp_path):
     "Infinite extent" warnings in the browser console; every chart must draw without one."""
     from analysis_builders import import_sample
     from report_builders import write_db_report
+
     from edgestats.analysis import run_analyses
 
-    db = import_sample(import_sample(tmp_path / "p.duckdb", "pcamp_inference.csv", "inference"), "dlaas_tf_mnist_cpu.csv", "training")
+    db = import_sample(
+        import_sample(tmp_path / "p.duckdb", "pcamp_inference.csv", "inference"),
+        "dlaas_tf_mnist_cpu.csv",
+        "training",
+    )
     files = write_db_report(db, tmp_path / "report", run_analyses(db))
     from playwright.sync_api import sync_playwright
 
@@ -167,13 +243,21 @@ def test_a_report_of_published_tables_logs_no_vega_warning(tmp_path):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
         context = browser.new_context(offline=True)
-        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:", "about:"))
-                      else r.abort())
+        context.route(
+            "**/*",
+            lambda r: (
+                r.continue_()
+                if r.request.url.startswith(("file:", "data:", "blob:", "about:"))
+                else r.abort()
+            ),
+        )
         page = context.new_page()
         page.on("console", lambda msg: msg.type in ("warning", "error") and messages.append(msg.text))
         page.goto(files.index.as_uri())
-        page.wait_for_function("Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')",
-                               timeout=60_000)
+        page.wait_for_function(
+            "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')",
+            timeout=60_000,
+        )
         states = page.eval_on_selector_all(".chart", "els => els.map(e => e.dataset.rendered)")
         browser.close()
     assert files.chart_errors == [] and states and set(states) == {"true"}

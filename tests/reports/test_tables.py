@@ -10,19 +10,29 @@ import pytest
 
 from edgestats.formatting import format_interval, format_number
 from edgestats.reports.tables import (
-    MIB, TableFormatError, in_mib, interval_columns, report_table, to_csv, to_latex, to_markdown, write_tables,
+    MIB,
+    TableFormatError,
+    in_mib,
+    interval_columns,
+    report_table,
+    to_csv,
+    to_latex,
+    to_markdown,
+    write_tables,
 )
 
 
 def latency_frame() -> pl.DataFrame:
-    return pl.DataFrame({
-        "device": ["jetson|nano", "pi_4"],
-        "latency_median_ms": [12.345, 1234.5],
-        "latency_median_ms_ci_low": [11.91, 1200.1],
-        "latency_median_ms_ci_high": [12.84, None],
-        "n": [30, 1],
-        "level": [0.95, 0.95],
-    })
+    return pl.DataFrame(
+        {
+            "device": ["jetson|nano", "pi_4"],
+            "latency_median_ms": [12.345, 1234.5],
+            "latency_median_ms_ci_low": [11.91, 1200.1],
+            "latency_median_ms_ci_high": [12.84, None],
+            "n": [30, 1],
+            "level": [0.95, 0.95],
+        }
+    )
 
 
 def test_numbers_keep_three_significant_digits():
@@ -42,7 +52,9 @@ def test_interval_bounds_take_the_estimates_decimals():
 
 def test_both_interval_conventions_are_found():
     assert interval_columns(["x", "x_ci_low", "x_ci_high", "y"]) == {"x": ("x_ci_low", "x_ci_high")}
-    assert interval_columns(["phase", "estimate", "ci_low", "ci_high", "level"]) == {"estimate": ("ci_low", "ci_high")}
+    assert interval_columns(["phase", "estimate", "ci_low", "ci_high", "level"]) == {
+        "estimate": ("ci_low", "ci_high")
+    }
     assert interval_columns(["x_ci_low", "x_ci_high"]) == {}, "bounds without their estimate are left alone"
 
 
@@ -90,12 +102,26 @@ def test_write_tables_one_file_per_table(tmp_path):
 
 
 def test_memory_is_in_mib_for_papers_and_bytes_in_csv():
-    wide = pl.DataFrame({"model": ["cnn9"], "rss_peak_bytes": [77_873_152.0], "rss_peak_bytes_ci_low": [70 * MIB],
-                         "rss_peak_bytes_ci_high": [80 * MIB], "level": [0.95]})
+    wide = pl.DataFrame(
+        {
+            "model": ["cnn9"],
+            "rss_peak_bytes": [77_873_152.0],
+            "rss_peak_bytes_ci_low": [70 * MIB],
+            "rss_peak_bytes_ci_high": [80 * MIB],
+            "level": [0.95],
+        }
+    )
     assert report_table(wide).row(0) == ("cnn9", "74.3 [70.0, 80.0]")
     assert report_table(wide).columns == ["model", "rss_peak_mib [95 % CI]"]
-    long = pl.DataFrame({"metric": ["rss_peak_bytes", "latency_median_ms"], "estimate": [77_873_152.0, 12.345],
-                         "ci_low": [None, 11.91], "ci_high": [None, 12.84], "level": [0.95, 0.95]})
+    long = pl.DataFrame(
+        {
+            "metric": ["rss_peak_bytes", "latency_median_ms"],
+            "estimate": [77_873_152.0, 12.345],
+            "ci_low": [None, 11.91],
+            "ci_high": [None, 12.84],
+            "level": [0.95, 0.95],
+        }
+    )
     assert report_table(long).rows() == [("rss_peak_mib", "74.3"), ("latency_median_ms", "12.3 [11.9, 12.8]")]
     assert "77873152.0" in to_csv(long), "CSV keeps the numbers as the analysis wrote them"
     assert in_mib(long)["estimate"][1] == 12.345, "only the memory rows are scaled"

@@ -9,16 +9,25 @@ import re
 import shutil
 
 import pytest
+from analysis_builders import import_sample
 from typer.testing import CliRunner
 
-from analysis_builders import import_sample
 from edgestats.cli import app
 from edgestats.formatting import format_interval
 
 runner = CliRunner()
 # The imported pCAMP table's devices and frameworks, written with spaces and long words.
-WORDS = ["FogNode", "MacBook", "Raspberry", "Jetson", "TensorFlow", "jetson-nano", "latency_median_ms",
-         "energy_per_inference_j", "rss_peak_mib"]
+WORDS = [
+    "FogNode",
+    "MacBook",
+    "Raspberry",
+    "Jetson",
+    "TensorFlow",
+    "jetson-nano",
+    "latency_median_ms",
+    "energy_per_inference_j",
+    "rss_peak_mib",
+]
 
 
 @pytest.fixture
@@ -29,8 +38,11 @@ def mixed_db(tmp_path, results_db):
 
 
 def text(db, columns: int, *args: str) -> str:
-    result = runner.invoke(app, ["analyze", str(db), "--only", "summary", "--resamples", "200", *args],
-                           env={"COLUMNS": str(columns)})
+    result = runner.invoke(
+        app,
+        ["analyze", str(db), "--only", "summary", "--resamples", "200", *args],
+        env={"COLUMNS": str(columns)},
+    )
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -43,15 +55,17 @@ def test_text_fits_the_width_and_cuts_no_word(mixed_db, columns):
     words = set(re.findall(r"[\w.-]+", output))
     for word in WORDS:
         assert word in words, f"{word!r} is cut or missing at {columns} columns"
-    assert "…" not in output.replace("… ", "")   # rich's ellipsis marks a cut cell
-    assert "e+0" not in output   # 9.395e+04 beside 1114: one format, thousands separated
+    assert "…" not in output.replace("… ", "")  # rich's ellipsis marks a cut cell
+    assert "e+0" not in output  # 9.395e+04 beside 1114: one format, thousands separated
 
 
 def test_collected_rows_come_first_and_limit_cuts_the_imported_ones(mixed_db):
     output = text(mixed_db, 120, "--limit", "4")
     distribution = output.split("summary: distribution")[1].split("summary: variance")[0]
     rows = [line for line in distribution.splitlines() if line.startswith("│")]
-    assert [("jetson-nano" in row, "FogNode" in row) for row in rows] == [(True, False)] * 2 + [(False, True)] * 2
+    assert [("jetson-nano" in row, "FogNode" in row) for row in rows] == [(True, False)] * 2 + [
+        (False, True)
+    ] * 2
     metrics = output.split("summary: distribution")[0]
     assert "FogNode" not in metrics, "imported rows came before collected ones"
     assert "[2]" not in metrics, "a footnote for a row --limit left out"
@@ -73,10 +87,22 @@ def test_hyperparams_text_shows_best_ties_and_means_without_a_fit(tmp_path):
     csv.write_text("device,framework,Batch Size,Accuracy (%)\nS1,TF,50,99.28\nS1,TF,500,99.28\n")
     db = tmp_path / "t.duckdb"
     assert runner.invoke(app, ["import", str(db), str(csv), "--kind", "training"]).exit_code == 0
-    output = text(db, 120, "--only", "hyperparams", "--response", "accuracy_pct", "--factor", "batch_size",
-                  "--best", "max")
+    output = text(
+        db,
+        120,
+        "--only",
+        "hyperparams",
+        "--response",
+        "accuracy_pct",
+        "--factor",
+        "batch_size",
+        "--best",
+        "max",
+    )
     assert "skipped" not in output
     assert "hyperparams: main_effects" in output and "hyperparams: best" in output
     assert "tied: 2 configurations have this mean (batch_size=50; batch_size=500)" in output
     assert "│ accuracy_pct │ max  │ batch_size=50 " in output
-    assert "note: hyperparams: (accuracy_pct) not enough data: all 2 runs have the same accuracy_pct" in output
+    assert (
+        "note: hyperparams: (accuracy_pct) not enough data: all 2 runs have the same accuracy_pct" in output
+    )

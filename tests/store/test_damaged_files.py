@@ -13,12 +13,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from builders import write_inference_run
 from typer.testing import CliRunner
 
-from builders import write_inference_run
 from edgestats.cli import app
-from edgestats.store.database import FILE_HEADER_BYTES, _last_used_block, connect
 from edgestats.errors import DamagedDatabaseError
+from edgestats.store.database import FILE_HEADER_BYTES, _last_used_block, connect
 from edgestats.store.results import Store
 
 runner = CliRunner()
@@ -41,7 +41,9 @@ def block_layout(path: Path) -> tuple[int, int]:
     con = duckdb.connect(str(path), read_only=True)
     try:
         block_size = con.execute("SELECT block_size FROM pragma_database_size()").fetchall()[0][0]
-        block = con.execute("SELECT min(block_id) FROM pragma_storage_info('latencies') WHERE block_id >= 0").fetchall()[0][0]
+        block = con.execute(
+            "SELECT min(block_id) FROM pragma_storage_info('latencies') WHERE block_id >= 0"
+        ).fetchall()[0][0]
     finally:
         con.close()
     return block_size, block
@@ -65,8 +67,19 @@ def commands(db: Path, tmp: Path) -> dict[str, list[str]]:
         "sql": ["sql", str(db), "SELECT count(*), sum(latency_ns) FROM latencies"],
         "export": ["export", str(db), "--parquet", str(tmp / "export")],
         "import": ["import", str(db), str(csv), "--kind", "inference"],
-        "collect": ["collect", "--db", str(db), "--framework", "onnxruntime", "--model", "cnn9", "-n", "2",
-                    "--cache-dir", str(tmp / "cache")],
+        "collect": [
+            "collect",
+            "--db",
+            str(db),
+            "--framework",
+            "onnxruntime",
+            "--model",
+            "cnn9",
+            "-n",
+            "2",
+            "--cache-dir",
+            str(tmp / "cache"),
+        ],
     }
 
 
@@ -95,11 +108,16 @@ def test_every_command_refuses_a_damaged_db_and_writes_nothing(damage, results_d
     for name, args in commands(results_db, tmp_path).items():
         result = runner.invoke(app, args)
         assert_refused_in_one_line(result, results_db, "is damaged")
-        assert "copy the DB again from the device" in result.stderr and "edgestats merge" in result.stderr, name
+        assert "copy the DB again from the device" in result.stderr and "edgestats merge" in result.stderr, (
+            name
+        )
         assert digest(results_db) == before, f"{name} wrote to the damaged DB"
         assert not Path(f"{results_db}.wal").exists(), name
     assert not (tmp_path / "merged.duckdb").exists() and not (tmp_path / "export").exists()
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["more.csv", "results.duckdb"]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "more.csv",
+        "results.duckdb",
+    ]
 
 
 def test_a_file_that_is_no_duckdb_at_all_says_so(results_db: Path):
@@ -139,7 +157,9 @@ def blocks(path: Path) -> tuple[int, int, int, int]:
     """(block size, blocks in the file, blocks in the header's count, free blocks)."""
     con = duckdb.connect(str(path), read_only=True)
     try:
-        size, total, free = con.execute("SELECT block_size, total_blocks, free_blocks FROM pragma_database_size()").fetchall()[0]
+        size, total, free = con.execute(
+            "SELECT block_size, total_blocks, free_blocks FROM pragma_database_size()"
+        ).fetchall()[0]
     finally:
         con.close()
     return size, (path.stat().st_size - FILE_HEADER_BYTES) // size, total, free
@@ -161,4 +181,3 @@ def test_a_file_duckdb_trimmed_is_intact_but_one_cut_inside_its_blocks_is_not(tm
     with pytest.raises(DamagedDatabaseError, match="cut short"):
         Store.open(db)
     assert digest(db) == before
-

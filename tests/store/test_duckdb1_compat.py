@@ -11,18 +11,20 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from builders import make_results_db
 from typer.testing import CliRunner
 
-from builders import make_results_db
 from edgestats.cli import app
-from edgestats.store.database import STORAGE_COMPATIBILITY
 from edgestats.exports.merge import merge
+from edgestats.store.database import STORAGE_COMPATIBILITY
 from edgestats.store.results import Store
 
 SAMPLE_DATA = Path(__file__).resolve().parents[2] / "sample_data"
 # What each client is asked: the views a user queries first, and one figure computed from raw rows.
-QUESTION = ("SELECT (SELECT count(*) FROM run_summary), (SELECT count(*) FROM training_summary), "
-            "(SELECT round(sum(latency_median_ms), 6) FROM run_summary);")
+QUESTION = (
+    "SELECT (SELECT count(*) FROM run_summary), (SELECT count(*) FROM training_summary), "
+    "(SELECT round(sum(latency_median_ms), 6) FROM run_summary);"
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +32,10 @@ def duckdb1() -> Path:
     """The DuckDB 1.x CLI binary installed by the `duckdb-cli` package (dev extra, constraints.txt)."""
     spec = importlib.util.find_spec("duckdb_cli")
     if spec is None or not spec.submodule_search_locations:
-        pytest.fail("the DuckDB 1.x client is missing: install the dev extras "
-                    "(pip install -c constraints.txt -e '.[dev]', which pins duckdb-cli)")
+        pytest.fail(
+            "the DuckDB 1.x client is missing: install the dev extras "
+            "(pip install -c constraints.txt -e '.[dev]', which pins duckdb-cli)"
+        )
     binary = Path(next(iter(spec.submodule_search_locations))) / "duckdb"
     version = subprocess.run([str(binary), "-version"], capture_output=True, text=True, check=True).stdout
     assert version.startswith("v1."), f"duckdb-cli is not a DuckDB 1.x client: {version!r}"
@@ -39,8 +43,12 @@ def duckdb1() -> Path:
 
 
 def ask_duckdb1(binary: Path, db: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(binary), "-readonly", "-init", "/dev/null", "-csv", "-noheader", str(db), "-c", QUESTION],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [str(binary), "-readonly", "-init", "/dev/null", "-csv", "-noheader", str(db), "-c", QUESTION],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def answer_here(db: Path) -> str:
@@ -61,7 +69,9 @@ def assert_duckdb1_reads(binary: Path, db: Path) -> str:
     assert header_version(db) == 64
     con = duckdb.connect(str(db), read_only=True)
     try:
-        tags = con.execute("SELECT tags FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+        tags = con.execute(
+            "SELECT tags FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()
     finally:
         con.close()
     assert tags[0][0]["storage_version"] == f"{STORAGE_COMPATIBILITY}+"
@@ -77,8 +87,9 @@ def test_collected_imported_and_merged_files_open_in_duckdb1(duckdb1, results_db
     assert collected.split(",")[:2] == ["4", "1"]  # make_results_db: 3 inference runs and 1 training run
 
     imported = tmp_path / "published.duckdb"
-    result = CliRunner().invoke(app, ["import", str(imported), str(SAMPLE_DATA / "pcamp_inference.csv"),
-                                      "--kind", "inference"])
+    result = CliRunner().invoke(
+        app, ["import", str(imported), str(SAMPLE_DATA / "pcamp_inference.csv"), "--kind", "inference"]
+    )
     assert result.exit_code == 0, result.output
     n_imported = int(assert_duckdb1_reads(duckdb1, imported).split(",")[0])
     assert n_imported > 0

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from edgestats.store import migrations
 from edgestats.errors import DatabaseError, SchemaOutdatedError, SchemaTooNewError
+from edgestats.store import migrations
 from edgestats.store.migrations import Migration, current_version, latest_version
 from edgestats.store.results import Store
 
@@ -41,8 +41,10 @@ def db_at_version(path: Path, version: int) -> duckdb.DuckDBPyConnection:
     con.execute(migrations.CREATE_MIGRATIONS_TABLE)
     for migration in migrations.available_migrations()[:version]:
         con.execute(migration.sql)
-        con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
-                    [migration.version, migration.name])
+        con.execute(
+            "INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, ?, 'old')",
+            [migration.version, migration.name],
+        )
     return con
 
 
@@ -95,7 +97,7 @@ def test_views_are_recreated_only_when_views_sql_changed(tmp_path, monkeypatch):
     path = tmp_path / "r.duckdb"
     Store.open(path).close()
     con = duckdb.connect(str(path))
-    con.execute("CREATE OR REPLACE VIEW run_summary AS SELECT 1 AS tampered")   # not views.sql's
+    con.execute("CREATE OR REPLACE VIEW run_summary AS SELECT 1 AS tampered")  # not views.sql's
     con.close()
     Store.open(path).close()
     assert "tampered" in _view_sql(path, "run_summary"), "views made by this views.sql are not re-created"
@@ -167,8 +169,10 @@ def test_read_only_open_of_older_db_asks_for_migrate(tmp_path, monkeypatch):
 def _make_newer(path: Path) -> None:
     Store.open(path).close()
     con = duckdb.connect(str(path))
-    con.execute("INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, 'future', '99.0')",
-                [latest_version() + 1])
+    con.execute(
+        "INSERT INTO schema_migrations (version, name, edgestats_version) VALUES (?, 'future', '99.0')",
+        [latest_version() + 1],
+    )
     con.close()
 
 
@@ -215,12 +219,16 @@ def test_noise_migration_leaves_earlier_runs_unjudged(tmp_path):
     path = tmp_path / "v3.duckdb"
     con = db_at_version(path, 3)  # the schema before the sentinel
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
-    con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, model, edgestats_version) "
-                "SELECT uuid(), device_id, 'inference', 'ok', 'collect', 'cnn9', 'old' FROM devices")
+    con.execute(
+        "INSERT INTO runs (run_id, device_id, kind, status, source, model, edgestats_version) "
+        "SELECT uuid(), device_id, 'inference', 'ok', 'collect', 'cnn9', 'old' FROM devices"
+    )
     con.close()
     with Store.open(path) as store:
         assert current_version(store.con)[0] == latest_version()
-        assert store.con.execute("SELECT model, noisy, noise_reason FROM runs").fetchall() == [("cnn9", None, None)]
+        assert store.con.execute("SELECT model, noisy, noise_reason FROM runs").fetchall() == [
+            ("cnn9", None, None)
+        ]
         assert store.con.execute("SELECT noisy, noise_reason FROM run_summary").fetchall() == [(None, None)]
 
 
@@ -231,13 +239,19 @@ def test_imported_epochs_migration_keeps_earlier_runs(tmp_path):
     path = tmp_path / "v4.duckdb"
     con = db_at_version(path, 4)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
-    con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, epochs, edgestats_version) "
-                "SELECT '00000000-0000-0000-0000-000000000001', device_id, 'training', 'ok', 'import:t.csv', 4, 'old' FROM devices")
-    con.execute("INSERT INTO run_results (run_id, training_time_s) VALUES ('00000000-0000-0000-0000-000000000001', 100)")
+    con.execute(
+        "INSERT INTO runs (run_id, device_id, kind, status, source, epochs, edgestats_version) "
+        "SELECT '00000000-0000-0000-0000-000000000001', device_id, 'training', 'ok', 'import:t.csv', 4, 'old' FROM devices"
+    )
+    con.execute(
+        "INSERT INTO run_results (run_id, training_time_s) VALUES ('00000000-0000-0000-0000-000000000001', 100)"
+    )
     con.close()
     with Store.open(path) as store:
         assert current_version(store.con)[0] >= 5
-        assert store.con.execute("SELECT epochs, epochs_run, epoch_time_s FROM training_summary").fetchall() == [(4, None, 25.0)]
+        assert store.con.execute(
+            "SELECT epochs, epochs_run, epoch_time_s FROM training_summary"
+        ).fetchall() == [(4, None, 25.0)]
 
 
 def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
@@ -247,22 +261,37 @@ def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
     path = tmp_path / "v5.duckdb"
     con = db_at_version(path, 5)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
-    environment = ('{"dataset": {"format": "mnist", "root": "/data/mnist-small", "name": "mnist:mnist-small", '
-                   '"n_train": 800, "n_test": 200, "image_hw": [28, 28], "channels": 1, "bytes": 785000}}')
-    rows = [("collect", "mnist:mnist-small", environment), ("import:t.csv", "MNIST", None),
-            ("collect", "imagefolder:My-JPEGs", '{"dataset": {"root": "/d/My-JPEGs", "n_train": 96, "n_test": 16, '
-                                                 '"image_hw": null, "channels": null, "bytes": 9000000000}}')]
+    environment = (
+        '{"dataset": {"format": "mnist", "root": "/data/mnist-small", "name": "mnist:mnist-small", '
+        '"n_train": 800, "n_test": 200, "image_hw": [28, 28], "channels": 1, "bytes": 785000}}'
+    )
+    rows = [
+        ("collect", "mnist:mnist-small", environment),
+        ("import:t.csv", "MNIST", None),
+        (
+            "collect",
+            "imagefolder:My-JPEGs",
+            '{"dataset": {"root": "/d/My-JPEGs", "n_train": 96, "n_test": 16, '
+            '"image_hw": null, "channels": null, "bytes": 9000000000}}',
+        ),
+    ]
     for i, (source, dataset, env) in enumerate(rows):
-        con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, dataset, environment, edgestats_version) "
-                    "SELECT ?, device_id, 'training', 'ok', ?, ?, ?, 'old' FROM devices",
-                    [f"00000000-0000-0000-0000-00000000000{i}", source, dataset, env])
+        con.execute(
+            "INSERT INTO runs (run_id, device_id, kind, status, source, dataset, environment, edgestats_version) "
+            "SELECT ?, device_id, 'training', 'ok', ?, ?, ?, 'old' FROM devices",
+            [f"00000000-0000-0000-0000-00000000000{i}", source, dataset, env],
+        )
     con.close()
     with Store.open(path) as store:
-        got = store.con.execute("SELECT dataset, dataset_path, dataset_samples, dataset_test_samples, dataset_bytes, "
-                                "dataset_image_h, dataset_image_w, dataset_image_c FROM training_summary ORDER BY run_id").fetchall()
-    assert got == [("mnist", "/data/mnist-small", 800, 200, 785000, 28, 28, 1),
-                   ("mnist", None, None, None, None, None, None, None),
-                   ("myjpegs", "/d/My-JPEGs", 96, 16, 9000000000, None, None, None)]
+        got = store.con.execute(
+            "SELECT dataset, dataset_path, dataset_samples, dataset_test_samples, dataset_bytes, "
+            "dataset_image_h, dataset_image_w, dataset_image_c FROM training_summary ORDER BY run_id"
+        ).fetchall()
+    assert got == [
+        ("mnist", "/data/mnist-small", 800, 200, 785000, 28, 28, 1),
+        ("mnist", None, None, None, None, None, None, None),
+        ("myjpegs", "/d/My-JPEGs", 96, 16, 9000000000, None, None, None),
+    ]
 
 
 def test_latency_percentiles_migration_moves_them_out_of_extra(tmp_path):
@@ -272,20 +301,31 @@ def test_latency_percentiles_migration_moves_them_out_of_extra(tmp_path):
     path = tmp_path / "v6.duckdb"
     con = db_at_version(path, 6)
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'orin', now())")
-    extras = {1: '{"latency_p50_ms": "0.636227", "latency_p90_ms": "0.640258", "latency_p99_ms": "0.643843", '
-                 '"latency_p99_9_ms": "0.649539", "scenario": "SingleStream"}',
-              2: '{"latency_p50_ms": "1239.807"}', 3: None}
+    extras = {
+        1: '{"latency_p50_ms": "0.636227", "latency_p90_ms": "0.640258", "latency_p99_ms": "0.643843", '
+        '"latency_p99_9_ms": "0.649539", "scenario": "SingleStream"}',
+        2: '{"latency_p50_ms": "1239.807"}',
+        3: None,
+    }
     for i, extra in extras.items():
-        con.execute("INSERT INTO runs (run_id, device_id, kind, status, source, edgestats_version, extra) "
-                    f"SELECT '00000000-0000-0000-0000-00000000000{i}', device_id, 'inference', 'ok', 'import:x', 'old', ? "
-                    "FROM devices", [extra])
-        con.execute(f"INSERT INTO run_results (run_id, latency_ms) VALUES ('00000000-0000-0000-0000-00000000000{i}', {i}.5)")
+        con.execute(
+            "INSERT INTO runs (run_id, device_id, kind, status, source, edgestats_version, extra) "
+            f"SELECT '00000000-0000-0000-0000-00000000000{i}', device_id, 'inference', 'ok', 'import:x', 'old', ? "
+            "FROM devices",
+            [extra],
+        )
+        con.execute(
+            f"INSERT INTO run_results (run_id, latency_ms) VALUES ('00000000-0000-0000-0000-00000000000{i}', {i}.5)"
+        )
     con.close()
     with Store.open(path) as store:
         assert current_version(store.con)[0] >= 7
-        rows = store.con.execute("SELECT r.extra, s.latency_median_ms, s.latency_p90_ms, s.latency_p99_ms, "
-                                 "s.latency_mean_ms FROM runs r JOIN run_summary s USING (run_id) ORDER BY run_id").fetchall()
+        rows = store.con.execute(
+            "SELECT r.extra, s.latency_median_ms, s.latency_p90_ms, s.latency_p99_ms, "
+            "s.latency_mean_ms FROM runs r JOIN run_summary s USING (run_id) ORDER BY run_id"
+        ).fetchall()
     assert [(json.loads(r[0]) if r[0] else None, *r[1:]) for r in rows] == [
         ({"latency_p99_9_ms": "0.649539", "scenario": "SingleStream"}, 0.636227, 0.640258, 0.643843, 1.5),
         (None, 1239.807, None, None, 2.5),
-        (None, 3.5, None, None, 3.5)]
+        (None, 3.5, None, None, 3.5),
+    ]

@@ -6,10 +6,10 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
-
 from builders import write_inference_run
-from edgestats.store.results import RunExistsError, Store, insert_select_sql
+
 from edgestats.contracts import name_uuid
+from edgestats.store.results import RunExistsError, Store, insert_select_sql
 
 
 def test_write_run_round_trips_every_table(tmp_path):
@@ -32,9 +32,11 @@ def test_failed_write_leaves_nothing(tmp_path):
         device = store.register_device({"name": "d"})
         bad_samples = pa.table({"t_ns": [1], "metric": ["rss_bytes"], "no_such_column": [1.0]})
         with pytest.raises(ValueError, match="no_such_column"):
-            store.write_run({"device_id": device, "kind": "inference", "status": "ok"},
-                            latencies={"iteration": [0], "warmup": [False], "latency_ns": [5]},
-                            samples=bad_samples)
+            store.write_run(
+                {"device_id": device, "kind": "inference", "status": "ok"},
+                latencies={"iteration": [0], "warmup": [False], "latency_ns": [5]},
+                samples=bad_samples,
+            )
         assert store.counts()["runs"] == 0 and store.counts()["latencies"] == 0
 
 
@@ -42,8 +44,10 @@ def test_constraint_violation_rolls_back_the_whole_run(tmp_path):
     with Store.open(tmp_path / "s.duckdb") as store:
         device = store.register_device({"name": "d"})
         with pytest.raises(Exception, match="(?i)constraint|NULL"):
-            store.write_run({"device_id": device, "kind": "inference", "status": "ok"},
-                            latencies={"iteration": [0, 1], "warmup": [False, False], "latency_ns": [5, None]})
+            store.write_run(
+                {"device_id": device, "kind": "inference", "status": "ok"},
+                latencies={"iteration": [0, 1], "warmup": [False, False], "latency_ns": [5, None]},
+            )
         assert store.counts()["runs"] == 0 and store.counts()["latencies"] == 0
 
 
@@ -67,9 +71,11 @@ def test_register_device_is_idempotent_and_derives_id_from_name(tmp_path):
 def test_child_rows_accept_polars_and_dicts(tmp_path):
     with Store.open(tmp_path / "s.duckdb") as store:
         device = store.register_device({"name": "d"})
-        store.write_run({"device_id": device, "kind": "inference", "status": "ok"},
-                        latencies=pl.DataFrame({"iteration": [0, 1], "warmup": [True, False], "latency_ns": [10, 20]}),
-                        phases={"seq": [0], "phase": ["import"], "start_ns": [1], "end_ns": [2]})
+        store.write_run(
+            {"device_id": device, "kind": "inference", "status": "ok"},
+            latencies=pl.DataFrame({"iteration": [0, 1], "warmup": [True, False], "latency_ns": [10, 20]}),
+            phases={"seq": [0], "phase": ["import"], "start_ns": [1], "end_ns": [2]},
+        )
         assert store.counts()["latencies"] == 2 and store.counts()["phases"] == 1
 
 
@@ -97,8 +103,12 @@ def test_a_db_held_by_another_process_is_a_locked_error(tmp_path):
 
     path = tmp_path / "held.duckdb"
     Store.open(path).close()
-    code = f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('held', flush=True); sys.stdin.read()"
-    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    code = (
+        f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('held', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         for read_only in (False, True):
@@ -106,8 +116,8 @@ def test_a_db_held_by_another_process_is_a_locked_error(tmp_path):
                 Store.open(path, read_only=read_only)
             assert isinstance(caught.value, DatabaseError) and f"PID {holder.pid}" in str(caught.value)
     finally:
-        holder.communicate("")   # closing its stdin ends it
-    with Store.open(path) as store:   # released: opens again
+        holder.communicate("")  # closing its stdin ends it
+    with Store.open(path) as store:  # released: opens again
         assert store.counts()["runs"] == 0
 
 
@@ -116,8 +126,15 @@ def test_finished_config_hashes_are_collected_runs_not_only_killed(tmp_path):
         device = store.register_device({"name": "d"})
 
         def run(config_hash, status, source="collect"):
-            store.write_run({"device_id": device, "kind": "inference", "status": status,
-                             "config_hash": config_hash, "source": source})
+            store.write_run(
+                {
+                    "device_id": device,
+                    "kind": "inference",
+                    "status": status,
+                    "config_hash": config_hash,
+                    "source": source,
+                }
+            )
 
         run("ok-once", "ok")
         run("killed-then-ok", "killed")

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.edgestats-installed
 DEMO_STAMP := $(VENV)/.edgestats-demo-installed
 DB ?= results.duckdb
 
-.PHONY: demo test test-fast test-highest install install-demo system-deps bench clean
+.PHONY: demo test test-fast test-highest lint install install-demo system-deps bench clean
 
 $(BIN)/python:
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "edgestats needs Python >= 3.11 (duckdb 2.0 does); run: make PY=python3.11 ...")'
@@ -60,10 +60,16 @@ TEST_WORKERS ?= auto
 
 # Both lanes share one model cache (EDGESTATS_TEST_MODEL_CACHE, removed afterwards), so a model the
 # parallel lane prepared is not prepared again by the quiet lane.
-test: install system-deps
+test: install system-deps lint
 	@cache=$$(mktemp -d -t edgestats-test-models.XXXXXX) && trap 'rm -rf "$$cache"' EXIT && set -x && \
 	EDGESTATS_TEST_MODEL_CACHE=$$cache $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not quiet" && \
 	EDGESTATS_TEST_MODEL_CACHE=$$cache $(BIN)/python -m pytest -n 0 -m quiet
+
+# ruff (pinned in constraints.txt, configured in pyproject.toml): lint and format check, in seconds.
+# make test runs it first; `$(BIN)/ruff format .` and `$(BIN)/ruff check --fix .` mend most findings.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test-fast: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)"

@@ -24,7 +24,8 @@ def loaded_after(statement: str) -> set[str]:
 
 def test_collectors_and_store_do_not_import_the_analysis_stack():
     loaded = loaded_after(
-        "import edgestats.collectors, edgestats.store.results, edgestats.collectors.host.facts, edgestats.collectors.host.probes"
+        "import edgestats.collectors, edgestats.store.results, edgestats.collectors.host.facts, "
+        "edgestats.collectors.host.probes"
     )
     assert not loaded & ANALYSIS, f"device-side code imported {loaded & ANALYSIS}"
     assert not loaded & FRAMEWORKS, "frameworks are imported lazily, by the worker only"
@@ -47,9 +48,10 @@ def test_worker_and_adapters_import_no_framework_and_no_store():
     """The measured process's import phase must be the framework's alone: the worker and the
     adapter modules import nothing heavy until adapter.import_framework() runs."""
     loaded = loaded_after(
-        "import edgestats.collectors.worker, edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
-        "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, "
-        "edgestats.collectors.training.worker, edgestats.collectors.training.datasets, edgestats.collectors.training.pagecache"
+        "import edgestats.collectors.worker, edgestats.collectors.adapters.pytorch, "
+        "edgestats.collectors.adapters.tensorflow, edgestats.collectors.adapters.tflite, "
+        "edgestats.collectors.adapters.onnxruntime, edgestats.collectors.training.worker, "
+        "edgestats.collectors.training.datasets, edgestats.collectors.training.pagecache"
     )
     heavy = FRAMEWORKS | ANALYSIS | {"duckdb", "pyarrow", "numpy", "PIL"}
     assert not loaded & heavy, f"the worker would pay for {loaded & heavy} outside its import phase"
@@ -156,20 +158,115 @@ def test_nothing_outside_the_cli_imports_the_cli():
 
 
 def test_reports_do_not_open_the_db():
-    db = {
-        "duckdb",
-        "edgestats.store.results",
-        "edgestats.store.database",
-        "edgestats.store.query",
-        "edgestats.store.migrations",
-    }
-    found = offenders("reports", db)
+    found = offenders("reports", {"duckdb", "edgestats.store"})
     assert not found, "reports draw what the analysis layer loaded; they open no DB:\n" + "\n".join(found)
 
 
-def test_collectors_import_no_analysis_or_reports():
-    found = offenders("collectors", {"edgestats.analysis", "edgestats.reports"} | ANALYSIS)
+def test_collectors_import_no_analysis_reports_imports_or_exports():
+    """The device side collects and stores; what reads results back (analysis, reports) and what
+    moves them between files (import, export, merge, lakes) belongs to the laptop side."""
+    laptop = {"edgestats.analysis", "edgestats.reports", "edgestats.imports", "edgestats.exports"}
+    found = offenders("collectors", laptop | ANALYSIS)
     assert not found, "the device side needs no analysis stack:\n" + "\n".join(found)
+
+
+def test_analysis_imports_nothing_from_collectors():
+    """The analysis reads the DB; what a device measured reaches it only through the store, and
+    facts both sides share through edgestats/contracts.py."""
+    found = offenders("edgestats/analysis", {"edgestats.collectors"})
+    assert not found, "analysis reads the store, not the collectors:\n" + "\n".join(found)
+
+
+def test_contracts_import_only_the_standard_library():
+    found = [
+        f"{imp.path}:{imp.line} imports {imp.module}"
+        for imp in imports_in(REPO / "edgestats" / "contracts.py")
+        if imp.module.split(".")[0] not in sys.stdlib_module_names and imp.module != "__future__"
+    ]
+    assert not found, "every layer imports contracts.py; it must import no layer:\n" + "\n".join(found)
+
+
+# --- No cycles --------------------------------------------------------------------------------------
+# An import cycle is a two-way dependency, whichever side defers its import into a function: the
+# graph below counts every import at any depth (a lazy import is still a dependency).
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of the installed package, by dotted name."""
+    return {module_name(path): path for folder in PACKAGES for path in sources(folder)}
+
+
+def import_graph(files: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the modules of `files` it imports (`imports_in` gives `from pkg import x` as both
+    pkg and pkg.x, so a submodule imported by name counts); no module depends on itself."""
+    return {
+        name: {imp.module for imp in imports_in(path, name) if imp.module in files} - {name}
+        for name, path in files.items()
+    }
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_lazy_import(tmp_path):
+    files = {}
+    for name, body in {
+        "pkg.a": "from pkg.b import f\n",
+        "pkg.b": "def f():\n    from pkg.c import g\n",
+        "pkg.c": "import pkg.a\n",
+        "pkg.d": "from pkg import a\n",
+    }.items():
+        files[name] = tmp_path / f"{name}.py"
+        files[name].write_text(body)
+    assert cycles(import_graph(files)) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+def test_no_import_cycles():
+    graph = import_graph(module_files())
+    assert len(graph) > 100, f"read only {len(graph)} modules"
+    found = cycles(graph)
+    assert not found, "modules that import each other (directly or around a loop):\n" + "\n".join(
+        " <-> ".join(component) for component in found
+    )
 
 
 def test_registries_import_only_the_standard_library():

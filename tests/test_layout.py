@@ -60,3 +60,40 @@ def test_the_exempt_tables_exist():
     """An exemption for a file that moved or was renamed would silently exempt nothing."""
     missing = [rel for rel in sorted(LONG_TABLES) if not (REPO / rel).is_file()]
     assert not missing, f"LONG_TABLES names files that no longer exist: {missing}"
+
+
+# --- Stages as packages, tests mirroring them (docs/architecture.md §3) ---------------------------
+MAX_ROOT_MODULES = 10
+# Test folders that mirror no package: shared input files, golden outputs, and the fault-injection
+# tests that cross every stage (docs/reliability.md).
+TEST_FOLDERS_OF_NO_PACKAGE = {"data", "golden", "reliability"}
+
+
+def stage_packages() -> set[str]:
+    """The library's packages one level down (edgestats/<stage>/), plus the two top-level folders
+    that install inside the edgestats namespace with code of their own."""
+    inside = {p.parent.name for p in (REPO / "edgestats").glob("*/__init__.py")}
+    return inside | {"collectors", "reports"}
+
+
+def test_the_library_root_holds_at_most_10_modules():
+    root = sorted(p.name for p in (REPO / "edgestats").glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, (
+        f"edgestats/ holds {len(root)} modules ({', '.join(root)}): group them by stage into a package"
+    )
+
+
+def test_tests_mirror_the_packages():
+    """Each stage package with tests of its own has tests/<stage>/, and every folder under tests/
+    is a stage package's (or one of the few that mirror none)."""
+    folders = {p.name for p in (REPO / "tests").iterdir() if p.is_dir() and not _skipped(p.name)}
+    strays = folders - stage_packages() - TEST_FOLDERS_OF_NO_PACKAGE
+    assert not strays, f"tests/{sorted(strays)} mirror no package of edgestats"
+    # api and registry are tested by one module each (tests/test_api.py, tests/test_registries.py)
+    single_module = {"api": "test_api.py", "registry": "test_registries.py"}
+    missing = [
+        stage
+        for stage in sorted(stage_packages())
+        if stage not in folders and not (REPO / "tests" / single_module.get(stage, "-")).is_file()
+    ]
+    assert not missing, f"packages without their tests/ folder: {missing}"

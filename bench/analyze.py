@@ -125,7 +125,7 @@ def build_db(
     with Store.open(path) as store:
         device_ids = {d: store.register_device({"name": d, "cores": 4}) for d in devices}
         started_at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-        for d, device_id in device_ids.items():
+        for device_id in device_ids.values():
             store.write_baseline(
                 {
                     "device_id": device_id,
@@ -446,7 +446,8 @@ def main() -> int:
         per_doubling = ratio ** (1 / doublings)
         met &= per_doubling <= args.target
         print(
-            f"time({after['scale']}×) / time({before['scale']}×) = {ratio:.2f}, {per_doubling:.2f} per doubling "
+            f"time({after['scale']}×) / time({before['scale']}×) = {ratio:.2f}, "
+            f"{per_doubling:.2f} per doubling "
             f"(target ≤ {args.target}): {'met' if per_doubling <= args.target else 'NOT met'}"
         )
     figures["met"] = bool(met)

@@ -107,22 +107,26 @@ def main(argv: list[str] | None = None) -> int:
             b = reference_median_ms(config, args.min_run_time)
             results.append((a, b))
             print(
-                f"pair {k + 1}/{args.pairs}: edgestats median {a['median_ms']:.3f} ms, torch.utils.benchmark median "
-                f"{b:.3f} ms, ratio {a['median_ms'] / b:.3f}; harness overhead {a['overhead_s']:.3f} s of {a['wall_s']:.2f} s"
+                f"pair {k + 1}/{args.pairs}: edgestats median {a['median_ms']:.3f} ms, "
+                f"torch.utils.benchmark median {b:.3f} ms, ratio {a['median_ms'] / b:.3f}; "
+                f"harness overhead {a['overhead_s']:.3f} s of {a['wall_s']:.2f} s"
             )
     ratios = [a["median_ms"] / b for a, b in results]
     overheads = [a["overhead_s"] for a, _ in results]
     ratio, overhead = statistics.median(ratios), statistics.median(overheads)
     print(
-        f"\nmodel {args.model}, batch 1, threads {args.threads}, torch {torch.__version__}, {args.iterations} steady inferences"
+        f"\nmodel {args.model}, batch 1, threads {args.threads}, torch {torch.__version__}, "
+        f"{args.iterations} steady inferences"
     )
     print(
-        f"median latency ratio edgestats / torch.utils.benchmark: {ratio:.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
+        f"median latency ratio edgestats / torch.utils.benchmark: {ratio:.3f} "
+        f"(min {min(ratios):.3f}, max {max(ratios):.3f}); "
         f"target within 5 %: {'MET' if abs(ratio - 1) <= 0.05 else 'NOT MET'}"
     )
     print(
         f"harness overhead per run (wall - import - load_model - inferences): median {overhead:.3f} s "
-        f"(min {min(overheads):.3f}, max {max(overheads):.3f}); target < 0.3 s: {'MET' if overhead < 0.3 else 'NOT MET'}"
+        f"(min {min(overheads):.3f}, max {max(overheads):.3f}); "
+        f"target < 0.3 s: {'MET' if overhead < 0.3 else 'NOT MET'}"
     )
     phases = results[-1][0]["phases"]
     print("last run's phases (s): " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))

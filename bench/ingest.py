@@ -117,7 +117,8 @@ def samples_ddl() -> str:
     with tempfile.TemporaryDirectory() as d:
         with Store.open(Path(d) / "schema.duckdb") as store:
             (sql,) = store.con.execute(
-                "SELECT sql FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'samples'"
+                "SELECT sql FROM duckdb_tables() "
+                "WHERE database_name = current_database() AND table_name = 'samples'"
             ).fetchone()
     return sql
 
@@ -272,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                 a, b = got["edgestats"], got["raw"]
                 print(
                     f"  pair {r + 1}/{args.repeats} ({'AB' if order[0] == 'edgestats' else 'BA'}): "
-                    f"edgestats {a.insert_s:6.3f} s  raw {b.insert_s:6.3f} s  ratio {b.insert_s / a.insert_s:.3f}"
+                    f"edgestats {a.insert_s:6.3f} s  raw {b.insert_s:6.3f} s  "
+                    f"ratio {b.insert_s / a.insert_s:.3f}"
                 )
 
         expected = source_fingerprint(table)
@@ -336,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         load_end = load_average()
         print()
         print(
-            f"  ratio edgestats/raw (rows/s, per pair): median {ratio:.3f}  min {min(ratios):.3f}  max {max(ratios):.3f}"
+            f"  ratio edgestats/raw (rows/s, per pair): median {ratio:.3f}  "
+            f"min {min(ratios):.3f}  max {max(ratios):.3f}"
             f"  over {len(ratios)} pairs"
         )
         print(
@@ -345,19 +348,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         busy = any(la[0] > 0.5 * env["cpus_usable"] for la in (env["load_average_at_start"], load_end) if la)
         print(
-            f"  load average at start {env['load_average_at_start']}, at end {load_end} ({env['cpus_usable']} CPUs)"
+            f"  load average at start {env['load_average_at_start']}, at end {load_end} "
+            f"({env['cpus_usable']} CPUs)"
             + (": other work shared the machine, trust the ratios over the rates" if busy else ": quiet")
         )
         print(
-            f"  process peak RSS {mib(PeakRss.process_peak())} MiB (includes the {table.nbytes / 2**20:,.0f} MiB Arrow table)"
+            f"  process peak RSS {mib(PeakRss.process_peak())} MiB "
+            f"(includes the {table.nbytes / 2**20:,.0f} MiB Arrow table)"
         )
         print(
             f"  correctness: rows edgestats {checks['edgestats']['rows']:,}, raw {checks['raw']['rows']:,} "
-            f"(expected {args.samples:,}); rows identical to the Arrow table (hash fingerprint) in both: {correct} -> {'OK' if correct else 'FAILED'}"
+            f"(expected {args.samples:,}); rows identical to the Arrow table (hash fingerprint) in both: "
+            f"{correct} -> {'OK' if correct else 'FAILED'}"
         )
         verdict = ratio >= args.target
         print(
-            f"  verdict: edgestats ingests at {ratio:.2f}x the raw DuckDB Arrow insert; target >= {args.target}x: "
+            f"  verdict: edgestats ingests at {ratio:.2f}x the raw DuckDB Arrow insert; "
+            f"target >= {args.target}x: "
             f"{'MET' if verdict else 'NOT MET'}"
         )
 
@@ -367,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  encodings of metric (raw DuckDB unless named; {args.repeats} rounds, rotating order):")
             enc = compare_encodings(table, args.repeats, workdir, rss)
             print(
-                f"  {'variant':<42} {'rows/s (median)':>16} {'vs VARCHAR':>10} {'rows/CPU-s':>12} {'B/sample':>9} "
+                f"  {'variant':<42} {'rows/s (median)':>16} {'vs VARCHAR':>10} {'rows/CPU-s':>12} "
+                f"{'B/sample':>9} "
                 f"{'net':>6} {'group-by ms':>12} {'one-metric ms':>14}"
             )
             for v in enc["variants"]:
@@ -376,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
                 om = f"{q['one_metric'] * 1e3:.1f}" if "one_metric" in q else "-"
                 print(
                     f"  {v['variant']:<42} {v['median_rows_per_s']:>16,.0f} {v['rate_vs_varchar']:>10.2f} "
-                    f"{v['median_rows_per_cpu_s']:>12,.0f} {v['bytes_per_sample']:>9.2f} {v['net_bytes_per_sample']:>6.2f} {gb:>12} {om:>14}"
+                    f"{v['median_rows_per_cpu_s']:>12,.0f} {v['bytes_per_sample']:>9.2f} "
+                    f"{v['net_bytes_per_sample']:>6.2f} {gb:>12} {om:>14}"
                 )
             print("  compression DuckDB chose per column:")
             for v in enc["variants"]:
@@ -385,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
                     + ", ".join(f"{c}={'/'.join(m)}" for c, m in v["compression"].items())
                 )
             print(
-                f"  every variant's file holds exactly the Arrow table's rows (hash fingerprint): {enc['rows_ok']}"
+                "  every variant's file holds exactly the Arrow table's rows (hash fingerprint): "
+                f"{enc['rows_ok']}"
             )
             correct = correct and enc["rows_ok"]
 

@@ -45,15 +45,18 @@ def encoding_variants(table: pa.Table) -> list[dict]:
     no_metric = table.drop_columns(["metric"])
 
     varchar = [
-        "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, metric VARCHAR NOT NULL, value DOUBLE)"
+        "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, "
+        "metric VARCHAR NOT NULL, value DOUBLE)"
     ]
     enum = [
         f"CREATE TYPE metric_name AS ENUM ({enum_values})",
-        "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, metric metric_name NOT NULL, value DOUBLE)",
+        "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, "
+        "metric metric_name NOT NULL, value DOUBLE)",
     ]
     smallint = [
         "CREATE TABLE metrics (metric_id SMALLINT PRIMARY KEY, metric VARCHAR NOT NULL UNIQUE)",
-        "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, metric_id SMALLINT NOT NULL, value DOUBLE)",
+        "CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, "
+        "metric_id SMALLINT NOT NULL, value DOUBLE)",
     ]
     # The id variant writes its 15-row dictionary in the same transaction, as a store would.
     id_setup = [
@@ -64,7 +67,8 @@ def encoding_variants(table: pa.Table) -> list[dict]:
     ]
 
     q_varchar = {
-        "group_by_metric": "SELECT metric, count(*), avg(value), max(value) FROM samples GROUP BY metric ORDER BY metric",
+        "group_by_metric": "SELECT metric, count(*), avg(value), max(value) FROM samples "
+        "GROUP BY metric ORDER BY metric",
         "one_metric": "SELECT count(*), sum(value) FROM samples WHERE metric = 'power_w'",
     }
     q_ids = {
@@ -122,7 +126,8 @@ def encoding_variants(table: pa.Table) -> list[dict]:
             "queries": {},
             "check": {"metric": "NULL"},
             "ddl": ["CREATE TABLE samples (run_id UUID NOT NULL, t_ns BIGINT NOT NULL, value DOUBLE)"],
-            "insert": "INSERT INTO samples (run_id, t_ns, value) SELECT CAST($1 AS UUID) AS run_id, t_ns, value FROM rows",
+            "insert": "INSERT INTO samples (run_id, t_ns, value) "
+            "SELECT CAST($1 AS UUID) AS run_id, t_ns, value FROM rows",
         },
         # The store itself, fed a dictionary-encoded metric column (what a collector could pass).
         {
@@ -139,7 +144,8 @@ def compression_used(path: Path) -> dict[str, list[str]]:
     con = duckdb.connect(str(path), read_only=True)
     try:
         rows = con.execute(
-            "SELECT column_name, list(DISTINCT compression ORDER BY compression) FROM pragma_storage_info('samples') "
+            "SELECT column_name, list(DISTINCT compression ORDER BY compression) "
+            "FROM pragma_storage_info('samples') "
             "WHERE segment_type <> 'VALIDITY' GROUP BY column_name, column_id ORDER BY column_id"
         ).fetchall()
         return dict(rows)

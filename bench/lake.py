@@ -50,9 +50,11 @@ from edgestats.exports.parquet import export_parquet  # noqa: E402
 from edgestats.store.query import run_query  # noqa: E402
 
 QUESTIONS = {
-    "runs per device and framework": "SELECT device, framework, count(*) AS runs, sum(n_latencies) AS latencies, "
+    "runs per device and framework": "SELECT device, framework, count(*) AS runs, "
+    "sum(n_latencies) AS latencies, "
     "round(avg(latency_median_ms), 9) AS median_ms FROM run_summary GROUP BY ALL ORDER BY ALL",
-    "rows per table": "SELECT (SELECT count(*) FROM latencies), (SELECT count(*) FROM samples), (SELECT count(*) FROM phases), "
+    "rows per table": "SELECT (SELECT count(*) FROM latencies), (SELECT count(*) FROM samples), "
+    "(SELECT count(*) FROM phases), "
     "(SELECT count(*) FROM batches), (SELECT count(*) FROM epochs), (SELECT count(*) FROM devices)",
     "training": "SELECT run_id, framework, batch_size, round(training_time_s, 9), round(accuracy_pct, 9) "
     "FROM training_summary ORDER BY run_id",
@@ -115,7 +117,8 @@ def main() -> int:
         again = [append_parquet(db, lake) for db in dbs]
         idempotent = folder_digest(lake) == before and all(not a["runs_added"] for a in again)
         print(
-            f"merge {merge_s:.1f} s; export of the first device {export_s:.1f} s; appends {min(append_s):.1f}–"
+            f"merge {merge_s:.1f} s; export of the first device {export_s:.1f} s; "
+            f"appends {min(append_s):.1f}–"
             f"{max(append_s):.1f} s each; every device appended again: "
             f"{'nothing added, the lake is byte for byte the same' if idempotent else 'CHANGED THE LAKE'}",
             flush=True,
@@ -124,10 +127,12 @@ def main() -> int:
         reference = read_all(str(merged))
         ok = idempotent
         print(
-            "\n| read | analyze (s) | sql (s) | analyze vs merged | analysis JSON | sql answers |\n|---|---:|---:|---:|---|---|"
+            "\n| read | analyze (s) | sql (s) | analyze vs merged | analysis JSON | sql answers |"
+            "\n|---|---:|---:|---:|---|---|"
         )
         print(
-            f"| merged file | {reference[2]:.2f} | {reference[3]:.2f} | 1.00 | ({len(reference[0]):,} bytes) | |"
+            f"| merged file | {reference[2]:.2f} | {reference[3]:.2f} | 1.00 | "
+            f"({len(reference[0]):,} bytes) | |"
         )
         for name, source in (
             ("lake (Parquet)", str(lake)),
@@ -145,7 +150,8 @@ def main() -> int:
             same_sql = answers == reference[1]
             ok &= not found and same_sql
             print(
-                f"| {name} | {analyze_s:.2f} | {sql_s:.2f} | {analyze_s / reference[2]:.2f} | {json_verdict} | "
+                f"| {name} | {analyze_s:.2f} | {sql_s:.2f} | {analyze_s / reference[2]:.2f} | "
+                f"{json_verdict} | "
                 f"{'identical' if same_sql else 'DIFFERENT'} |",
                 flush=True,
             )

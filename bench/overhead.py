@@ -1,6 +1,7 @@
 """bench/overhead: does sampling slow the measured inference down?
 
-    python bench/overhead.py [--rounds 8] [--iterations 400] [--threads 1] [--framework onnxruntime] [--model squeezenet]
+    python bench/overhead.py [--rounds 8] [--iterations 400] [--threads 1]
+                             [--framework onnxruntime] [--model squeezenet]
 
 Four arms, each a real `collect` run (fresh worker process, same model, threads and input):
 sampler off, sampler off again (the A/A control: how far two identical arms drift apart on this
@@ -49,7 +50,8 @@ def run_arm(orchestrator: Orchestrator, config: RunConfig, hz: float) -> dict:
         raise SystemExit(f"run failed ({outcome.status}): {outcome.error_text}")
     with Store.open(orchestrator.db_path, read_only=True) as store:
         median_ms, stats = store.con.execute(
-            "SELECT l.latency_median_ms, r.environment->'sampler' FROM run_latency_stats l JOIN runs r USING (run_id) "
+            "SELECT l.latency_median_ms, r.environment->'sampler' "
+            "FROM run_latency_stats l JOIN runs r USING (run_id) "
             "WHERE run_id = ?",
             [str(outcome.run_id)],
         ).fetchall()[0]
@@ -93,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         wall_s = time.monotonic() - t0
 
     print(
-        f"\n{args.framework} {args.model}, {args.threads} thread(s), {args.iterations} steady inferences per run, "
+        f"\n{args.framework} {args.model}, {args.threads} thread(s), "
+        f"{args.iterations} steady inferences per run, "
         f"{args.rounds} rounds ({wall_s:.0f} s)"
     )
     print(
@@ -121,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     noise = abs(ratios["off (A/A control)"] - 1)
     print(
-        f"\nA/A control: two identical 'off' arms differ by {noise * 100:.2f} % (the noise floor of this machine)"
+        f"\nA/A control: two identical 'off' arms differ by {noise * 100:.2f} % "
+        "(the noise floor of this machine)"
     )
     for arm, target in TARGETS.items():
         slowdown = ratios[arm] - 1

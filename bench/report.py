@@ -64,10 +64,12 @@ def main() -> int:
         html_mb = files.index.stat().st_size / 1e6
         json_mb = files.analysis_json.stat().st_size / 1e6
     print(
-        f"run_analyses: median {statistics.median(analyse_s):.2f} s (min {min(analyse_s):.2f}, max {max(analyse_s):.2f})"
+        f"run_analyses: median {statistics.median(analyse_s):.2f} s "
+        f"(min {min(analyse_s):.2f}, max {max(analyse_s):.2f})"
     )
     print(
-        f"write_report: median {statistics.median(report_s):.2f} s (min {min(report_s):.2f}, max {max(report_s):.2f})"
+        f"write_report: median {statistics.median(report_s):.2f} s "
+        f"(min {min(report_s):.2f}, max {max(report_s):.2f})"
     )
     print(f"index.html: {html_mb:.2f} MB (Vega bundle ~0.9 MB of it); analysis.json: {json_mb:.2f} MB")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")

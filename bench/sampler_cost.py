@@ -54,7 +54,8 @@ from power_fakes import LAPTOP_ZONES, make_rapl_tree, set_energy  # noqa: E402
 
 from edgestats.collectors.power.rapl import RaplSource  # noqa: E402
 from edgestats.collectors.telemetry.groups import Group, ProcessTree  # noqa: E402
-from edgestats.collectors.telemetry.sampler import Extra, Sampler  # noqa: E402
+from edgestats.collectors.telemetry.sampler import Sampler  # noqa: E402
+from edgestats.collectors.telemetry.source_groups import Extra  # noqa: E402
 
 TICK_TARGET_US = 100.0
 POWER_TARGET_PCT = 5.0
@@ -215,7 +216,8 @@ def print_ticks(table: dict, rates: list[float]) -> bool:
         met = us <= TICK_TARGET_US
         ok &= met
         print(
-            f"whole tick at {hz:g} Hz: {us:.0f} µs (target <= {TICK_TARGET_US:.0f}: {'met' if met else 'MISSED'}), "
+            f"whole tick at {hz:g} Hz: {us:.0f} µs "
+            f"(target <= {TICK_TARGET_US:.0f}: {'met' if met else 'MISSED'}), "
             f"achieved {stats['achieved_hz']:.1f} Hz, missed {stats['missed_ticks']}, "
             f"{us * stats['achieved_hz'] / 1e4:.2f} % of one core, {stats['tree_max_procs']} processes"
         )
@@ -289,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     met = pct <= POWER_TARGET_PCT
     ok &= met
     print(
-        f"power only (RAPL, 5 zones, fake sysfs): back to back {BEFORE_POWER_US['b2b']:.0f} -> {b2b:.0f} µs per tick; "
+        "power only (RAPL, 5 zones, fake sysfs): "
+        f"back to back {BEFORE_POWER_US['b2b']:.0f} -> {b2b:.0f} µs per tick; "
         f"at {args.power_hz:g} Hz {BEFORE_POWER_US['loop']:.0f} -> {us:.0f} µs per tick, "
         f"achieved {stats['achieved_hz']:.1f} Hz, missed {stats['missed_ticks']}: {pct:.2f} % of one core "
         f"(target <= {POWER_TARGET_PCT:g} %: {'met' if met else 'MISSED'})"

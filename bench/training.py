@@ -1,6 +1,7 @@
 """bench/training: what edgestats' training bookkeeping costs per batch, against a bare loop.
 
-    python bench/training.py [--framework pytorch] [--model mnist_cnn] [--batch-size 32] [--n 2000] [--pairs 8]
+    python bench/training.py [--framework pytorch] [--model mnist_cnn] [--batch-size 32]
+                             [--n 2000] [--pairs 8]
 
 Side by side in one process, on the same generated MNIST-format data (in the page cache), the
 same model architecture, seed and optimizer, alternating one epoch of A and one of B:
@@ -32,7 +33,8 @@ sys.path.insert(0, str(REPO))
 from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.spool import SpoolWriter  # noqa: E402
 from edgestats.collectors.training import datasets  # noqa: E402
-from edgestats.collectors.training import synthetic as dataset_make
+from edgestats.collectors.training import synthetic as dataset_make  # noqa: E402
+from edgestats.collectors.training.preprocess import load_batch  # noqa: E402
 from edgestats.collectors.training.worker import train_epoch, trainer_for  # noqa: E402
 from edgestats.registry.runtimes import runtime  # noqa: E402
 
@@ -72,7 +74,7 @@ def bare_torch(trainer):
             return self.split.n
 
         def __getitem__(self, indices):
-            x, y = datasets.load_batch(self.split, indices, self.preprocess)
+            x, y = load_batch(self.split, indices, self.preprocess)
             return torch.from_numpy(x), torch.from_numpy(y)
 
     data = Plain(trainer.dataset.train, trainer.preprocess)
@@ -113,7 +115,7 @@ def bare_tensorflow(trainer):
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
 
         def load(k):
-            return datasets.load_batch(split, chunks[int(k)], preprocess)
+            return load_batch(split, chunks[int(k)], preprocess)
 
         def mapped(k):
             x, y = tf.numpy_function(load, [k], (tf.float32, tf.int64), stateful=False)
@@ -193,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             a_s.append(a / 1e9)
             b_s.append(b / 1e9)
             print(
-                f"pair {k + 1}/{args.pairs}: harness {a / 1e6 / n_batches:.3f} ms/batch, bare {b / 1e6 / n_batches:.3f} "
+                f"pair {k + 1}/{args.pairs}: harness {a / 1e6 / n_batches:.3f} ms/batch, "
+                f"bare {b / 1e6 / n_batches:.3f} "
                 f"ms/batch, ratio {a / b:.4f}"
             )
         spool.close()
@@ -202,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     overhead = statistics.median(ratios) - 1
     per_batch_ms = statistics.median(b_s) * 1e3 / n_batches
     print(
-        f"\n{args.framework} {args.model}, batch {args.batch_size}, {n_batches} batches/epoch, num_workers 0, "
+        f"\n{args.framework} {args.model}, batch {args.batch_size}, {n_batches} batches/epoch, "
+        "num_workers 0, "
         f"Python {platform.python_version()}"
     )
     print(
@@ -218,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{100 * loop_us / 1e3 / per_batch_ms:.3f} % of a bare batch"
     )
     print(
-        f"harness overhead per batch: median {100 * overhead:+.2f} % (pairs: min {100 * (min(ratios) - 1):+.2f} %, "
-        f"max {100 * (max(ratios) - 1):+.2f} %); target < {100 * TARGET:.0f} %: {'MET' if overhead < TARGET else 'NOT MET'}"
+        f"harness overhead per batch: median {100 * overhead:+.2f} % "
+        f"(pairs: min {100 * (min(ratios) - 1):+.2f} %, max {100 * (max(ratios) - 1):+.2f} %); "
+        f"target < {100 * TARGET:.0f} %: {'MET' if overhead < TARGET else 'NOT MET'}"
     )
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0 if overhead < TARGET else 1

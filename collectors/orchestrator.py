@@ -207,24 +207,7 @@ class Orchestrator:
         )
         record = self.begin(config, sweep_id=sweep_id, sweep=sweep)
         paths = self._paths(record.run_id)
-        artifact, prep_end, stop = self.prepare(config, paths)
-        worker, batch = None, None
-        if prep_end is None:
-            worker, batch, stop = self._spawn_and_wait(record, paths, artifact)
-            if batch is not None:
-                write_batch(paths["samples"], batch)  # so a run not stored now keeps its telemetry
-        ended_at = _now()
-        spool = read_spool(paths["spool"])
-        if worker is None:
-            end = prep_end
-        else:
-            end = classify_exit(
-                spool,
-                worker,
-                ended_at,
-                timeout_s=self.timeout_s,
-                memory_limit_bytes=record.memory_limit_bytes,
-            )
+        end, spool, batch, stop = self._execute(record, paths)
         environment = {
             "model_cache": self._model_cache,
             **(extra_environment(end, spool) if extra_environment else {}),
@@ -248,6 +231,31 @@ class Orchestrator:
             noisy=noisy,
             noise_reason=reason,
         )
+
+    def _execute(
+        self, record: RunRecord, paths: dict[str, Path]
+    ) -> tuple[RunEnd, SpoolContents, SampleBatch | None, Interrupted | None]:
+        """Prepare the model, run the worker and classify how the run ended: (how it ended, its
+        spool, the sampler's batch, the signal if one stopped it)."""
+        artifact, prep_end, stop = self.prepare(record.config, paths)
+        worker, batch = None, None
+        if prep_end is None:
+            worker, batch, stop = self._spawn_and_wait(record, paths, artifact)
+            if batch is not None:
+                write_batch(paths["samples"], batch)  # so a run not stored now keeps its telemetry
+        ended_at = _now()
+        spool = read_spool(paths["spool"])
+        if worker is None:
+            end = prep_end
+        else:
+            end = classify_exit(
+                spool,
+                worker,
+                ended_at,
+                timeout_s=self.timeout_s,
+                memory_limit_bytes=record.memory_limit_bytes,
+            )
+        return end, spool, batch, stop
 
     def begin(
         self, config: RunConfig, *, sweep_id: uuid.UUID | None = None, sweep: dict | None = None

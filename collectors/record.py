@@ -110,8 +110,8 @@ class RunRecord:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RunRecordError(
                 f"{path}: not a readable run record ({type(exc).__name__}: {exc}). It belongs to a run whose "
-                f"`edgestats collect` died; delete {path.parent / path.name.split('.')[0]}.* to drop that run "
-                "and collect again"
+                f"`edgestats collect` died; delete {path.parent / path.name.split('.')[0]}.* "
+                "to drop that run and collect again"
             ) from exc
 
 

@@ -72,10 +72,14 @@ class RunConfig:
             length += f" i{self.iterations}" if self.iterations else ""
             lr = f" lr{self.learning_rate:g}" if self.learning_rate is not None else ""
             return (
-                f"train {self.framework} {self.model} b{self.batch_size}{threads} {self.optimizer or 'sgd'}{lr}"
+                f"train {self.framework} {self.model} b{self.batch_size}{threads} "
+                f"{self.optimizer or 'sgd'}{lr}"
                 f"{length} w{self.num_workers or 0}{' cold' if self.evict_cache else ''} #{self.repeat_index}"
             )
-        return f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} {self.precision} #{self.repeat_index}"
+        return (
+            f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} "
+            f"{self.precision} #{self.repeat_index}"
+        )
 
 
 # Fields added after the first release, with their defaults: left out of config_hash() while at

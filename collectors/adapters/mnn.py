@@ -51,8 +51,10 @@ class MNNAdapter(Adapter):
                 config,
                 ("fp32",),
                 {
-                    "int8": "MNN's int8 is offline quantization with calibration images (mnnquant); not offered",
-                    "fp16": "MNN computes fp16 only on CPUs with fp16 arithmetic (ARMv8.2), by precision mode",
+                    "int8": "MNN's int8 is offline quantization with calibration images (mnnquant); "
+                    "not offered",
+                    "fp16": "MNN computes fp16 only on CPUs with fp16 arithmetic (ARMv8.2), "
+                    "by precision mode",
                 },
             )
             or common.model_problem(cls.framework, config, USER_SUFFIXES)

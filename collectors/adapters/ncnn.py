@@ -65,8 +65,10 @@ class NcnnAdapter(Adapter):
                 config,
                 ("fp32",),
                 {
-                    "int8": "ncnn's int8 needs a calibration table from ncnn2table/ncnn2int8, which no pip wheel ships",
-                    "fp16": "ncnn's fp16 storage and arithmetic are CPU-dependent fast paths, not a model precision",
+                    "int8": "ncnn's int8 needs a calibration table from ncnn2table/ncnn2int8, "
+                    "which no pip wheel ships",
+                    "fp16": "ncnn's fp16 storage and arithmetic are CPU-dependent fast paths, "
+                    "not a model precision",
                 },
             )
             or common.model_problem(cls.framework, config, USER_SUFFIXES)

@@ -63,7 +63,8 @@ class OpenVINOAdapter(Adapter):
             or (
                 None
                 if is_zoo_model(config.model) or config.precision != "int8"
-                else "openvino int8 quantizes zoo models; quantize your model with NNCF and pass that IR as fp32"
+                else "openvino int8 quantizes zoo models; "
+                "quantize your model with NNCF and pass that IR as fp32"
             )
         )
 

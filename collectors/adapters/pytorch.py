@@ -183,35 +183,9 @@ class PyTorchAdapter(Adapter):
         meta = common.read_sidecar(path)
         int8 = self.config.precision == "int8"
         if _is_torchscript(path):
-            if int8 and not meta.get("int8_in_file"):
-                raise ModelFileError(
-                    f"{path.name} is TorchScript, which torch cannot quantize after the fact; "
-                    "quantize before scripting, or run fp32"
-                )
-            with _quiet():
-                model = torch.jit.load(str(path), map_location="cpu")
-            self.format = "torchscript"
-            arch = meta.get("model")
+            model, arch = self._load_torchscript(path, meta, int8)
         else:
-            arch = meta.get("model") or self.config.extra.get("architecture")
-            if not arch:
-                raise ModelFileError(
-                    f"{path.name} is not TorchScript, so it holds weights without an architecture: "
-                    "pass extra architecture=<zoo model> for a state_dict, or save the model "
-                    "with torch.jit.save"
-                )
-            from edgestats.collectors.zoo.torch_models import build_torch
-
-            model = build_torch(arch, seed=meta.get("seed", self.config.seed))
-            try:
-                state = torch.load(str(path), map_location="cpu", weights_only=True)
-                model.load_state_dict(state)
-            except Exception as exc:  # an unsafe pickle, or weights of another architecture
-                raise ModelFileError(
-                    f"cannot load {path.name} as a {arch} state_dict with weights_only=True: "
-                    f"{str(exc).splitlines()[0][:300]}"
-                ) from None
-            self.format = "state_dict"
+            model, arch = self._load_state_dict(path, meta)
         if (self.format == "torchscript") != (self.runtime == "torchscript"):
             raise ModelFileError(
                 f"{path.name} is a {self.format} file, which runtime {self.runtime} does not run; "
@@ -240,6 +214,42 @@ class PyTorchAdapter(Adapter):
             file=str(path),
             file_bytes=common.file_bytes(path),
         )
+
+    def _load_torchscript(self, path: Path, meta: dict[str, Any], int8: bool) -> tuple[Any, str | None]:
+        """A TorchScript archive, and the zoo architecture its sidecar names (None for a user's)."""
+        if int8 and not meta.get("int8_in_file"):
+            raise ModelFileError(
+                f"{path.name} is TorchScript, which torch cannot quantize after the fact; "
+                "quantize before scripting, or run fp32"
+            )
+        with _quiet():
+            model = self.torch.jit.load(str(path), map_location="cpu")
+        self.format = "torchscript"
+        return model, meta.get("model")
+
+    def _load_state_dict(self, path: Path, meta: dict[str, Any]) -> tuple[Any, str]:
+        """The zoo architecture rebuilt and its weights loaded (weights_only=True), and its name."""
+        torch = self.torch
+        arch = meta.get("model") or self.config.extra.get("architecture")
+        if not arch:
+            raise ModelFileError(
+                f"{path.name} is not TorchScript, so it holds weights without an architecture: "
+                "pass extra architecture=<zoo model> for a state_dict, or save the model "
+                "with torch.jit.save"
+            )
+        from edgestats.collectors.zoo.torch_models import build_torch
+
+        model = build_torch(arch, seed=meta.get("seed", self.config.seed))
+        try:
+            state = torch.load(str(path), map_location="cpu", weights_only=True)
+            model.load_state_dict(state)
+        except Exception as exc:  # an unsafe pickle, or weights of another architecture
+            raise ModelFileError(
+                f"cannot load {path.name} as a {arch} state_dict with weights_only=True: "
+                f"{str(exc).splitlines()[0][:300]}"
+            ) from None
+        self.format = "state_dict"
+        return model, arch
 
     @property
     def compiles(self) -> bool:  # the worker's `compile` phase (base.Adapter)

@@ -41,7 +41,8 @@ class TensorFlowAdapter(Adapter):
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
         why = {
-            "int8": "TensorFlow has no post-training int8 outside TFLite (use --framework tflite --precision int8)",
+            "int8": "TensorFlow has no post-training int8 outside TFLite "
+            "(use --framework tflite --precision int8)",
             "fp16": "Keras mixed precision is fixed when a model is built and speeds up GPUs only; "
             "not offered by this adapter",
         }

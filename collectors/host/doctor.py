@@ -213,7 +213,10 @@ def _probe_line(result: dict[str, Any], name_w: int, version_w: int) -> str:
     if not result["available"]:
         return f"{head}no   {result['reason']}"
     import_s = f"{result['import_s']:6.2f} s" if result["import_s"] is not None else "     - s"
-    return f"{head}yes  {result['version'] or '-':<{version_w}}  {import_s}  {_summarise_detail(result['detail'])}".rstrip()
+    return (
+        f"{head}yes  {result['version'] or '-':<{version_w}}  {import_s}  "
+        f"{_summarise_detail(result['detail'])}"
+    ).rstrip()
 
 
 def _summarise_detail(detail: dict[str, Any]) -> str:

@@ -7,7 +7,8 @@ an external meter: integrated here by the trapezoid rule). The sampler calls `re
 its CLOCK_MONOTONIC timestamp, so energy can later be cut to each phase's window.
 
 A source's samples are stored as metrics `energy_j:<rail>` and `power_w:<rail>`; the prefixes
-are ENERGY_PREFIX and POWER_PREFIX (edgestats/contracts.py), which every reader and writer of those rows imports.
+are ENERGY_PREFIX and POWER_PREFIX (edgestats/contracts.py), which every reader and writer of
+those rows imports.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def measure_meter(
         raise BaselineError(
             f"{source.path} does not cover the idle window {start_unix_s:.1f}-{start_unix_s + seconds:.1f} "
             f"(Unix s, this host's clock; the log covers {logged} there). Give --start with a time the meter "
-            "logged while the device was idle, or --clock-offset if the meter's clock differs from this host's"
+            "logged while the device was idle, or --clock-offset if the meter's clock differs from "
+            "this host's"
         )
     try:
         stats = baseline_stats(series, start_ns, end_ns)

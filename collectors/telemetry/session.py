@@ -73,7 +73,10 @@ class Telemetry:
         if not self.not_used:
             return "no power source: --power none"
         tried = "; ".join(f"{name}: {why}" for name, why in self.not_used.items())
-        return f"no power source found ({tried}). Energy needs one: {path_source_hint()}, or fix the reason above"
+        return (
+            f"no power source found ({tried}). "
+            f"Energy needs one: {path_source_hint()}, or fix the reason above"
+        )
 
     def start_sampler(self, pid: int) -> Sampler | None:
         if not self.sample_hz:
@@ -215,7 +218,8 @@ def describe_sensors(root: Path = Path("/")) -> list[dict[str, Any]]:
         delay,
         "kernel delay accounting is on"
         if delay
-        else "needs kernel delay accounting: sysctl -w kernel.task_delayacct=1 (system-wide iowait is still recorded)",
+        else "needs kernel delay accounting: sysctl -w kernel.task_delayacct=1 "
+        "(system-wide iowait is still recorded)",
     )
     stat = (root / "proc/stat").is_file()
     row("system CPU and per-core use", stat, "/proc/stat" if stat else f"{root / 'proc/stat'} is missing")

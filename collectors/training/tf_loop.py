@@ -22,7 +22,8 @@ import numpy as np
 import tensorflow as tf
 
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.training.datasets import Dataset, Preprocess, Split, timed_batch
+from edgestats.collectors.training.datasets import Dataset, Split
+from edgestats.collectors.training.preprocess import Preprocess, timed_batch
 from edgestats.collectors.zoo.catalog import zoo_model
 
 MOMENTUM = 0.9

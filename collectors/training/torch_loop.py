@@ -18,7 +18,8 @@ import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.training.datasets import Dataset, Preprocess, Split, timed_batch
+from edgestats.collectors.training.datasets import Dataset, Split
+from edgestats.collectors.training.preprocess import Preprocess, timed_batch
 from edgestats.collectors.zoo.catalog import zoo_model
 from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
 

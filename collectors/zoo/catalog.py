@@ -1,9 +1,9 @@
-"""The model zoo: the same architectures in PyTorch (zoo.torch_models) and Keras (zoo.keras_models), built from
-code with seeded random weights — nothing is downloaded.
+"""The model zoo: the same architectures in PyTorch (zoo.torch_models) and Keras
+(zoo.keras_models), built from code with seeded random weights — nothing is downloaded.
 
 This module is the framework-free registry: names, input shapes and the published parameter
-counts the tests hold both builders to. The builders live in zoo/torch_models.py / zoo/keras_models.py and are
-imported only by the adapters that need them.
+counts the tests hold both builders to. The builders live in zoo/torch_models.py /
+zoo/keras_models.py and are imported only by the adapters that need them.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ ZOO: dict[str, ZooModel] = {
             3,
             10,
             1_068_298,
-            "DLaaS study (seed 002) Table V, TensorFlow's default CIFAR-10 net (its cifar10 tutorial, 24x24 input): "
+            "DLaaS study (seed 002) Table V, TensorFlow's default CIFAR-10 net "
+            "(its cifar10 tutorial, 24x24 input): "
             "conv5x5x64, max-pool, LRN, conv5x5x64, LRN, max-pool, fc384, fc192, fc10: 1,068,298 parameters",
         ),
         ZooModel(
@@ -96,7 +97,8 @@ ZOO: dict[str, ZooModel] = {
             3,
             1000,
             2_542_856,
-            "MobileNetV3-Small (Howard et al. 2019): 2,542,856 (torchvision; Keras applications' variant differs)",
+            "MobileNetV3-Small (Howard et al. 2019): 2,542,856 "
+            "(torchvision; Keras applications' variant differs)",
         ),
         ZooModel(
             "mobilenet_v3_large",
@@ -104,7 +106,8 @@ ZOO: dict[str, ZooModel] = {
             3,
             1000,
             5_483_032,
-            "MobileNetV3-Large (Howard et al. 2019): 5,483,032 (torchvision; Keras applications' variant differs)",
+            "MobileNetV3-Large (Howard et al. 2019): 5,483,032 "
+            "(torchvision; Keras applications' variant differs)",
         ),
     )
 }

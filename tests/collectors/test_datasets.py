@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 from edgestats.collectors.training import datasets as ds
 from edgestats.collectors.training import pagecache
+from edgestats.collectors.training import preprocess as pp
 from edgestats.collectors.training import synthetic as dataset_make
 
 runner = CliRunner()
@@ -198,9 +199,9 @@ def test_corrupt_jpeg_is_a_clear_error_naming_the_file(tmp_path):
     data = ds.open_dataset(tmp_path / "i")
     path, _ = data.train.raw(1)
     path.write_bytes(path.read_bytes()[:200])  # truncated mid-scan
-    pre = ds.Preprocess((32, 32), 3, "NCHW")
+    pre = pp.Preprocess((32, 32), 3, "NCHW")
     with pytest.raises(ds.DatasetFormatError, match=rf"{path.name}: cannot be decoded as an image"):
-        ds.load_batch(data.train, [0, 1], pre)
+        pp.load_batch(data.train, [0, 1], pre)
 
 
 def test_missing_or_unknown_data_directories(tmp_path):
@@ -223,11 +224,11 @@ def test_missing_or_unknown_data_directories(tmp_path):
 def test_preprocess_converts_any_format_to_any_model_input(tmp_path):
     images, _ = mnist_by_hand(tmp_path / "m")
     grey = images[0]
-    rgb_nchw = ds.Preprocess((32, 32), 3, "NCHW")(grey)
+    rgb_nchw = pp.Preprocess((32, 32), 3, "NCHW")(grey)
     assert rgb_nchw.shape == (3, 32, 32) and rgb_nchw.dtype == np.float32
     assert np.array_equal(rgb_nchw[0], rgb_nchw[2])  # grey -> RGB repeats the channel
     assert -1.0 <= rgb_nchw.min() and rgb_nchw.max() <= 1.0
-    same = ds.Preprocess((28, 28), 1, "NHWC")(grey)
+    same = pp.Preprocess((28, 28), 1, "NHWC")(grey)
     assert same.shape == (28, 28, 1) and np.allclose(same[:, :, 0], grey / 127.5 - 1.0, atol=1e-6)
 
 

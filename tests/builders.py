@@ -10,6 +10,41 @@ import pyarrow as pa
 
 from edgestats.store.results import Store
 
+INFERENCE_PHASES = [
+    "import",
+    "load_model",
+    "load_first_input",
+    "first_inference",
+    "load_second_input",
+    "second_inference",
+    "steady",
+    "total",
+]
+
+
+def _inference_phases(t0: int) -> pa.Table:
+    """The inference phases in order, 10 ms apart from t0, each 9 ms long."""
+    starts = t0 + np.arange(len(INFERENCE_PHASES), dtype=np.int64) * 10_000_000
+    return pa.table(
+        {
+            "seq": pa.array(range(len(INFERENCE_PHASES)), pa.int32()),
+            "phase": INFERENCE_PHASES,
+            "start_ns": starts,
+            "end_ns": starts + 9_000_000,
+        }
+    )
+
+
+def _inference_samples(rng: np.random.Generator, t0: int, n_samples: int) -> pa.Table:
+    """Telemetry samples: RSS and total CPU in pairs, one pair every 100 ms from t0."""
+    return pa.table(
+        {
+            "t_ns": np.repeat(t0 + np.arange(n_samples // 2, dtype=np.int64) * 100_000_000, 2),
+            "metric": ["rss_bytes", "cpu_total_pct"] * (n_samples // 2),
+            "value": rng.uniform(1e6, 2e8, n_samples),
+        }
+    )
+
 
 def write_inference_run(
     store: Store,
@@ -25,25 +60,6 @@ def write_inference_run(
     """One inference run with phases, latencies and telemetry samples, deterministic per seed."""
     rng = np.random.default_rng(seed)
     t0 = 1_000_000_000 * (seed + 1)
-    phase_names = [
-        "import",
-        "load_model",
-        "load_first_input",
-        "first_inference",
-        "load_second_input",
-        "second_inference",
-        "steady",
-        "total",
-    ]
-    starts = t0 + np.arange(len(phase_names), dtype=np.int64) * 10_000_000
-    phases = pa.table(
-        {
-            "seq": pa.array(range(len(phase_names)), pa.int32()),
-            "phase": phase_names,
-            "start_ns": starts,
-            "end_ns": starts + 9_000_000,
-        }
-    )
     latencies = pa.table(
         {
             "iteration": pa.array(range(n_latencies), pa.int32()),
@@ -52,13 +68,7 @@ def write_inference_run(
             "latency_ns": rng.integers(1_000_000, 2_000_000, n_latencies),
         }
     )
-    samples = pa.table(
-        {
-            "t_ns": np.repeat(t0 + np.arange(n_samples // 2, dtype=np.int64) * 100_000_000, 2),
-            "metric": ["rss_bytes", "cpu_total_pct"] * (n_samples // 2),
-            "value": rng.uniform(1e6, 2e8, n_samples),
-        }
-    )
+    samples = _inference_samples(rng, t0, n_samples)  # after the latencies: the same draws per seed
     return store.write_run(
         {
             "run_id": run_id,
@@ -72,7 +82,7 @@ def write_inference_run(
             "iterations": n_latencies,
             "config": {"seed": seed},
         },
-        phases=phases,
+        phases=_inference_phases(t0),
         latencies=latencies,
         samples=samples,
     )

@@ -25,23 +25,17 @@ def _uuids(n: int, rng: np.random.Generator) -> list[str]:
     return [str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in range(n)]
 
 
-def _inference_tables(
+def _inference_runs(
     run_ids: list[str],
     device_ids: list[str],
-    rng: np.random.Generator,
+    framework: list[str],
+    model: list[str],
     latencies_per_run: int,
     t0: dt.datetime,
-) -> dict[str, pa.Table]:
+) -> pa.Table:
+    """The runs table: devices in turn, one run a minute from t0."""
     n = len(run_ids)
-    framework = [FRAMEWORKS[i % len(FRAMEWORKS)] for i in range(n)]
-    model = [MODELS[(i // len(FRAMEWORKS)) % len(MODELS)] for i in range(n)]
-    speed = np.array(
-        [
-            {"pytorch": 1.0, "onnxruntime": 0.7, "tflite": 0.85}[f] * {"squeezenet": 8.0, "cnn9": 1.5}[m]
-            for f, m in zip(framework, model)
-        ]
-    )
-    runs = pa.table(
+    return pa.table(
         {
             "run_id": run_ids,
             "device_id": [device_ids[i % len(device_ids)] for i in range(n)],
@@ -58,16 +52,12 @@ def _inference_tables(
             "source": ["collect"] * n,
         }
     )
-    latency_ms = rng.lognormal(np.log(np.repeat(speed, latencies_per_run)), 0.1)
-    latencies = pa.table(
-        {
-            "run_id": np.repeat(run_ids, latencies_per_run),
-            "iteration": pa.array(np.tile(np.arange(latencies_per_run), n), pa.int32()),
-            "warmup": np.zeros(n * latencies_per_run, dtype=bool),
-            "latency_ns": (latency_ms * 1e6).astype(np.int64),
-        }
-    )
-    durations_s = np.column_stack(
+
+
+def _phase_durations_s(speed: np.ndarray, rng: np.random.Generator, latencies_per_run: int) -> np.ndarray:
+    """One row per run, one column per phase before total, scaled by the run's speed."""
+    n = len(speed)
+    return np.column_stack(
         [
             rng.uniform(0.5, 2.0, n),
             speed * rng.uniform(0.01, 0.03, n),
@@ -76,6 +66,11 @@ def _inference_tables(
             speed * latencies_per_run / 1000,
         ]
     )
+
+
+def _inference_phases(run_ids: list[str], durations_s: np.ndarray) -> pa.Table:
+    """The phases back to back from 0, then total spanning them all."""
+    n = len(run_ids)
     starts = np.cumsum(np.column_stack([np.zeros(n), durations_s[:, :-1]]), axis=1)
     phase_rows = {"run_id": [], "seq": [], "phase": [], "start_ns": [], "end_ns": []}
     for j, phase in enumerate(PHASES[:-1]):
@@ -89,7 +84,37 @@ def _inference_tables(
     phase_rows["phase"] += ["total"] * n
     phase_rows["start_ns"] += [0] * n
     phase_rows["end_ns"] += list((durations_s.sum(axis=1) * 1e9).astype(np.int64))
-    phases = pa.table({**phase_rows, "seq": pa.array(phase_rows["seq"], pa.int32())})
+    return pa.table({**phase_rows, "seq": pa.array(phase_rows["seq"], pa.int32())})
+
+
+def _inference_tables(
+    run_ids: list[str],
+    device_ids: list[str],
+    rng: np.random.Generator,
+    latencies_per_run: int,
+    t0: dt.datetime,
+) -> dict[str, pa.Table]:
+    n = len(run_ids)
+    framework = [FRAMEWORKS[i % len(FRAMEWORKS)] for i in range(n)]
+    model = [MODELS[(i // len(FRAMEWORKS)) % len(MODELS)] for i in range(n)]
+    speed = np.array(
+        [
+            {"pytorch": 1.0, "onnxruntime": 0.7, "tflite": 0.85}[f] * {"squeezenet": 8.0, "cnn9": 1.5}[m]
+            for f, m in zip(framework, model)
+        ]
+    )
+    runs = _inference_runs(run_ids, device_ids, framework, model, latencies_per_run, t0)
+    # The draws keep their order (latencies, phase durations, memory, energy): the same data per seed.
+    latency_ms = rng.lognormal(np.log(np.repeat(speed, latencies_per_run)), 0.1)
+    latencies = pa.table(
+        {
+            "run_id": np.repeat(run_ids, latencies_per_run),
+            "iteration": pa.array(np.tile(np.arange(latencies_per_run), n), pa.int32()),
+            "warmup": np.zeros(n * latencies_per_run, dtype=bool),
+            "latency_ns": (latency_ms * 1e6).astype(np.int64),
+        }
+    )
+    phases = _inference_phases(run_ids, _phase_durations_s(speed, rng, latencies_per_run))
     samples = pa.table(
         {
             "run_id": run_ids,

@@ -236,7 +236,9 @@ def test_pareto_mask_by_hand():
     assert pareto_mask(latency, memory).tolist() == [True, True, False, False, True]
 
 
-def test_winners_are_tested_rank_based_and_holm_corrected():
+def winners_runs() -> tuple[list[dict], dict[int, list[float]]]:
+    """Three frameworks × two models × three runs of 40 latencies on one device: mxnet fastest,
+    pytorch smallest, tensorflow slow and big. Returns the run rows and each run's latencies."""
     rng = np.random.default_rng(11)
     rows, per_run = [], {}
     for model in ("alexnet", "squeezenet"):
@@ -259,6 +261,19 @@ def test_winners_are_tested_rank_based_and_holm_corrected():
                         "rss_peak_bytes": memory * (1 + 0.02 * rng.standard_normal()),
                     }
                 )
+    return rows, per_run
+
+
+def alexnet_run_medians(rows: list[dict], per_run: dict[int, list[float]], framework: str) -> list[float]:
+    return [
+        np.median(per_run[i])
+        for i, r in enumerate(rows)
+        if r["model"] == "alexnet" and r["framework"] == framework
+    ]
+
+
+def test_winners_are_tested_rank_based_and_holm_corrected():
+    rows, per_run = winners_runs()
     runs = runs_frame(rows)
     result = tradeoff(
         runs, latencies_frame(per_run), config=CONFIG, strata=["device", "model"], settings=SETTINGS
@@ -270,17 +285,8 @@ def test_winners_are_tested_rank_based_and_holm_corrected():
     # the run is the unit: each run's median latency (pooling the 3 × 40 latencies made them
     # look independent and gave a tiny p for 3 runs a side)
     assert latency["best"]["candidate"] == {"framework": "mxnet"} and latency["n_unit"] == "runs"
-    best = [
-        np.median(per_run[i])
-        for i, r in enumerate(rows)
-        if r["model"] == "alexnet" and r["framework"] == "mxnet"
-    ]
-    second_name = latency["runner_up"]["candidate"]["framework"]
-    second = [
-        np.median(per_run[i])
-        for i, r in enumerate(rows)
-        if r["model"] == "alexnet" and r["framework"] == second_name
-    ]
+    best = alexnet_run_medians(rows, per_run, "mxnet")
+    second = alexnet_run_medians(rows, per_run, latency["runner_up"]["candidate"]["framework"])
     assert latency["p_value"] == pytest.approx(stats.mannwhitneyu(best, second).pvalue)
     assert latency["p_value"] == pytest.approx(0.1)  # the smallest two-sided p of 3 vs 3 runs
     assert latency["prob_superiority"] == pytest.approx(1.0)

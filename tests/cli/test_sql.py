@@ -15,7 +15,10 @@ from edgestats.store.query import run_query
 from edgestats.store.results import Store
 
 runner = CliRunner()
-QUERY = "SELECT framework, count(*) AS runs FROM runs WHERE kind = 'inference' GROUP BY framework ORDER BY framework"
+QUERY = (
+    "SELECT framework, count(*) AS runs FROM runs WHERE kind = 'inference' "
+    "GROUP BY framework ORDER BY framework"
+)
 
 
 @pytest.mark.parametrize(
@@ -25,7 +28,8 @@ QUERY = "SELECT framework, count(*) AS runs FROM runs WHERE kind = 'inference' G
         "  delete from runs",
         "/* harmless */ UPDATE runs SET status = 'error'",
         "CREATE TABLE t AS SELECT 1",
-        "WITH x AS (SELECT 1) INSERT INTO devices (device_id, name, registered_at) SELECT uuid(), 'x', now() FROM x",
+        "WITH x AS (SELECT 1) INSERT INTO devices (device_id, name, registered_at) "
+        "SELECT uuid(), 'x', now() FROM x",
         "DROP VIEW run_summary",
         "INSERT INTO runs SELECT * FROM runs",
         "ALTER TABLE runs ADD COLUMN x INT",

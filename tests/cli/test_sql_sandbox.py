@@ -106,8 +106,9 @@ def test_each_duckdb_setting_refuses_on_its_own(db, tmp_path, statement):
         lock_down(store.con)
         settings = dict(
             store.con.execute(
-                "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration', "
-                "'autoinstall_known_extensions', 'autoload_known_extensions', 'allow_persistent_secrets', 'temp_directory')"
+                "SELECT name, value FROM duckdb_settings() WHERE name IN "
+                "('enable_external_access', 'lock_configuration', 'autoinstall_known_extensions', "
+                "'autoload_known_extensions', 'allow_persistent_secrets', 'temp_directory')"
             ).fetchall()
         )
         with pytest.raises(duckdb.Error) as caught:

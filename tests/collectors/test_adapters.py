@@ -28,17 +28,13 @@ from edgestats.registry.runtimes import runtime_names
 # models, converted files) are built once instead of once per worker that gets one of its tests.
 pytestmark = pytest.mark.xdist_group("adapters")
 
+# Every variant of every registered runtime (torch-compile has its own test below): a runtime added
+# to the registry runs here with no edit to this file (docs/architecture.md §8).
 VARIANTS = [
-    ("pytorch", "torch-eager"),
-    ("pytorch", "torchscript"),
-    ("tensorflow", "tf-function"),
-    ("tensorflow", "tf-eager"),
-    ("tflite", "tflite"),
-    ("onnxruntime", "onnxruntime"),
-    ("openvino", "openvino"),
-    ("ncnn", "ncnn"),
-    ("mnn", "mnn"),
-    ("executorch", "executorch"),
+    (framework, variant)
+    for framework in runtime_names()
+    for variant in adapter_class(framework).runtimes
+    if variant != "torch-compile"
 ]
 INT8 = [
     ("pytorch", "torch-eager"),
@@ -303,13 +299,13 @@ def test_squeezenet_converts_and_runs(framework, tmp_path):
 
 
 def test_adapter_modules_import_no_framework():
+    # every registered runtime's adapter module, so a new one is held to this too
+    modules = [runtime_registry.runtime(name).adapter.partition(":")[0] for name in runtime_names()]
     code = (
-        "import sys, json\nimport edgestats.collectors.adapters.pytorch, edgestats.collectors.adapters.tensorflow, "
-        "edgestats.collectors.adapters.tflite, edgestats.collectors.adapters.onnxruntime, edgestats.collectors.adapters.inputs, "
-        "edgestats.collectors.adapters.openvino, edgestats.collectors.adapters.ncnn, edgestats.collectors.adapters.mnn, "
-        "edgestats.collectors.adapters.executorch\n"
+        f"import sys, json\nimport {', '.join([*modules, 'edgestats.collectors.adapters.inputs'])}\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     )
+    frameworks = {m.split(".")[0] for name in runtime_names() for m in runtime_registry.runtime(name).imports}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out.splitlines()[-1]))
     assert not loaded & {
@@ -327,6 +323,7 @@ def test_adapter_modules_import_no_framework():
         "MNN",
         "_tools",
         "executorch",
+        *frameworks,
     }
 
 

@@ -273,7 +273,10 @@ def test_run_waits_while_another_process_holds_the_db(tmp_path, cache_dir):
     holders = []
 
     def hold_db_while_measuring(pid: int) -> None:
-        code = f"import duckdb, time; c = duckdb.connect({str(db)!r}, read_only=True); print('held', flush=True); time.sleep(5)"
+        code = (
+            f"import duckdb, time; c = duckdb.connect({str(db)!r}, read_only=True); "
+            "print('held', flush=True); time.sleep(5)"
+        )
         holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         assert holder.stdout.readline().strip() == "held"
         holders.append((holder, time.monotonic()))

@@ -92,11 +92,8 @@ def test_an_image_folder_is_named_by_its_folder(tmp_path):
     assert described["dataset_image_h"] is None  # each file has its own size
 
 
-@pytest.mark.frameworks  # trains in PyTorch workers
-@pytest.mark.xdist_group("training")
-def test_time_against_dataset_size_with_intervals(tmp_path):
-    """Issue 15's check: a training sweep over `dataset make --scale` sizes gives end-to-end time
-    against dataset size in the hyperparams analysis, with intervals."""
+def make_scaled_datasets(tmp_path: Path) -> list[str]:
+    """MNIST-format datasets at each of SCALES; returns their `--data` options for collect."""
     dirs = []
     for scale in SCALES:
         out = tmp_path / f"mnist-x{scale}"
@@ -119,6 +116,48 @@ def test_time_against_dataset_size_with_intervals(tmp_path):
         )
         assert made.exit_code == 0, made.output
         dirs += ["--data", str(out)]
+    return dirs
+
+
+def check_time_grows_with_the_samples(db: Path, response: str) -> None:
+    """The hyperparams analysis of `response` against dataset_samples: a slope, main effects and a
+    proportionality, each with its interval."""
+    analysed = runner.invoke(
+        app,
+        [
+            "analyze",
+            str(db),
+            "--only",
+            "hyperparams",
+            "--response",
+            response,
+            "--factor",
+            "dataset_samples",
+            "--json",
+        ],
+    )
+    assert analysed.exit_code == 0, analysed.output
+    (entry,) = json.loads(analysed.stdout)["hyperparams"]
+    assert entry["n"] == 6 and entry["group"] == {}
+    slope = next(t for t in entry["terms"] if t["term"] == "dataset_samples")
+    # time grows with the samples (4x from the smallest to the largest); the interval's lower
+    # end is not asserted above 0: two runs per size on a shared 2-core machine can be noisy
+    assert slope["ci_low"] < slope["estimate"] < slope["ci_high"] and slope["estimate"] > 0, slope
+    effects = [e for e in entry["main_effects"] if e["factor"] == "dataset_samples"]
+    assert [e["value"] for e in effects] == [200, 400, 800] and all(e["n"] == 2 for e in effects)
+    assert all(e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in effects)
+    assert effects[0]["estimate"] < effects[-1]["estimate"]
+    (per_sample,) = entry["proportionality"]
+    assert per_sample["factor"] == "dataset_samples"
+    assert per_sample["slope"]["ci_low"] < per_sample["slope"]["estimate"] < per_sample["slope"]["ci_high"]
+
+
+@pytest.mark.frameworks  # trains in PyTorch workers
+@pytest.mark.xdist_group("training")
+def test_time_against_dataset_size_with_intervals(tmp_path):
+    """Issue 15's check: a training sweep over `dataset make --scale` sizes gives end-to-end time
+    against dataset size in the hyperparams analysis, with intervals."""
+    dirs = make_scaled_datasets(tmp_path)
     db = tmp_path / "r.duckdb"
     result = runner.invoke(
         app,
@@ -152,33 +191,4 @@ def test_time_against_dataset_size_with_intervals(tmp_path):
     assert len({r["dataset_path"] for r in runs}) == 3 and all(r["dataset_bytes"] > 0 for r in runs)
 
     for response in ("training_time_s", "e2e_s"):
-        analysed = runner.invoke(
-            app,
-            [
-                "analyze",
-                str(db),
-                "--only",
-                "hyperparams",
-                "--response",
-                response,
-                "--factor",
-                "dataset_samples",
-                "--json",
-            ],
-        )
-        assert analysed.exit_code == 0, analysed.output
-        (entry,) = json.loads(analysed.stdout)["hyperparams"]
-        assert entry["n"] == 6 and entry["group"] == {}
-        slope = next(t for t in entry["terms"] if t["term"] == "dataset_samples")
-        # time grows with the samples (4x from the smallest to the largest); the interval's lower
-        # end is not asserted above 0: two runs per size on a shared 2-core machine can be noisy
-        assert slope["ci_low"] < slope["estimate"] < slope["ci_high"] and slope["estimate"] > 0, slope
-        effects = [e for e in entry["main_effects"] if e["factor"] == "dataset_samples"]
-        assert [e["value"] for e in effects] == [200, 400, 800] and all(e["n"] == 2 for e in effects)
-        assert all(e["ci_low"] <= e["estimate"] <= e["ci_high"] for e in effects)
-        assert effects[0]["estimate"] < effects[-1]["estimate"]
-        (per_sample,) = entry["proportionality"]
-        assert per_sample["factor"] == "dataset_samples"
-        assert (
-            per_sample["slope"]["ci_low"] < per_sample["slope"]["estimate"] < per_sample["slope"]["ci_high"]
-        )
+        check_time_grows_with_the_samples(db, response)

@@ -38,12 +38,14 @@ def cpuinfo(block: str, n: int, trailer: str = "") -> str:
     return "".join(f"processor\t: {i}\n{block}\n" for i in range(n)) + trailer
 
 
-X86_BLOCK = """vendor_id\t: GenuineIntel
-cpu family\t: 6
-model\t\t: 140
-model name\t: 11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz
-flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr sse sse2 ss ht tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc avx2
-"""
+X86_BLOCK = (
+    "vendor_id\t: GenuineIntel\n"
+    "cpu family\t: 6\n"
+    "model\t\t: 140\n"
+    "model name\t: 11th Gen Intel(R) Core(TM) i7-1165G7 @ 2.80GHz\n"
+    "flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr "
+    "sse sse2 ss ht tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc avx2\n"
+)
 
 PI4_BLOCK = """BogoMIPS\t: 108.00
 Features\t: fp asimd evtstrm crc32 cpuid
@@ -94,10 +96,13 @@ def laptop_tree(root: Path) -> Path:
             "proc/cpuinfo": cpuinfo(X86_BLOCK, 8),
             "proc/meminfo": meminfo(16_135_000, 2_097_148),
             "proc/sys/kernel/osrelease": "6.5.0-35-generic\n",
-            "proc/driver/nvidia/gpus/0000:01:00.0/information": "Model: \t\t NVIDIA GeForce MX450\nIRQ:   151\n",
+            "proc/driver/nvidia/gpus/0000:01:00.0/information": (
+                "Model: \t\t NVIDIA GeForce MX450\nIRQ:   151\n"
+            ),
             "etc/hostname": "thinkpad\n",
             "etc/machine-id": "0123456789abcdef0123456789abcdef\n",
-            "etc/os-release": 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\n',
+            "etc/os-release": 'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\n'
+            'VERSION_ID="22.04"\nID=ubuntu\n',
             "sys/class/dmi/id/sys_vendor": "LENOVO\n",
             "sys/class/dmi/id/product_name": "20XW0055GE\n",
             "sys/devices/system/cpu/online": "0-7\n",
@@ -129,14 +134,16 @@ def jetson_tree(root: Path, *, status: str | None = "pmode:0003 fmode:cool\n") -
         "proc/cpuinfo": cpuinfo(JETSON_BLOCK, 6),
         "proc/meminfo": meminfo(7_763_228, 3_881_612),
         "proc/device-tree/model": b"NVIDIA Jetson Xavier NX Developer Kit\x00",
-        "proc/device-tree/compatible": b"nvidia,p3509-0000+p3668-0001\x00nvidia,jetson-xavier-nx\x00nvidia,tegra194\x00",
+        "proc/device-tree/compatible": b"nvidia,p3509-0000+p3668-0001\x00nvidia,jetson-xavier-nx\x00"
+        b"nvidia,tegra194\x00",
         "proc/sys/kernel/osrelease": "4.9.253-tegra\n",
         "etc/hostname": "xavier-nx\n",
         "etc/machine-id": "fedcba9876543210fedcba9876543210\n",
-        "etc/os-release": 'NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\nID=ubuntu\nVERSION_ID="18.04"\n',
+        "etc/os-release": 'NAME="Ubuntu"\nVERSION="18.04.6 LTS (Bionic Beaver)"\n'
+        'ID=ubuntu\nVERSION_ID="18.04"\n',
         "etc/nvpmodel.conf": NVPMODEL_CONF,
-        "etc/nv_tegra_release": "# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t186ref, EABI: aarch64, "
-        "DATE: Sat Feb 19 17:07:00 UTC 2022\n",
+        "etc/nv_tegra_release": "# R32 (release), REVISION: 7.1, GCID: 29818004, BOARD: t186ref, "
+        "EABI: aarch64, DATE: Sat Feb 19 17:07:00 UTC 2022\n",
         "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor": "schedutil\n",
     }
     if status is not None:

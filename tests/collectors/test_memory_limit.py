@@ -52,29 +52,36 @@ def test_batch_size_past_the_memory_limit_is_an_error_with_what_it_measured(tmp_
     )
     assert result.exit_code == 0, result.output
     with Store.open(db, read_only=True) as store:
-        runs = {
-            r["batch_size"]: r
-            for r in store.frame(
-                "SELECT batch_size, status, error_text, environment->>'memory_limit_bytes' AS limit_bytes FROM runs"
-            ).to_dicts()
-        }
-        assert runs[16]["status"] == "ok"
-        failed = runs[1000]
-        assert failed["status"] == "error"
-        assert failed["error_text"].startswith("out of memory under --memory-limit-mb 500")
-        assert "can't allocate memory" in failed["error_text"]
-        assert failed["limit_bytes"] == str(500 * 2**20)
-        phases = [
-            r[0]
-            for r in store.con.execute(
-                "SELECT phase FROM phases JOIN runs USING (run_id) WHERE batch_size = 1000 ORDER BY seq"
-            ).fetchall()
-        ]
-        assert {"import", "load_dataset", "build_model"} <= set(phases)
-        samples = store.con.execute(
-            "SELECT count(*) FROM samples JOIN runs USING (run_id) WHERE batch_size = 1000 AND metric = 'rss_bytes'"
-        ).fetchall()[0][0]
-        assert samples >= 5
+        check_batch_1000_failed_with_what_it_measured(store)
+
+
+def check_batch_1000_failed_with_what_it_measured(store: Store) -> None:
+    """Batch 16 ran; batch 1000 is an error naming the limit, with its phases and RSS samples."""
+    runs = {
+        r["batch_size"]: r
+        for r in store.frame(
+            "SELECT batch_size, status, error_text, environment->>'memory_limit_bytes' AS limit_bytes "
+            "FROM runs"
+        ).to_dicts()
+    }
+    assert runs[16]["status"] == "ok"
+    failed = runs[1000]
+    assert failed["status"] == "error"
+    assert failed["error_text"].startswith("out of memory under --memory-limit-mb 500")
+    assert "can't allocate memory" in failed["error_text"]
+    assert failed["limit_bytes"] == str(500 * 2**20)
+    phases = [
+        r[0]
+        for r in store.con.execute(
+            "SELECT phase FROM phases JOIN runs USING (run_id) WHERE batch_size = 1000 ORDER BY seq"
+        ).fetchall()
+    ]
+    assert {"import", "load_dataset", "build_model"} <= set(phases)
+    samples = store.con.execute(
+        "SELECT count(*) FROM samples JOIN runs USING (run_id) "
+        "WHERE batch_size = 1000 AND metric = 'rss_bytes'"
+    ).fetchall()[0][0]
+    assert samples >= 5
 
 
 def test_memory_limit_below_one_mib_is_refused_before_any_run(tmp_path: Path):

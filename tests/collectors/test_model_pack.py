@@ -150,8 +150,8 @@ def test_every_zoo_model_runs_from_the_pack_on_a_runtime_only_device(tmp_path, m
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with Store.open(db, read_only=True) as store:
         rows = store.con.execute(
-            "SELECT s.model, s.precision, s.status, r.environment->>'$.model_cache', s.n_latencies FROM run_summary s "
-            "JOIN runs r USING (run_id) ORDER BY s.model, s.precision"
+            "SELECT s.model, s.precision, s.status, r.environment->>'$.model_cache', s.n_latencies "
+            "FROM run_summary s JOIN runs r USING (run_id) ORDER BY s.model, s.precision"
         ).fetchall()
     expected = [(name, "fp32", "ok", "hit", 2) for name in sorted(ZOO)]
     if runtime == "onnxruntime":  # int8 of cnn9 only is in the pack: the others cannot run here, said before
@@ -242,14 +242,9 @@ def test_retry_failed_runs_a_failed_configuration_again(tmp_path):
     assert statuses == ["error", "error"]  # the second collect ran nothing; --retry-failed ran it again
 
 
-@pytest.mark.packaging  # two pip installs into clean venvs: about 15 s each
-@pytest.mark.parametrize("runtime,extra", [("onnxruntime", "onnx"), ("tflite", "tflite")])
-def test_a_venv_with_only_one_runtime_runs_every_zoo_model_from_the_pack(
-    tmp_path, moved_pack, runtime, extra
-):
-    """The same as above in a real venv holding only `edgestats[EXTRA]` (no torch, no TensorFlow,
-    no other runtime), installed from this checkout: what a board's user installs."""
-    venv = tmp_path / "venv"
+def venv_with_only(venv: Path, runtime: str, extra: str) -> Path:
+    """A clean venv with `edgestats[EXTRA]` installed from this checkout, checked to hold neither
+    torch, TensorFlow nor the other runtime; returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     install = subprocess.run(
@@ -272,6 +267,18 @@ def test_a_venv_with_only_one_runtime_runs_every_zoo_model_from_the_pack(
     for absent in ("torch", "tensorflow", "onnxruntime" if runtime == "tflite" else "ai_edge_litert"):
         probe = subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True, text=True)
         assert probe.returncode != 0, f"{absent} is installed in the {extra}-only venv"
+    return python
+
+
+@pytest.mark.packaging  # two pip installs into clean venvs: about 15 s each
+@pytest.mark.parametrize("runtime,extra", [("onnxruntime", "onnx"), ("tflite", "tflite")])
+def test_a_venv_with_only_one_runtime_runs_every_zoo_model_from_the_pack(
+    tmp_path, moved_pack, runtime, extra
+):
+    """The same as above in a real venv holding only `edgestats[EXTRA]` (no torch, no TensorFlow,
+    no other runtime), installed from this checkout: what a board's user installs."""
+    venv = tmp_path / "venv"
+    venv_with_only(venv, runtime, extra)
     db = tmp_path / "board.duckdb"
     models = [arg for name in sorted(ZOO) for arg in ("-m", name)]
     proc = subprocess.run(

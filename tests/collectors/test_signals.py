@@ -203,38 +203,9 @@ def test_signals_at_random_points_lose_no_run_and_leave_no_process(tmp_path, mod
     assert all(r["status"] in ("ok", "killed") for r in stored), [r["error_text"] for r in stored]
 
 
-def test_a_full_disk_while_storing_keeps_the_run_for_the_next_collect(tmp_path, model_cache, monkeypatch):
-    """A real storage failure at the worst moment: the run has been measured, its spool and the
-    sampler's batch are on disk, and then the disk is full (RLIMIT_FSIZE, lowered just for the
-    store: the kernel refuses to grow the DB's files, as a full disk does). One line names the
-    cause and the file; the run stays spooled with its telemetry, and the next collect stores it."""
+def on_a_full_disk(real_store):
+    """Orchestrator.store with the disk full while it stores: RLIMIT_FSIZE lowered for the call."""
     import resource
-
-    from typer.testing import CliRunner
-
-    from edgestats.cli import app
-    from edgestats.collectors.orchestrator import Orchestrator
-
-    db = tmp_path / "r.duckdb"
-    args = [
-        "collect",
-        "--db",
-        str(db),
-        "-f",
-        "onnxruntime",
-        "-m",
-        "cnn9",
-        "--cache-dir",
-        str(model_cache),
-        "--warmup",
-        "1",
-        "-n",
-        "5",
-    ]
-    runner = CliRunner()
-    assert runner.invoke(app, args).exit_code == 0
-    before = runs(db)
-    real_store = Orchestrator.store
 
     def store_on_a_full_disk(self, *a, **kw):
         soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
@@ -246,7 +217,25 @@ def test_a_full_disk_while_storing_keeps_the_run_for_the_next_collect(tmp_path, 
             resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
             signal.signal(signal.SIGXFSZ, previous)
 
-    monkeypatch.setattr(Orchestrator, "store", store_on_a_full_disk)
+    return store_on_a_full_disk
+
+
+def test_a_full_disk_while_storing_keeps_the_run_for_the_next_collect(tmp_path, model_cache, monkeypatch):
+    """A real storage failure at the worst moment: the run has been measured, its spool and the
+    sampler's batch are on disk, and then the disk is full (RLIMIT_FSIZE, lowered just for the
+    store: the kernel refuses to grow the DB's files, as a full disk does). One line names the
+    cause and the file; the run stays spooled with its telemetry, and the next collect stores it."""
+    from typer.testing import CliRunner
+
+    from edgestats.cli import app
+    from edgestats.collectors.orchestrator import Orchestrator
+
+    db = tmp_path / "r.duckdb"
+    args = collect_cmd(db, model_cache, "-n", "5")[3:]  # in process: without `python -m edgestats`
+    runner = CliRunner()
+    assert runner.invoke(app, args).exit_code == 0
+    before = runs(db)
+    monkeypatch.setattr(Orchestrator, "store", on_a_full_disk(Orchestrator.store))
     full = runner.invoke(app, [*args, "--batch-size", "2"])
     assert full.exit_code == 1, full.output
     assert "File too large" in full.output and str(db) in full.output and "Traceback" not in full.output, (

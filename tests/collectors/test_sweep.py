@@ -1,4 +1,5 @@
-"""Sweep files and flags: expansion, and mistakes caught before any run, naming the key."""
+"""Sweep files and flags: expansion, and mistakes caught before any run, naming the key (training
+sweeps' too); the configuration hash that resuming a stored sweep matches on."""
 
 from __future__ import annotations
 
@@ -212,3 +213,70 @@ def test_values_a_run_cannot_store_or_use_are_refused(key, value):
     kind = {"kind": "training", "data": "."} if key == "learning_rate" else {}
     with pytest.raises(SweepError, match=key):
         build_sweep({"framework": "pytorch", "model": "cnn9", key: value, **kind})
+
+
+def test_inference_config_hashes_are_what_stored_sweeps_hold():
+    """Resuming a stored inference sweep matches on config_hash: adding training fields to
+    RunConfig must not change the hash of any inference configuration (values from before)."""
+    assert RunConfig("pytorch", "cnn9").config_hash() == "882006000d413c12d41a695bde07756a"
+    config = RunConfig(
+        "tflite",
+        "squeezenet",
+        batch_size=8,
+        threads=2,
+        iterations=30,
+        warmup=2,
+        repeat_index=1,
+        extra={"xnnpack": False},
+    )
+    assert config.config_hash() == "5820cceb9a16d78b04f40fe100527076"
+    assert (
+        RunConfig("pytorch", "cnn9", kind="training", data="/d").config_hash()
+        != RunConfig("pytorch", "cnn9").config_hash()
+    )
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (
+            {"framework": ["pytorch"], "model": ["cnn9"], "learning_rate": [0.1]},
+            "learning_rate: only for training",
+        ),
+        (
+            {"kind": "training", "framework": ["onnxruntime"], "model": ["cnn9"]},
+            "onnxruntime cannot train; use one of pytorch, tensorflow",
+        ),
+        (
+            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"]},
+            "training needs a dataset: --data DIR",
+        ),
+        (
+            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "data": ["/no/such/dir"]},
+            "data: --data '/no/such/dir' does not exist",
+        ),
+        (
+            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "optimizer": ["rmsprop"]},
+            "'rmsprop' is not valid; use one of sgd, adam",
+        ),
+        (
+            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "num_workers": [-1]},
+            "num_workers: -1 must be at least 0",
+        ),
+        (
+            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "evict_cache": ["yes"]},
+            "evict_cache: expected true or false",
+        ),
+        (
+            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "runtime": ["torchscript"]},
+            "runtime: only for inference",
+        ),
+        (
+            {"kind": "learning", "framework": ["pytorch"], "model": ["cnn9"]},
+            "'learning' is not valid; use one of inference, training",
+        ),
+    ],
+)
+def test_training_sweep_mistakes_are_named_up_front(values, message):
+    with pytest.raises(SweepError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build_sweep(values)

@@ -2,8 +2,9 @@
 compute with num_workers), page cache, failures, resume — real frameworks, fresh workers.
 
 Datasets are generated once per module (small: the whole module runs in about two minutes on
-two cores). The unit tests at the top drive train_epoch with a fake trainer whose fetch and
-compute take known times, so the definitions of fetch, stall and e2e are checked exactly.
+two cores); every test here uses them. train_epoch's clock with a fake trainer is checked in
+test_training_epoch.py, the training sweep's mistakes and the configuration hashes in
+test_sweep.py.
 """
 
 from __future__ import annotations
@@ -21,12 +22,8 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.collect import execute, open_orchestrator, plan
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolWriter, read_spool
-from edgestats.collectors.sweep import SweepError, build_sweep
+from edgestats.collectors.sweep import build_sweep
 from edgestats.collectors.training import synthetic as dataset_make
-from edgestats.collectors.training.rows import batch_rows, epoch_rows, training_results
-from edgestats.collectors.training.worker import planned_epochs, train_epoch
 from edgestats.store.results import Store
 
 runner = CliRunner()
@@ -35,6 +32,16 @@ runner = CliRunner()
 def query(db: Path, sql: str) -> list[dict]:
     with Store.open(db, read_only=True) as store:
         return store.frame(sql).to_dicts()
+
+
+def collect_training(db: Path, data: Path, options: str) -> str:
+    """`edgestats collect --kind training` on one dataset with `options` (split at spaces); it must
+    succeed. Returns its output."""
+    result = runner.invoke(
+        app, ["collect", "--db", str(db), "--kind", "training", "--data", str(data), *options.split()]
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
 
 
 @pytest.fixture(scope="module")
@@ -53,27 +60,6 @@ def jpeg_dir(tmp_path_factory) -> Path:
 
 
 # -- configuration identity and sweep checks ----------------------------------------------------------
-
-
-def test_inference_config_hashes_are_what_stored_sweeps_hold():
-    """Resuming a stored inference sweep matches on config_hash: adding training fields to
-    RunConfig must not change the hash of any inference configuration (values from before)."""
-    assert RunConfig("pytorch", "cnn9").config_hash() == "882006000d413c12d41a695bde07756a"
-    config = RunConfig(
-        "tflite",
-        "squeezenet",
-        batch_size=8,
-        threads=2,
-        iterations=30,
-        warmup=2,
-        repeat_index=1,
-        extra={"xnnpack": False},
-    )
-    assert config.config_hash() == "5820cceb9a16d78b04f40fe100527076"
-    assert (
-        RunConfig("pytorch", "cnn9", kind="training", data="/d").config_hash()
-        != RunConfig("pytorch", "cnn9").config_hash()
-    )
 
 
 def test_training_sweep_defaults_are_explicit(mnist_dir):
@@ -109,130 +95,6 @@ def test_training_sweep_defaults_are_explicit(mnist_dir):
     assert (capped.epochs, capped.iterations) == (None, 5)
 
 
-@pytest.mark.parametrize(
-    "values, message",
-    [
-        (
-            {"framework": ["pytorch"], "model": ["cnn9"], "learning_rate": [0.1]},
-            "learning_rate: only for training",
-        ),
-        (
-            {"kind": "training", "framework": ["onnxruntime"], "model": ["cnn9"]},
-            "onnxruntime cannot train; use one of pytorch, tensorflow",
-        ),
-        (
-            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"]},
-            "training needs a dataset: --data DIR",
-        ),
-        (
-            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "data": ["/no/such/dir"]},
-            "data: --data '/no/such/dir' does not exist",
-        ),
-        (
-            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "optimizer": ["rmsprop"]},
-            "'rmsprop' is not valid; use one of sgd, adam",
-        ),
-        (
-            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "num_workers": [-1]},
-            "num_workers: -1 must be at least 0",
-        ),
-        (
-            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "evict_cache": ["yes"]},
-            "evict_cache: expected true or false",
-        ),
-        (
-            {"kind": "training", "framework": ["pytorch"], "model": ["cnn9"], "runtime": ["torchscript"]},
-            "runtime: only for inference",
-        ),
-        (
-            {"kind": "learning", "framework": ["pytorch"], "model": ["cnn9"]},
-            "'learning' is not valid; use one of inference, training",
-        ),
-    ],
-)
-def test_training_sweep_mistakes_are_named_up_front(values, message):
-    with pytest.raises(SweepError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        build_sweep(values)
-
-
-# -- the batch loop's clock, with a fake trainer ---------------------------------------------------------
-
-
-class FakeTrainer:
-    """Fetch takes fetch_s inside next() (as with num_workers 0), a step takes step_s."""
-
-    def __init__(self, n_batches: int, fetch_s: float, step_s: float, losses: list[float] | None = None):
-        self.n, self.fetch_s, self.step_s = n_batches, fetch_s, step_s
-        self.losses = losses or [1.0] * n_batches
-
-    def train_batches(self, epoch: int):
-        for k in range(self.n):
-            t0 = time.perf_counter_ns()
-            time.sleep(self.fetch_s)
-            yield k, k, time.perf_counter_ns() - t0
-
-    def step(self, x, y):
-        time.sleep(self.step_s)
-        return self.losses[x], 3, 4
-
-    def end_epoch(self, batches) -> None:
-        pass
-
-    def evaluate(self):
-        return 0.5, 75.0
-
-
-def test_stall_is_the_wait_for_the_batch_and_e2e_adds_compute(tmp_path):
-    spool_path = tmp_path / "s.jsonl"
-    spool = SpoolWriter(spool_path)
-    # fetch 60 ms, step 40 ms: each upper bound sits 30-40 ms under what it would read if stall took
-    # in the step or compute the fetch (100 ms), so a busy machine's late wake-ups do not fail it
-    steps, diverged = train_epoch(0, FakeTrainer(4, 0.06, 0.04), spool, None, 0.25, True)
-    spool.close()
-    assert (steps, diverged) == (4, False)
-    contents = read_spool(spool_path)
-    for b in contents.batches:
-        assert 60e6 <= b["f"] <= b["st"] < 90e6  # synchronous fetch: stall covers it
-        assert 40e6 <= b["c"] < 80e6
-        assert b["e2e"] == b["st"] + b["c"] and b["n"] == 4
-    [epoch] = contents.epochs
-    assert (
-        epoch["n_batches"] == 4 and epoch["train_accuracy_pct"] == 75.0 and epoch["test_accuracy_pct"] == 75.0
-    )
-    assert epoch["cache_resident_pct"] == 25.0 and epoch["cache_evicted"] is True
-    assert (
-        epoch["train_start_ns"] <= contents.batches[0]["s"]
-        and epoch["train_end_ns"] <= epoch["test_start_ns"]
-    )
-
-
-def test_nan_loss_stops_the_epoch_and_is_recorded_as_diverged(tmp_path):
-    spool_path = tmp_path / "s.jsonl"
-    spool = SpoolWriter(spool_path)
-    steps, diverged = train_epoch(
-        2, FakeTrainer(5, 0, 0, [2.0, 1e30, math.nan, 1.0, 1.0]), spool, None, None, False
-    )
-    spool.close()
-    assert (steps, diverged) == (3, True)
-    contents = read_spool(spool_path)
-    assert contents.diverged == {"epoch": 2, "batch": 2, "loss": contents.diverged["loss"]}
-    assert math.isnan(contents.diverged["loss"]) and math.isnan(contents.epochs[0]["train_loss"])
-    assert "test_accuracy_pct" not in contents.epochs[0], "a diverged epoch is not tested"
-    epochs, batches = epoch_rows(contents), batch_rows(contents)
-    assert epochs.num_rows == 1 and batches.num_rows == 3 and math.isnan(batches.column("loss")[2].as_py())
-    assert training_results(contents)["accuracy_pct"] is None
-
-
-def test_iterations_cap_decides_the_epochs():
-    def config(**kw):
-        return RunConfig("pytorch", "cnn9", kind="training", **kw)
-
-    assert planned_epochs(config(epochs=3, iterations=0), 10) == 3
-    assert planned_epochs(config(epochs=None, iterations=25), 10) == 3
-    assert planned_epochs(config(epochs=2, iterations=25), 10) == 2
-    assert planned_epochs(config(epochs=None, iterations=0), 10) == 1
-
-
 # -- end to end --------------------------------------------------------------------------------------------
 # One xdist group: these training runs each use every core (framework threads, loader workers),
 # so under `make test` they run one after another on one worker instead of against each other.
@@ -243,36 +105,13 @@ def test_iterations_cap_decides_the_epochs():
 def test_hyperparameter_sweep_two_frameworks_accuracy_above_chance(tmp_path, mnist_dir):
     """The issue's first acceptance check: 2 frameworks x 2 batch sizes x 2 learning rates."""
     db = tmp_path / "r.duckdb"
-    result = runner.invoke(
-        app,
-        [
-            "collect",
-            "--db",
-            str(db),
-            "--kind",
-            "training",
-            "-f",
-            "pytorch",
-            "-f",
-            "tensorflow",
-            "-m",
-            "mnist_cnn",
-            "--data",
-            str(mnist_dir),
-            "--epochs",
-            "2",
-            "-b",
-            "16",
-            "-b",
-            "64",
-            "--learning-rate",
-            "0.01",
-            "--learning-rate",
-            "0.02",
-        ],
+    output = collect_training(
+        db,
+        mnist_dir,
+        "-f pytorch -f tensorflow -m mnist_cnn --epochs 2 -b 16 -b 64 "
+        "--learning-rate 0.01 --learning-rate 0.02",
     )
-    assert result.exit_code == 0, result.output
-    assert "8 ok" in result.output
+    assert "8 ok" in output
     runs = query(db, "SELECT * FROM training_summary ORDER BY framework, batch_size, learning_rate")
     assert len(runs) == 8
     for run in runs:
@@ -339,34 +178,12 @@ def test_pipeline_sweep_num_workers_stall_and_page_cache(tmp_path, jpeg_dir):
     db = tmp_path / "r.duckdb"
     # mobilenet_v3_small, the study's model: its step takes about as long as fetching the batch,
     # which is when one worker can hide the fetch (a tiny model would wait for data regardless)
-    result = runner.invoke(
-        app,
-        [
-            "collect",
-            "--db",
-            str(db),
-            "--kind",
-            "training",
-            "-f",
-            "pytorch",
-            "-m",
-            "mobilenet_v3_small",
-            "--data",
-            str(jpeg_dir),
-            "--epochs",
-            "2",
-            "-b",
-            "8",
-            "--num-workers",
-            "0",
-            "--num-workers",
-            "1",
-            "--num-workers",
-            "2",
-            "--evict-cache",
-        ],
+    collect_training(
+        db,
+        jpeg_dir,
+        "-f pytorch -m mobilenet_v3_small --epochs 2 -b 8 --num-workers 0 --num-workers 1 --num-workers 2 "
+        "--evict-cache",
     )
-    assert result.exit_code == 0, result.output
     per_batch = query(
         db,
         "SELECT r.num_workers, count(*) AS n, avg(b.fetch_ns) AS fetch, avg(b.stall_ns) AS stall, "

@@ -24,10 +24,13 @@ from edgestats.store.query import run_query
 runner = CliRunner()
 pytestmark = pytest.mark.xdist_group("lake")  # one worker builds the module's fleet, once
 QUESTIONS = [
-    "SELECT device, framework, model, count(*) AS runs, sum(n_latencies) AS n, round(avg(latency_median_ms), 9) AS median "
+    "SELECT device, framework, model, count(*) AS runs, sum(n_latencies) AS n, "
+    "round(avg(latency_median_ms), 9) AS median "
     "FROM run_summary GROUP BY ALL ORDER BY ALL",
-    "SELECT (SELECT count(*) FROM latencies) AS l, (SELECT count(*) FROM samples) AS s, (SELECT count(*) FROM phases) AS p, "
-    "(SELECT count(*) FROM epochs) AS e, (SELECT count(*) FROM batches) AS b, (SELECT count(*) FROM devices) AS d",
+    "SELECT (SELECT count(*) FROM latencies) AS l, (SELECT count(*) FROM samples) AS s, "
+    "(SELECT count(*) FROM phases) AS p, "
+    "(SELECT count(*) FROM epochs) AS e, (SELECT count(*) FROM batches) AS b, "
+    "(SELECT count(*) FROM devices) AS d",
     "SELECT run_id, status, started_at, config->>'$.seed' AS seed FROM runs ORDER BY run_id",
     "SELECT * FROM training_summary ORDER BY run_id",
 ]

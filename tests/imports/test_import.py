@@ -63,7 +63,8 @@ Pi 4,tflite,squeezenet,1,8000,0.25,,0.70,v1.2
     got = rows(
         db,
         "SELECT d.name, r.framework, res.latency_ms, res.mem_max_mb, res.energy_j, res.accuracy_pct, r.extra "
-        "FROM runs r JOIN run_results res USING (run_id) JOIN devices d USING (device_id) ORDER BY r.framework",
+        "FROM runs r JOIN run_results res USING (run_id) JOIN devices d USING (device_id) "
+        "ORDER BY r.framework",
     )
     assert got[0]["name"] == "Pi 4"
     assert got[0]["latency_ms"] == pytest.approx(12.5)
@@ -88,7 +89,8 @@ Caffe,64,0.01,99.00
     assert report.diverged_rows == [1]
     got = rows(
         db,
-        "SELECT learning_rate, status, accuracy_pct, error_text FROM training_summary ORDER BY learning_rate DESC",
+        "SELECT learning_rate, status, accuracy_pct, error_text FROM training_summary "
+        "ORDER BY learning_rate DESC",
     )
     assert (
         got[0]["status"] == "diverged"

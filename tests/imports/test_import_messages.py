@@ -5,6 +5,7 @@ view of the extra columns."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cli_asserts import one_line_error
@@ -111,7 +112,8 @@ Jetson TX2,PyTorch,squeezenet,total,10.41,s
     assert report.rows == 2 and report.runs_added == 2
     got = rows(
         db,
-        "SELECT r.model, r.extra, res.load_time_s, res.total_time_s FROM runs r JOIN run_results res USING (run_id) ORDER BY r.model",
+        "SELECT r.model, r.extra, res.load_time_s, res.total_time_s "
+        "FROM runs r JOIN run_results res USING (run_id) ORDER BY r.model",
     )
     assert [(g["model"], g["load_time_s"], g["total_time_s"]) for g in got] == [
         ("alexnet", 9.5, 14.17),
@@ -234,6 +236,13 @@ def test_run_extra_values_lists_each_key_as_written(tmp_path):
     ]
 
 
+def analyze_hyperparams(db: Path, *options: str) -> list[dict]:
+    """`edgestats analyze DB --only hyperparams OPTIONS --json`, which must succeed: its entries."""
+    result = runner.invoke(app, ["analyze", str(db), "--only", "hyperparams", *options, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["hyperparams"]
+
+
 def test_extra_columns_work_in_analyze_by_where_factor_and_response(tmp_path):
     """Was: `--by cpu_or_gpu` gave 'not a run column' and `--where "extra->>'cpu_or_gpu' = 'CPU'"`
     a binder error; users mislabelled columns (CPU/GPU into runtime) to analyse them."""
@@ -251,71 +260,34 @@ s1,TensorFlow,CPU,0,3000,7.5,2700,"1,380"
     )
     db = tmp_path / "r.duckdb"
     import_results(db, src, kind="training")
-    result = runner.invoke(
-        app,
-        [
-            "analyze",
-            str(db),
-            "--only",
-            "hyperparams",
-            "--response",
-            "training_time_s",
-            "--factor",
-            "iterations",
-            "--by",
-            "cpu_or_gpu",
-            "--json",
-        ],
+    entries = analyze_hyperparams(
+        db, "--response", "training_time_s", "--factor", "iterations", "--by", "cpu_or_gpu"
     )
-    assert result.exit_code == 0, result.output
-    groups = {json.dumps(e["group"]): e for e in json.loads(result.stdout)["hyperparams"]}
+    groups = {json.dumps(e["group"]): e for e in entries}
     assert set(groups) == {'{"cpu_or_gpu": "CPU"}', '{"cpu_or_gpu": "GPU"}'}
     assert groups['{"cpu_or_gpu": "CPU"}']["n"] == 3 and groups['{"cpu_or_gpu": "CPU"}']["r_squared"] > 0.9999
     # --where on a typed extra (DOUBLE: a comparison with a number works) and one as text
-    result = runner.invoke(
-        app,
-        [
-            "analyze",
-            str(db),
-            "--only",
-            "hyperparams",
-            "--response",
-            "epoch_time_s",
-            "--factor",
-            "gpu_count",
-            "--where",
-            "gpu_count > 0 AND cpu_or_gpu = 'GPU' AND peak_clock_mhz < 1000",
-            "--best",
-            "min",
-            "--json",
-        ],
+    [entry] = analyze_hyperparams(
+        db,
+        "--response",
+        "epoch_time_s",
+        "--factor",
+        "gpu_count",
+        "--where",
+        "gpu_count > 0 AND cpu_or_gpu = 'GPU' AND peak_clock_mhz < 1000",
+        "--best",
+        "min",
     )
-    assert result.exit_code == 0, result.output
-    [entry] = json.loads(result.stdout)["hyperparams"]
     assert entry["n"] == 3
     # epoch time derived from the epochs run (fractional): 100/2.5, 190/5, 310/7.5 s per epoch
     assert entry["best"]["config"] == {"gpu_count": 2.0} and entry["best"]["value"] == pytest.approx(190 / 5)
     # a DB made by merge has no view run_extra, yet analyze still sees the extra columns
     merged = tmp_path / "m.duckdb"
     assert runner.invoke(app, ["merge", str(merged), str(db)]).exit_code == 0
-    result = runner.invoke(
-        app,
-        [
-            "analyze",
-            str(merged),
-            "--only",
-            "hyperparams",
-            "--response",
-            "training_time_s",
-            "--factor",
-            "iterations",
-            "--where",
-            "cpu_or_gpu = 'CPU'",
-            "--json",
-        ],
+    entries = analyze_hyperparams(
+        merged, "--response", "training_time_s", "--factor", "iterations", "--where", "cpu_or_gpu = 'CPU'"
     )
-    assert result.exit_code == 0, result.output
-    assert [e["n"] for e in json.loads(result.stdout)["hyperparams"]] == [3]
+    assert [e["n"] for e in entries] == [3]
 
 
 def test_the_cli_prints_the_notes_and_where_the_extras_went(tmp_path):

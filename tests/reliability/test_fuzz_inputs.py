@@ -1,5 +1,6 @@
 """Fuzzed input, run through the CLI in-process: generated CSV files for `import`, TOML sweep
-files for `collect`, and option values for `collect`, `analyze` and `sql`.
+files for `collect`, and option values for `collect`. The generated `--where`, `--by` and queries
+for `analyze` and `sql` are in test_fuzz_queries.py; the invariant both check is in fuzz_cli.py.
 
 The invariant for every input: the exit code is 0, 1 or 2, nothing escapes as an exception (no
 traceback), and on an error the DB is absent if it did not exist before, else byte-identical.
@@ -9,63 +10,22 @@ does not exist, and the planning step is replaced by one that fails the test if 
 
 from __future__ import annotations
 
-import hashlib
 import math
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_cli import FUZZ, db_placer, invoke_checked, workdir
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from edgestats.cli import app
 from edgestats.collectors.sweep import AXES, SETTINGS, combine, load_sweep_file
 from edgestats.imports.columns import CANONICAL
-
-runner = CliRunner()
-FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-def digest(path: Path) -> str | None:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-
-
-def invoke_checked(args: list[str], db: Path):
-    """Run the CLI; assert the invariant for `db`; return the result."""
-    before = digest(db)
-    result = runner.invoke(app, [str(a) for a in args])
-    escaped = result.exception if not isinstance(result.exception, SystemExit) else None
-    assert escaped is None, f"{args!r} raised {escaped!r}"
-    assert result.exit_code in (0, 1, 2), (args, result.exit_code, result.output)
-    assert "Traceback" not in result.output, (args, result.output)
-    if result.exit_code != 0:
-        assert digest(db) == before, f"{args!r} failed ({result.output.strip()}) but changed {db}"
-        if before is None:
-            assert not Path(f"{db}.wal").exists()
-    return result
-
-
-@contextmanager
-def workdir() -> Iterator[Path]:
-    """A fresh folder per example (hypothesis reuses a test's fixtures across examples)."""
-    with tempfile.TemporaryDirectory(prefix="edgestats-fuzz-") as folder:
-        yield Path(folder)
 
 
 @pytest.fixture
 def existing_db(results_db_template: Path):
     """Copy the session's results DB into an example's folder."""
-
-    def place(folder: Path) -> Path:
-        path = folder / "existing.duckdb"
-        shutil.copyfile(results_db_template, path)
-        return path
-
-    return place
+    return db_placer(results_db_template)
 
 
 # -- import: generated CSV files ----------------------------------------------------------------
@@ -325,117 +285,3 @@ def test_fuzzed_collect_options(no_runs, values, kind):
         for option, value in values:
             args += [option, value]
         assert invoke_checked(args, db).exit_code != 0
-
-
-# -- analyze and sql: generated --where, --by and queries ------------------------------------------
-
-FRAGMENTS = [
-    "framework",
-    "=",
-    "'pytorch'",
-    "'a;b'",
-    ";",
-    "(",
-    ")",
-    "OR",
-    "AND",
-    "NOT",
-    "1",
-    "1e309",
-    "NULL",
-    "--",
-    "/*",
-    "*/",
-    "'",
-    '"',
-    "SELECT",
-    "*",
-    "FROM",
-    "runs",
-    "DROP TABLE runs",
-    "IN",
-    "batch_size",
-    ">",
-    "read_csv('/etc/passwd')",
-    "COPY",
-    "TO",
-    "'out.csv'",
-    "ATTACH",
-    "'new.duckdb'",
-    "INSTALL httpfs",
-    "SET enable_external_access = true",
-    "EXPORT DATABASE 'dump'",
-    "EXPLAIN ANALYZE",
-    "PREPARE p AS",
-    "glob('*')",
-    "\x00",
-    "é",
-]
-STATEMENTS = [
-    "COPY (SELECT 'x') TO '{db}'",
-    "COPY runs TO 'out.csv'",
-    "EXPORT DATABASE 'dump'",
-    "ATTACH 'new.duckdb' AS n (READ_WRITE)",
-    "INSTALL httpfs",
-    "LOAD httpfs",
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SET enable_external_access = true",
-    "EXPLAIN ANALYZE COPY (SELECT 1) TO 'out.csv'",
-    "DELETE FROM runs",
-    "CHECKPOINT",
-    "SELECT count(*) FROM runs",
-    "SELECT * FROM glob('*')",
-    "CREATE TEMP TABLE t AS SELECT 1",
-    "PRAGMA enable_profiling",
-    "SELECT 1; SELECT 2",
-]
-SQL = st.one_of(
-    st.sampled_from(STATEMENTS),
-    st.lists(st.sampled_from(FRAGMENTS + STATEMENTS), min_size=1, max_size=8).map(" ".join),
-    st.text(max_size=20),
-)
-COLUMNS = [
-    "device",
-    "framework",
-    "model",
-    "batch_size",
-    "threads",
-    "precision",
-    "kind",
-    "nope",
-    "",
-    "run_id",
-    "'",
-    "a b",
-]
-
-
-@settings(FUZZ, max_examples=15)
-@given(where=st.one_of(st.none(), SQL), by=st.lists(st.sampled_from(COLUMNS), max_size=2))
-def test_fuzzed_analyze_where_and_by(existing_db, where, by):
-    with workdir() as folder:
-        db = existing_db(folder)
-        before = digest(db)
-        args = ["analyze", db, "--only", "summary", "--json", "--resamples", "50"]
-        args += ["--where", where] if where is not None else []
-        for column in by:
-            args += ["--by", column]
-        invoke_checked(args, db)
-        assert digest(db) == before, "analyze opens the DB read-only"
-        assert sorted(p.name for p in folder.iterdir()) == ["existing.duckdb"]
-
-
-@settings(FUZZ, max_examples=20)
-@given(query=SQL, fmt=st.sampled_from(["table", "csv", "json", "markdown", "xml"]))
-def test_fuzzed_sql_query(existing_db, monkeypatch, query, fmt):
-    # The working folder is changed back before it is deleted: left in a deleted folder, the next
-    # example's relative paths (Hypothesis's own among them) cannot be resolved.
-    with workdir() as folder, monkeypatch.context() as patch:
-        patch.chdir(folder)  # relative paths in the query land here, where they are checked
-        db = existing_db(folder)
-        before = digest(db)
-        invoke_checked(["sql", db, query.replace("{db}", str(db)), "--format", fmt], db)
-        assert digest(db) == before, "sql without --write changes no byte of the DB"
-        assert sorted(p.name for p in folder.iterdir()) == ["existing.duckdb"], (
-            "sql without --write writes no file"
-        )

@@ -36,7 +36,8 @@ LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
 WIDTH, MAX_HEIGHT = 1400, 9_000
 
 # Table boxes wider than their content, after every <details> is opened: none may scroll sideways.
-OVERFLOW_JS = """() => Array.from(document.querySelectorAll('.table-wrap')).filter(e => e.scrollWidth > e.clientWidth)
+OVERFLOW_JS = """() => Array.from(document.querySelectorAll('.table-wrap'))
+  .filter(e => e.scrollWidth > e.clientWidth)
   .map(e => ({table: e.querySelector('table').id, scroll: e.scrollWidth, client: e.clientWidth}))"""
 # Every in-page link (contents, footnote markers, "at a glance") must land on an element.
 # (vega-embed's own menu links are href="#": not ours.)
@@ -45,11 +46,13 @@ DANGLING_JS = """() => Array.from(document.querySelectorAll('a[href^="#"]')).map
 # The headline's median column after one and two clicks on its header: ascending, then descending.
 SORT_JS = """() => { const th = Array.from(document.querySelectorAll('#table-headline th'))
     .find(h => h.textContent.startsWith('median latency')); const col = th.cellIndex; const values = () =>
-    Array.from(document.querySelectorAll('#table-headline tbody tr')).map(r => Number(r.cells[col].dataset.sort));
+    Array.from(document.querySelectorAll('#table-headline tbody tr'))
+      .map(r => Number(r.cells[col].dataset.sort));
   th.click(); const up = values(); th.click(); return [up, values()]; }"""
 # The filter bar: pick the first device, then everything again. Returns the visible table rows
 # and the rows of data in every chart's views, each time.
-FILTER_JS = """async () => { const rows = () => document.querySelectorAll('tr[data-f-device]:not([hidden])').length;
+FILTER_JS = """async () => {
+  const rows = () => document.querySelectorAll('tr[data-f-device]:not([hidden])').length;
   const data = () => Object.values(window.edgestatsViews).reduce((n, e) =>
     n + e.datasets.reduce((m, d) => m + e.view.data(d).length, 0), 0);
   const select = document.getElementById('filter-device'); if (!select) return null;
@@ -82,7 +85,8 @@ def _measure(page, seen: dict, screenshot: Path) -> None:
     )
     seen["charts"] = page.eval_on_selector_all(
         ".chart",
-        "els => els.map(e => ({id: e.id, state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas')}))",
+        "els => els.map(e => ({id: e.id, state: e.dataset.rendered, "
+        "drawn: !!e.querySelector('svg, canvas')}))",
     )
     seen["device_cells"] = page.eval_on_selector_all(
         "table.devices td:first-child", "els => els.map(e => e.textContent)"

@@ -23,7 +23,7 @@ from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
-from edgestats.collectors.telemetry.noise import DEFAULT_WAIT_S, NoisePolicy, NoiseThresholds
+from edgestats.collectors.telemetry.sentinel import DEFAULT_WAIT_S, NoisePolicy, NoiseThresholds
 from edgestats.collectors.telemetry.session import DEFAULT_SAMPLE_HZ, Telemetry
 
 

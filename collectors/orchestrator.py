@@ -43,7 +43,7 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.runrows import noise_columns, store_run
 from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.telemetry.batchfile import write_batch
-from edgestats.collectors.telemetry.noise import (
+from edgestats.collectors.telemetry.sentinel import (
     MachineState,
     NoisePolicy,
     batch_temperatures,

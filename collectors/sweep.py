@@ -30,7 +30,7 @@ from edgestats.collectors.runconfig import (
     TRAINING_FRAMEWORKS,
     RunConfig,
 )
-from edgestats.collectors.telemetry.noise import ON_NOISE
+from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.errors import EdgestatsError
 from edgestats.registry.runtimes import runtime, runtime_names

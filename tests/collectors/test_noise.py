@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from edgestats.collectors.host.doctor import noise_lines
-from edgestats.collectors.host.noise import busy_processes, noise_checks, process_cpu_ticks
+from edgestats.collectors.host.noise_checks import busy_processes, noise_checks, process_cpu_ticks
 from edgestats.collectors.runrows import noise_columns
-from edgestats.collectors.telemetry.noise import (
+from edgestats.collectors.telemetry.procfs import CLK_TCK
+from edgestats.collectors.telemetry.sentinel import (
     MachineState,
     NoiseThresholds,
     during,
@@ -25,7 +26,6 @@ from edgestats.collectors.telemetry.noise import (
     read_state,
     wait_until_quiet,
 )
-from edgestats.collectors.telemetry.procfs import CLK_TCK
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -20,8 +20,8 @@ from edgestats.collectors.record import RunEnd
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents, SpoolWriter, read_spool, run_paths
 from edgestats.collectors.sweep import SweepError, build_sweep
-from edgestats.collectors.telemetry.noise import MachineState, NoiseThresholds, noise_record
 from edgestats.collectors.telemetry.procfs import CLK_TCK
+from edgestats.collectors.telemetry.sentinel import MachineState, NoiseThresholds, noise_record
 from edgestats.errors import EdgestatsError
 from edgestats.store.results import Store
 

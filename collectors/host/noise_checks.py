@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.telemetry.noise import (
+from edgestats.collectors.telemetry.sentinel import (
     PI_THROTTLED_NOW,
     SYSTEM_ROOT,
     NoiseThresholds,

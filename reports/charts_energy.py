@@ -10,6 +10,7 @@ import altair as alt
 import polars as pl
 
 from edgestats.analysis.power_trace import PowerTrace
+from edgestats.reports.charts_breakdown import PHASE_ORDER
 from edgestats.reports.charts_common import (
     EXACT,
     WIDTH,
@@ -29,7 +30,6 @@ from edgestats.reports.charts_common import (
 from edgestats.reports.charts_common import (
     FACET_CANDIDATES as FACETABLE,
 )
-from edgestats.reports.charts_latency import PHASE_ORDER
 
 # -- energy: power over time of one run ----------------------------------------------------------
 
@@ -95,43 +95,8 @@ def time_energy_chart(points: pl.DataFrame, band: pl.DataFrame) -> alt.FacetChar
     keys = [c for c in points.columns if c not in ("run_idx", "n_runs", x, y)]
     drawn = label_column(points, [c for c in varying(points, keys) if c not in fit_keys] or keys)
     facet_by = next((k for k in fit_keys if k in FACETABLE and drawn[k].n_unique() > 1), None)
-    band_tip = [
-        alt.Tooltip("x:Q", title="median latency (ms)", format=EXACT),
-        alt.Tooltip("fit:Q", title="fitted energy (J)", format=EXACT),
-        alt.Tooltip("band_low:Q", title="band low (J)", format=EXACT),
-        alt.Tooltip("band_high:Q", title="band high (J)", format=EXACT),
-    ]
-    has = {c: c in band.columns and band[c].is_not_null().any() for c in ("band_low", "fit")}
-    layers = [  # a layer with no value at all would make Vega warn "Infinite extent": left out
-        *(
-            [
-                alt.Chart()
-                .mark_area(opacity=0.2, color="#1f77b4")
-                .transform_filter("isValid(datum.band_low)")
-                .encode(
-                    x=alt.X("x:Q", title="median latency (ms)"),
-                    y=alt.Y("band_low:Q", title="energy per inference (J)"),
-                    y2="band_high:Q",
-                    tooltip=band_tip,
-                )
-            ]
-            if has["band_low"]
-            else []
-        ),
-        *(
-            [
-                alt.Chart()
-                .mark_line(color="#1f77b4")
-                .transform_filter("isValid(datum.fit)")
-                .encode(
-                    x=alt.X("x:Q", title="median latency (ms)"),
-                    y=alt.Y("fit:Q", title="energy per inference (J)"),
-                    tooltip=band_tip,
-                )
-            ]
-            if has["fit"]
-            else []
-        ),
+    layers = [
+        *_band_layers(band),
         alt.Chart()
         .mark_point(filled=True, opacity=0.7)
         .transform_filter("isValid(datum.n_runs)")
@@ -153,6 +118,40 @@ def time_energy_chart(points: pl.DataFrame, band: pl.DataFrame) -> alt.FacetChar
     )
     layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=280)
     return facet(layer, data, facet_by)
+
+
+def _band_layers(band: pl.DataFrame) -> list[alt.Chart]:
+    """The confidence band (an area) and the fitted line, each where the band frame has a value: a
+    layer with no value at all would make Vega warn "Infinite extent", so it is left out."""
+    band_tip = [
+        alt.Tooltip("x:Q", title="median latency (ms)", format=EXACT),
+        alt.Tooltip("fit:Q", title="fitted energy (J)", format=EXACT),
+        alt.Tooltip("band_low:Q", title="band low (J)", format=EXACT),
+        alt.Tooltip("band_high:Q", title="band high (J)", format=EXACT),
+    ]
+    has = {c: c in band.columns and band[c].is_not_null().any() for c in ("band_low", "fit")}
+    area = (
+        alt.Chart()
+        .mark_area(opacity=0.2, color="#1f77b4")
+        .transform_filter("isValid(datum.band_low)")
+        .encode(
+            x=alt.X("x:Q", title="median latency (ms)"),
+            y=alt.Y("band_low:Q", title="energy per inference (J)"),
+            y2="band_high:Q",
+            tooltip=band_tip,
+        )
+    )
+    line = (
+        alt.Chart()
+        .mark_line(color="#1f77b4")
+        .transform_filter("isValid(datum.fit)")
+        .encode(
+            x=alt.X("x:Q", title="median latency (ms)"),
+            y=alt.Y("fit:Q", title="energy per inference (J)"),
+            tooltip=band_tip,
+        )
+    )
+    return [*([area] if has["band_low"] else []), *([line] if has["fit"] else [])]
 
 
 def phase_energy_chart(phases: pl.DataFrame, quantity: str = "energy_j") -> alt.FacetChart | alt.LayerChart:

@@ -1,5 +1,5 @@
-"""Chart builders of the inference-time analyses: summary (latency per configuration: box plot,
-quantiles, ECDF) and breakdown (seconds per phase, load / steady ratios; pCAMP Table 3).
+"""Chart builders of summary: latency per configuration (box plot, quantiles, ECDF). The
+breakdown's charts (seconds per phase, load / steady ratios) are in charts_breakdown.py.
 
 Each takes the tidy frame an analysis returns (group keys, then estimate/ci_low/ci_high/level/n,
 see edgestats.analysis.result) and draws every estimate with its interval. Nothing here reads a
@@ -19,11 +19,9 @@ from edgestats.reports.charts_common import (
     WIDTH,
     any_interval,
     category_encoding,
-    drawn_bounds,
     facet,
     facet_column,
     group_columns,
-    interval_tooltip,
     label_column,
     no_data_chart,
     panel_height,
@@ -131,17 +129,7 @@ def latency_distribution_chart(
         sort=alt.EncodingSortField("median_ms", op="min"),
     )
     x_title = "steady-state latency (ms)" + (", log scale" if log else "")
-    tooltip = [
-        alt.Tooltip("config:N"),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=EXACT),
-        alt.Tooltip(f"{INTERVAL}:N", title="median's interval"),
-        alt.Tooltip("n:Q"),
-        alt.Tooltip("n_unit:N"),
-        *(
-            alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms") + " (ms)", format=EXACT)
-            for c in ("min_ms", "q05_ms", "q25_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")
-        ),
-    ]
+    tooltip = _box_tooltip()
     tail = (
         alt.Chart()
         .mark_rule(color="#9aa7b5", strokeDash=[2, 2])
@@ -173,6 +161,21 @@ def latency_distribution_chart(
         width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
     )
     return facet(layer, frame, facet_by)
+
+
+def _box_tooltip() -> list[alt.Tooltip]:
+    """The box plot's tooltip: the median with its interval, the sample, then every quantile."""
+    return [
+        alt.Tooltip("config:N"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=EXACT),
+        alt.Tooltip(f"{INTERVAL}:N", title="median's interval"),
+        alt.Tooltip("n:Q"),
+        alt.Tooltip("n_unit:N"),
+        *(
+            alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms") + " (ms)", format=EXACT)
+            for c in ("min_ms", "q05_ms", "q25_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")
+        ),
+    ]
 
 
 ECDF_VALUES = {"p", "latency_ms", "n", "n_unit"}
@@ -289,151 +292,6 @@ def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerC
         median,
     ]
     layer = alt.layer(*layers).properties(
-        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
-    )
-    return facet(layer, frame, facet_by)
-
-
-# -- breakdown: where a run's time goes (pCAMP Table 3) ------------------------------------------
-
-PHASE_ORDER = ["import", "load_model", "compile", "first_inference", "steady", "other"]
-
-
-def stacked_phase_frame(phases: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
-    """Mean seconds per configuration and phase, stacked in pCAMP's order: each segment's start
-    and end, and its interval drawn at the segment's end (low/high = end ∓ the CI half-widths)."""
-    keys = group_columns(phases, {"phase", "share_of_total"})
-    facet_by = facet_column(phases.select(keys))
-    labelled = label_column(phases, [c for c in varying(phases, keys) if c != facet_by] or keys)
-    index = ["config", *([facet_by] if facet_by else [])]
-    order = pl.col("phase").replace_strict(
-        {p: i for i, p in enumerate(PHASE_ORDER)}, default=len(PHASE_ORDER)
-    )
-    seconds = pl.col("estimate").clip(lower_bound=0.0)  # "other" may dip below 0 by rounding
-    stacked = (
-        labelled.with_columns(order.alias("phase_order"), seconds.alias("seconds"))
-        .sort([*index, "phase_order"])
-        .with_columns(pl.col("seconds").cum_sum().over(index).alias("stack_end"))
-        .with_columns(
-            (pl.col("stack_end") - pl.col("seconds")).alias("stack_start"),
-            (pl.col("stack_end") - (pl.col("estimate") - pl.col("ci_low"))).alias("err_low"),
-            (pl.col("stack_end") + (pl.col("ci_high") - pl.col("estimate"))).alias("err_high"),
-        )
-    )
-    stacked = with_interval_text(stacked).with_columns(  # no interval: a zero-width rule at the segment's end
-        *(pl.col(c).fill_null(pl.col("stack_end")) for c in ("err_low", "err_high"))
-    )
-    return stacked.select(
-        *index,
-        "phase",
-        "phase_order",
-        "estimate",
-        "ci_low",
-        "ci_high",
-        INTERVAL,
-        "level",
-        "n",
-        "share_of_total",
-        "stack_start",
-        "stack_end",
-        "err_low",
-        "err_high",
-    ), facet_by
-
-
-def phase_breakdown_chart(phases: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
-    """Stacked bars of mean seconds per phase and configuration, each segment's interval as an
-    error bar at its end."""
-    frame, facet_by = stacked_phase_frame(phases)
-    y = alt.Y("config:N", title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
-    present = [p for p in PHASE_ORDER if p in frame["phase"].to_list()]
-    tooltip = [
-        alt.Tooltip("config:N"),
-        alt.Tooltip("phase:N"),
-        alt.Tooltip("estimate:Q", title="mean (s)", format=EXACT),
-        alt.Tooltip(f"{INTERVAL}:N"),
-        alt.Tooltip("share_of_total:Q", format=".1%"),
-        alt.Tooltip("n:Q"),
-    ]
-    bars = (
-        alt.Chart()
-        .mark_bar(size=14)
-        .encode(
-            x=alt.X("stack_start:Q", title="mean seconds per run"),
-            x2="stack_end:Q",
-            y=y,
-            color=alt.Color("phase:N", sort=present, scale=alt.Scale(domain=present, scheme="tableau10")),
-            order=alt.Order("phase_order:Q"),
-            tooltip=tooltip,
-        )
-    )
-    errors = alt.Chart().mark_rule(color="#333").encode(x="err_low:Q", x2="err_high:Q", y=y, tooltip=tooltip)
-    layer = alt.layer(bars, errors).properties(
-        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
-    )
-    return facet(layer, frame, facet_by, independent_x=True)
-
-
-def ratio_chart(
-    ratios: pl.DataFrame, *, ratio_name: str, title: str
-) -> alt.FacetChart | alt.LayerChart | alt.Chart:
-    """One ratio per configuration with its interval, with 1 (break-even) marked; a log axis
-    when every estimate and bound is positive (the axis title says which). Without any
-    estimate, one line of text says why."""
-    chosen = ratios.filter(pl.col("ratio") == ratio_name)
-    frame = chosen.filter(pl.col("estimate").is_not_null())
-    if frame.height == 0:
-        notes = (
-            chosen["note"].drop_nulls().unique(maintain_order=True).to_list()
-            if "note" in chosen.columns
-            else []
-        )
-        return no_data_chart(
-            f"No {ratio_name} ratio to draw: "
-            + (notes[0] if notes else "no configuration has both times")
-            + "."
-        )
-    keys = group_columns(frame, {"ratio", "load_exceeds_steady", "confident"})
-    facet_by = facet_column(frame.select(keys))
-    frame = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
-    frame = drawn_bounds(with_interval_text(frame)).select(
-        "config",
-        *([facet_by] if facet_by else []),
-        "estimate",
-        "ci_low",
-        "ci_high",
-        "bar_low",
-        "bar_high",
-        INTERVAL,
-        "level",
-        "n",
-    )
-    log = frame["estimate"].min() > 0 and frame["bar_low"].min() > 0
-    scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
-    y = alt.Y(
-        "config:N",
-        title=None,
-        axis=alt.Axis(labelLimit=LABEL_LIMIT),
-        sort=alt.EncodingSortField("estimate", op="min"),
-    )
-    tooltip = interval_tooltip("config", title=ratio_name)
-    one = alt.Chart().mark_rule(strokeDash=[4, 3], color="#888").encode(x=alt.datum(1))
-    rules = (
-        alt.Chart()
-        .mark_rule(strokeWidth=2)
-        .encode(
-            x=alt.X("bar_low:Q", scale=scale, title=title + (", log scale" if log else "")),
-            x2="bar_high:Q",
-            y=y,
-            tooltip=tooltip,
-        )
-    )
-    dots = (
-        alt.Chart()
-        .mark_point(filled=True, size=45)
-        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
-    )
-    layer = alt.layer(one, rules, dots).properties(
         width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
     )
     return facet(layer, frame, facet_by)

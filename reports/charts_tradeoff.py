@@ -65,6 +65,27 @@ def pareto_frame(points: pl.DataFrame, keys: list[str], facet_by: str | None) ->
     return drawn_bounds(frame, "rss_peak_mib", "rss_peak_mib_ci_low", "rss_peak_mib_ci_high", prefix="mem")
 
 
+# The columns of pareto_frame the chart's data keeps (then the colour and facet columns).
+PARETO_DRAWN = (
+    "config",
+    "latency_median_ms",
+    "rss_peak_mib",
+    "n_runs",
+    "pareto",
+    "front",
+    "latency_median_ms_ci_low",
+    "latency_median_ms_ci_high",
+    "rss_peak_mib_ci_low",
+    "rss_peak_mib_ci_high",
+    "lat_low",
+    "lat_high",
+    "mem_low",
+    "mem_high",
+    "latency_interval",
+    "memory_interval",
+)
+
+
 def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart | alt.Chart:
     """Mean peak RSS (MiB) against median latency, one dot per configuration with its intervals
     on both axes (where the analysis gives them); the Pareto front (no other configuration beats
@@ -90,6 +111,18 @@ def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart | alt.
         if colour_by
         else alt.value("#1f77b4")
     )
+    layers = _pareto_layers(x, y, colour)
+    layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=300)
+    data = frame.select(
+        *dict.fromkeys(
+            [*PARETO_DRAWN, *([colour_by] if colour_by else []), *([facet_by] if facet_by else [])]
+        )
+    )
+    return facet(layer, data.sort("latency_median_ms"), facet_by)
+
+
+def _pareto_layers(x: alt.X, y: alt.Y, colour) -> list[alt.Chart]:
+    """The intervals on both axes, the front's step line and rings, and the points on top."""
     tooltip = [
         alt.Tooltip("config:N"),
         alt.Tooltip("latency_median_ms:Q", title="median latency (ms)", format=EXACT),
@@ -102,7 +135,7 @@ def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart | alt.
     front_key = alt.Stroke(
         "front:N", title=None, scale=alt.Scale(range=[FRONT]), legend=alt.Legend(symbolType="stroke")
     )
-    layers = [
+    return [
         alt.Chart()
         .mark_rule(opacity=0.5)
         .encode(x="lat_low:Q", x2="lat_high:Q", y=y, color=colour, tooltip=tooltip),
@@ -121,32 +154,6 @@ def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart | alt.
         .mark_point(size=70, filled=True, opacity=1)
         .encode(x=x, y=y, color=colour, tooltip=tooltip),
     ]
-    layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=300)
-    data = frame.select(
-        *dict.fromkeys(
-            [
-                "config",
-                "latency_median_ms",
-                "rss_peak_mib",
-                "n_runs",
-                "pareto",
-                "front",
-                "latency_median_ms_ci_low",
-                "latency_median_ms_ci_high",
-                "rss_peak_mib_ci_low",
-                "rss_peak_mib_ci_high",
-                "lat_low",
-                "lat_high",
-                "mem_low",
-                "mem_high",
-                "latency_interval",
-                "memory_interval",
-                *([colour_by] if colour_by else []),
-                *([facet_by] if facet_by else []),
-            ]
-        )
-    )
-    return facet(layer, data.sort("latency_median_ms"), facet_by)
 
 
 WINNER_KEYS = {
@@ -187,11 +194,43 @@ def winners_frame(winners: pl.DataFrame) -> pl.DataFrame:
     return drawn_bounds(with_interval_text(frame))
 
 
+# The columns of winners_frame the chart's data keeps.
+WINNERS_DRAWN = (
+    "stratum",
+    "metric",
+    "best",
+    "runner_up",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "bar_low",
+    "bar_high",
+    INTERVAL,
+    "runner_up_estimate",
+    "runner_x",
+    "p_holm",
+    "significant",
+    "n",
+)
+
+
 def winners_chart(winners: pl.DataFrame) -> alt.FacetChart:
     """Per stratum and metric: the best candidate's median with its interval (filled) and the
     runner-up's median (hollow), one panel per metric (each in its own unit, bytes as MiB); a
     bold rule marks a difference that is significant after Holm's correction."""
     frame = winners_frame(winners)
+    layer = alt.layer(*_winners_layers(frame)).properties(
+        width=WIDTH // 2, height=band_height(frame["stratum"].n_unique())
+    )
+    return (
+        layer.properties(data=frame.select(*WINNERS_DRAWN))
+        .facet(facet=alt.Facet("metric:N", title=None), columns=2)
+        .resolve_scale(x="independent")
+    )
+
+
+def _winners_layers(frame: pl.DataFrame) -> list[alt.Chart]:
+    """The best's interval (bold where significant), the best's median and the runner-up's."""
     y = alt.Y("stratum:N", title=None)
     tooltip = [
         alt.Tooltip("stratum:N"),
@@ -240,29 +279,4 @@ def winners_chart(winners: pl.DataFrame) -> alt.FacetChart:
             opacity=alt.condition("isValid(datum.runner_up_estimate)", alt.value(1), alt.value(0)),
         )
     )
-    layer = alt.layer(rules, best, runner).properties(
-        width=WIDTH // 2, height=band_height(frame["stratum"].n_unique())
-    )
-    return (
-        layer.properties(
-            data=frame.select(
-                "stratum",
-                "metric",
-                "best",
-                "runner_up",
-                "estimate",
-                "ci_low",
-                "ci_high",
-                "bar_low",
-                "bar_high",
-                INTERVAL,
-                "runner_up_estimate",
-                "runner_x",
-                "p_holm",
-                "significant",
-                "n",
-            )
-        )
-        .facet(facet=alt.Facet("metric:N", title=None), columns=2)
-        .resolve_scale(x="independent")
-    )
+    return [rules, best, runner]

@@ -154,7 +154,8 @@ def sentence(comparison: Any) -> str:
     }
     worst = max((x for _, x in latency if x.estimate is not None), key=lambda x: x.estimate, default=None)
     text = (
-        f"B ({comparison.b.label}) against A ({comparison.a.label}) over {counted(len(comparison.matched), 'matched configurations')}"
+        f"B ({comparison.b.label}) against A ({comparison.a.label}) over "
+        f"{counted(len(comparison.matched), 'matched configurations')}"
         f": median latency is slower in {counts['slower']}, faster in {counts['faster']}, the same "
         f"within ±{t:.0%} in {counts['same']} and inconclusive in {counts['inconclusive']}"
     )

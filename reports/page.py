@@ -113,7 +113,8 @@ def _date(value: dt.datetime | None) -> str:
 def header_html(overview: Overview) -> str:
     devices = "".join(
         f"<tr><td>{esc(d.name)}</td><td>{esc(d.arch or '–')}</td><td>{esc(d.cpu_model or '–')}</td>"
-        f"<td class=num>{esc(d.cores if d.cores is not None else '–')}</td><td class=num>{d.n_runs:,}</td></tr>"
+        f"<td class=num>{esc(d.cores if d.cores is not None else '–')}</td>"
+        f"<td class=num>{d.n_runs:,}</td></tr>"
         for d in overview.devices
     )
     runs = ", ".join(
@@ -137,7 +138,8 @@ def header_html(overview: Overview) -> str:
 <dt>power sources</dt><dd>{power}</dd>
 <dt>where from</dt><dd>{sources or "–"}</dd>
 </dl>
-<table class=devices><thead><tr><th>device</th><th>arch</th><th>CPU</th><th>cores</th><th>runs</th></tr></thead>
+<table class=devices><thead>\
+<tr><th>device</th><th>arch</th><th>CPU</th><th>cores</th><th>runs</th></tr></thead>
 <tbody>{devices}</tbody></table>
 </div>
 </header>"""

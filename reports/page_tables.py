@@ -319,7 +319,8 @@ def table_markup(table: PageTable, max_rows: int) -> str:
         foot.append(f"first {max_rows} of {len(table.rows):,} rows shown; the CSV has them all")
     foot_html = f"<p class=tablefoot>{'; '.join(foot)}.</p>" if foot else ""
     return (
-        f'<div class=table-wrap><table class=sortable id="table-{esc(table.key)}"><thead><tr>{head}</tr></thead>'
+        f'<div class=table-wrap><table class=sortable id="table-{esc(table.key)}">'
+        f"<thead><tr>{head}</tr></thead>"
         f"<tbody>{body}</tbody></table></div>{foot_html}"
     )
 

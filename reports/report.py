@@ -174,10 +174,11 @@ def power_section(trace: PowerTrace | None) -> Section:
             "(collect with a power source, e.g. --power rapl, or --power csv:PATH for a meter's log).",
         )
     idle = (
-        f"the dashed line is the device's idle baseline ({trace.idle_power_w:.2f} W), so the area between the curve "
-        "and it is the energy attributed to the workload"
+        f"the dashed line is the device's idle baseline ({trace.idle_power_w:.2f} W), so the area "
+        "between the curve and it is the energy attributed to the workload"
         if trace.idle_power_w is not None
-        else "no idle baseline was measured for this device (run `edgestats baseline`), so energy above idle is unknown"
+        else "no idle baseline was measured for this device (run `edgestats baseline`), "
+        "so energy above idle is unknown"
     )
     sentence = (
         f"The power of run {trace.run_id} ({trace.label}), averaged into {trace.power.height} time buckets, "

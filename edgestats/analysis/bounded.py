@@ -137,7 +137,8 @@ def proportion_mean(
             1,
             n_unit,
             WILSON_METHOD,
-            f"one run: the interval covers the test set's sampling ({int(n_test)} samples) only, not run-to-run spread",
+            f"one run: the interval covers the test set's sampling ({int(n_test)} samples) only, "
+            "not run-to-run spread",
         )
     sd = float(np.std(x, ddof=1)) if len(x) > 1 and not np.all(x == x[0]) else 0.0
     mean = float(x.mean()) if len(x) else math.nan

@@ -14,9 +14,10 @@ from __future__ import annotations
 import polars as pl
 
 from edgestats.analysis.bounded import positive_mean
-from edgestats.analysis.intervals import BootstrapSettings, paired_ratio_of_means
+from edgestats.analysis.intervals import BootstrapSettings, Estimate
 from edgestats.analysis.load import AnalysisData, default_config
 from edgestats.analysis.options import AnalysisOptions
+from edgestats.analysis.ratios import paired_ratio_of_means
 from edgestats.analysis.result import (
     AnalysisResult,
     estimate_row,
@@ -86,6 +87,39 @@ def _flag(ratio) -> dict:
     }
 
 
+def _phase_means(
+    sub: pl.DataFrame, total: Estimate, level: float
+) -> list[tuple[str, Estimate, float | None]]:
+    """(phase, mean seconds, share of the mean total) of each phase these runs have, `other` (the
+    total less the known phases) included where the total is known."""
+    out = []
+    known_sum = sub.select(pl.sum_horizontal([f"{p}_s" for p in PHASES])).to_series()
+    other = (sub["total_s"] - known_sum).to_numpy() if total.estimate is not None else None
+    for phase in (*PHASES, OTHER):
+        values = other if phase == OTHER else sub[f"{phase}_s"].to_numpy()
+        if values is None:
+            continue
+        estimate = positive_mean(values, level)
+        if estimate.estimate is None:
+            continue
+        share = estimate.estimate / total.estimate if total.estimate else None
+        out.append((phase, estimate, share))
+    return out
+
+
+def _load_over(
+    sub: pl.DataFrame, column: str, level: float, settings: BootstrapSettings, label: str
+) -> Estimate:
+    """load_model over `column` (a ratio of means over the runs, paired bootstrap)."""
+    return paired_ratio_of_means(
+        sub["load_model_s"].to_numpy(),
+        sub[column].to_numpy(),
+        level=level,
+        settings=settings,
+        label=label,
+    )
+
+
 def breakdown(
     runs: pl.DataFrame,
     phases: pl.DataFrame | None,
@@ -107,32 +141,11 @@ def breakdown(
         label = group_label(NAME, group)
         total = positive_mean(sub["total_s"].to_numpy(), level)
         phase_list = []
-        known_sum = sub.select(pl.sum_horizontal([f"{p}_s" for p in PHASES])).to_series()
-        other = (sub["total_s"] - known_sum).to_numpy() if total.estimate is not None else None
-        for phase in (*PHASES, OTHER):
-            values = other if phase == OTHER else sub[f"{phase}_s"].to_numpy()
-            if values is None:
-                continue
-            estimate = positive_mean(values, level)
-            if estimate.estimate is None:
-                continue
-            share = estimate.estimate / total.estimate if total.estimate else None
+        for phase, estimate, share in _phase_means(sub, total, level):
             phase_list.append({"phase": phase, **estimate.as_dict(), "share_of_total": share})
             phase_rows.append(estimate_row(group, estimate, phase=phase, share_of_total=share))
-        ratio = paired_ratio_of_means(
-            sub["load_model_s"].to_numpy(),
-            sub["steady_s"].to_numpy(),
-            level=level,
-            settings=settings,
-            label=f"{label}|steady",
-        )
-        per_inference = paired_ratio_of_means(
-            sub["load_model_s"].to_numpy(),
-            sub["per_inference_s"].to_numpy(),
-            level=level,
-            settings=settings,
-            label=f"{label}|per-inference",
-        )
+        ratio = _load_over(sub, "steady_s", level, settings, f"{label}|steady")
+        per_inference = _load_over(sub, "per_inference_s", level, settings, f"{label}|per-inference")
         if ratio.estimate is None and per_inference.estimate is None and not phase_list:
             entries.append(
                 not_enough_entry(

@@ -326,7 +326,8 @@ def load_side(selection: Selection, name: str) -> pl.DataFrame:
     if runs.height == 0:
         raise AnalysisInputError(
             f"side {name} ({selection.label}) selects no ok run with a latency; "
-            'check the DB and the --where/--a/--b expressions (edgestats sql DB "SELECT ... FROM run_summary")'
+            "check the DB and the --where/--a/--b expressions "
+            '(edgestats sql DB "SELECT ... FROM run_summary")'
         )
     return runs
 
@@ -355,7 +356,8 @@ def compare(
         shared = set(runs_a["run_id"].to_list()) & set(runs_b["run_id"].to_list())
         if shared:
             comparison.notes.append(
-                f"{counted(len(shared), 'runs')} {'is' if len(shared) == 1 else 'are'} in both selections: the two sides are not independent"
+                f"{counted(len(shared), 'runs')} {'is' if len(shared) == 1 else 'are'} in both "
+                "selections: the two sides are not independent"
             )
     return comparison
 

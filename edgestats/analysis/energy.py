@@ -23,7 +23,8 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis.bounded import NEGATIVE_NOTE, clip_at_zero, log_mean_interval
-from edgestats.analysis.intervals import Estimate, correlation, finite_or_none, t_interval
+from edgestats.analysis.correlations import correlation
+from edgestats.analysis.intervals import Estimate, finite_or_none, t_interval
 from edgestats.analysis.load import AnalysisData, default_config
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, estimate_row, iter_groups, not_enough_entry, rows_frame
@@ -332,7 +333,8 @@ def energy(
             level,
             [
                 not_enough_entry(
-                    "no selected run has energy measured (collect with a power source, e.g. --power rapl, or import energy_j)",
+                    "no selected run has energy measured (collect with a power source, e.g. --power rapl, "
+                    "or import energy_j)",
                     n=runs.height,
                     level=level,
                 )

@@ -1,8 +1,9 @@
 """Configurations of factor values in hyperparams: the mean response of a set of runs with the
 interval its range allows, --constraint, and --best (the min or max mean response, ties listed).
 
-Split from hyperparams.py, which fits the models; the mean and its interval are shared by the
-main effects, the best configuration and the response-vs-iterations means.
+Split from hyperparams.py (the analysis per group) and hyperparams_fit.py (the models); the mean
+and its interval are shared by the main effects, the best configuration and the
+response-vs-iterations means (hyperparams_effects.py).
 """
 
 from __future__ import annotations
@@ -91,24 +92,8 @@ def best_configuration(
     level: float = 0.95,
 ) -> dict:
     """The factor values with the min/max mean response among configurations meeting the constraint."""
-    extra = [c.column for c in conditions if c.column not in (response, *factors)]
-    configs = rows.group_by(factors, maintain_order=True).agg(
-        pl.col(response).mean().alias("_value"),
-        pl.len().alias("_n"),
-        *[
-            pl.col(c).mean().alias(f"_c_{c}")
-            for c in {*extra, *(c.column for c in conditions)}
-            if c not in factors
-        ],
-    )
-    keep = np.ones(configs.height, dtype=bool)
-    for condition in conditions:
-        column = condition.column if condition.column in factors else f"_c_{condition.column}"
-        values = configs[column].cast(pl.Float64).to_numpy()
-        keep &= np.nan_to_num(_OPS[condition.op](values, condition.value), nan=False).astype(
-            bool
-        ) & np.isfinite(values)
-    candidates = configs.filter(pl.Series(keep))
+    configs = _configurations(rows, response, factors, conditions)
+    candidates = configs.filter(pl.Series(_satisfying(configs, factors, conditions)))
     constraint = " and ".join(map(str, conditions)) or None
     if candidates.height == 0:
         return {
@@ -117,18 +102,7 @@ def best_configuration(
             "n_satisfying": 0,
             "reason": f"no configuration satisfies {constraint}",
         }
-    ranked = candidates.sort("_value", descending=goal == "max", maintain_order=True)
-    top = ranked.row(0, named=True)["_value"]
-    # every configuration with the same mean is a winner too: never report one of a tie; the
-    # tied ones in the order of their factor values, the first of them reported as `config`
-    tied = sorted(
-        (
-            row
-            for row in ranked.iter_rows(named=True)
-            if math.isclose(row["_value"], top, rel_tol=TIE_REL_TOL, abs_tol=0.0)
-        ),
-        key=lambda row: tuple((row[f] is None, row[f] if row[f] is not None else 0) for f in factors),
-    )
+    tied = _tied_best(candidates, factors, goal)
     pick = tied[0]
     config = {f: pick[f] for f in factors}
     tied = [{f: row[f] for f in factors} for row in tied]
@@ -153,6 +127,51 @@ def best_configuration(
         "n_configurations": configs.height,
         "tied": tied if len(tied) > 1 else [],
     }
+
+
+def _configurations(
+    rows: pl.DataFrame, response: str, factors: list[str], conditions: list[Condition]
+) -> pl.DataFrame:
+    """One row per configuration (its factor values): the mean response (_value), the runs (_n)
+    and the mean of each constrained column that is not a factor (_c_COLUMN)."""
+    extra = [c.column for c in conditions if c.column not in (response, *factors)]
+    return rows.group_by(factors, maintain_order=True).agg(
+        pl.col(response).mean().alias("_value"),
+        pl.len().alias("_n"),
+        *[
+            pl.col(c).mean().alias(f"_c_{c}")
+            for c in {*extra, *(c.column for c in conditions)}
+            if c not in factors
+        ],
+    )
+
+
+def _satisfying(configs: pl.DataFrame, factors: list[str], conditions: list[Condition]) -> np.ndarray:
+    """Which configurations meet every condition (a missing or infinite value meets none)."""
+    keep = np.ones(configs.height, dtype=bool)
+    for condition in conditions:
+        column = condition.column if condition.column in factors else f"_c_{condition.column}"
+        values = configs[column].cast(pl.Float64).to_numpy()
+        keep &= np.nan_to_num(_OPS[condition.op](values, condition.value), nan=False).astype(
+            bool
+        ) & np.isfinite(values)
+    return keep
+
+
+def _tied_best(candidates: pl.DataFrame, factors: list[str], goal: str) -> list[dict]:
+    """The configurations with the best mean, in the order of their factor values."""
+    ranked = candidates.sort("_value", descending=goal == "max", maintain_order=True)
+    top = ranked.row(0, named=True)["_value"]
+    # every configuration with the same mean is a winner too: never report one of a tie; the
+    # tied ones in the order of their factor values, the first of them reported as `config`
+    return sorted(
+        (
+            row
+            for row in ranked.iter_rows(named=True)
+            if math.isclose(row["_value"], top, rel_tol=TIE_REL_TOL, abs_tol=0.0)
+        ),
+        key=lambda row: tuple((row[f] is None, row[f] if row[f] is not None else 0) for f in factors),
+    )
 
 
 def config_text(config: dict) -> str:

@@ -14,6 +14,10 @@ Which interval for which statistic (docs/architecture.md §6):
 Where an interval cannot be made (n < 2, all values equal, too few values for the level), the
 estimate is still given but ci_low/ci_high are None and `note` says why: a NaN is never
 presented as a result. Every bootstrap takes an explicit seed, so results are reproducible.
+
+This module holds the Estimate, the bootstrap and the intervals of one sample (means,
+quantiles); ratios are in edgestats.analysis.ratios and correlations in
+edgestats.analysis.correlations, built on these.
 """
 
 from __future__ import annotations
@@ -96,20 +100,23 @@ def clean_values(values: Any) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def _no_interval(
+def no_interval(
     estimate: float | None, n: int, n_unit: str, level: float, method: str, note: str
 ) -> Estimate:
     return Estimate(finite_or_none(estimate), None, None, level, n, n_unit, method, note)
 
 
-def _spread_problem(values: np.ndarray, n_unit: str, minimum: int = 2) -> str | None:
+def spread_problem(values: np.ndarray, n_unit: str, minimum: int = 2) -> str | None:
     """Why no interval can be made from these values, or None when one can."""
     if len(values) == 0:
         return f"not enough data: no {n_unit}"
     if len(values) < minimum:
         return f"not enough data: {counted(len(values), n_unit)} (an interval needs at least {minimum})"
     if np.all(values == values[0]):
-        return f"not enough data: all {len(values)} {n_unit} are equal, so there is no spread to build an interval from"
+        return (
+            f"not enough data: all {len(values)} {n_unit} are equal, "
+            "so there is no spread to build an interval from"
+        )
     return None
 
 
@@ -131,9 +138,9 @@ def t_quantile(level: float, df: int) -> float:
 def t_interval(n: int, mean: float, sd: float, level: float, n_unit: str) -> Estimate:
     """mean ± t·sd/√n, or no interval (with the reason) when n < 2 or sd is 0."""
     if n == 0:
-        return _no_interval(None, 0, n_unit, level, "t", f"not enough data: no {n_unit}")
+        return no_interval(None, 0, n_unit, level, "t", f"not enough data: no {n_unit}")
     if n < 2:
-        return _no_interval(
+        return no_interval(
             mean,
             n,
             n_unit,
@@ -142,7 +149,7 @@ def t_interval(n: int, mean: float, sd: float, level: float, n_unit: str) -> Est
             f"not enough data: {counted(n, n_unit)} (an interval needs at least 2)",
         )
     if not sd > 1e-12 * max(abs(mean), 1e-300):
-        return _no_interval(
+        return no_interval(
             mean,
             n,
             n_unit,
@@ -200,7 +207,7 @@ def order_statistic_ci(values: np.ndarray, q: float, level: float, n_unit: str) 
     ranks = order_statistic_ranks(n, q, level)
     estimate = sample_quantile(values, q)
     if ranks is None:
-        return _no_interval(
+        return no_interval(
             estimate,
             n,
             n_unit,
@@ -270,9 +277,9 @@ def quantile_ci(
     settings = settings or BootstrapSettings()
     x = clean_values(values)
     estimate = sample_quantile(x, q) if len(x) else None
-    problem = _spread_problem(x, n_unit)
+    problem = spread_problem(x, n_unit)
     if problem:
-        return _no_interval(estimate, len(x), n_unit, level, "bootstrap-bca", problem)
+        return no_interval(estimate, len(x), n_unit, level, "bootstrap-bca", problem)
     if len(x) > settings.bca_max_n:
         return order_statistic_ci(x, q, level, n_unit)
     interval = bootstrap(
@@ -287,211 +294,3 @@ def quantile_ci(
         )
         return fallback
     return Estimate(estimate, interval[0], interval[1], level, len(x), n_unit, "bootstrap-bca")
-
-
-# -- ratios -------------------------------------------------------------------------------------
-
-
-def _ratio_of_means(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.mean(numerator, axis=axis) / np.mean(denominator, axis=axis)
-
-
-def _ratio_of_medians(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.median(numerator, axis=axis) / np.median(denominator, axis=axis)
-
-
-def paired_ratio_of_means(
-    numerator: Any,
-    denominator: Any,
-    *,
-    level: float = DEFAULT_LEVEL,
-    settings: BootstrapSettings | None = None,
-    n_unit: str = "runs",
-    label: str = "",
-) -> Estimate:
-    """mean(numerator) / mean(denominator) over the same units (e.g. load_model / steady per run),
-    resampling units as pairs. Pairs with a missing side are left out."""
-    settings = settings or BootstrapSettings()
-    num, den = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
-    keep = np.isfinite(num) & np.isfinite(den)
-    num, den = num[keep], den[keep]
-    n = len(num)
-    if n == 0:
-        return _no_interval(
-            None, 0, n_unit, level, "bootstrap-bca", f"not enough data: no {n_unit} with both values"
-        )
-    if np.mean(den) <= 0:
-        return _no_interval(
-            None, n, n_unit, level, "bootstrap-bca", "the denominator's mean is 0: the ratio is unbounded"
-        )
-    estimate = float(np.mean(num) / np.mean(den))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = num / den
-    problem = _spread_problem(ratios, n_unit)  # all-equal per-unit ratios: nothing to resample
-    if problem:
-        return _no_interval(estimate, n, n_unit, level, "bootstrap-bca", problem)
-    method = "BCa" if n <= settings.bca_max_n else "percentile"
-    order = np.lexsort((den, num))
-    interval = bootstrap(
-        [num[order], den[order]],
-        _ratio_of_means,
-        level=level,
-        settings=settings,
-        label=f"ratio:{label}",
-        paired=True,
-        method=method,
-    )
-    name = f"bootstrap-{method.lower()}"
-    if interval is None:
-        return _no_interval(estimate, n, n_unit, level, name, "the bootstrap was degenerate for this sample")
-    return Estimate(estimate, interval[0], interval[1], level, n, n_unit, name)
-
-
-def ratio_of_medians(
-    numerator: Any,
-    denominator: Any,
-    *,
-    level: float = DEFAULT_LEVEL,
-    settings: BootstrapSettings | None = None,
-    n_unit: str = "epochs",
-    label: str = "",
-) -> Estimate:
-    """median(numerator) / median(denominator) of two independent samples (e.g. fetch stall at 0
-    workers over stall at 1 worker), each resampled on its own."""
-    settings = settings or BootstrapSettings()
-    num, den = clean_values(numerator), clean_values(denominator)
-    n = len(num) + len(den)
-    if len(num) == 0 or len(den) == 0:
-        return _no_interval(
-            None, n, n_unit, level, "bootstrap-bca", f"not enough data: one side has no {n_unit}"
-        )
-    if np.median(den) <= 0:
-        return _no_interval(
-            None,
-            n,
-            n_unit,
-            level,
-            "bootstrap-bca",
-            f"the denominator's median is {np.median(den):g}: the ratio is unbounded",
-        )
-    estimate = float(np.median(num) / np.median(den))
-    for side in (num, den):
-        problem = _spread_problem(side, n_unit)
-        if problem:
-            return _no_interval(
-                estimate, n, n_unit, level, "bootstrap-bca", problem + " (on one side of the ratio)"
-            )
-    method = "BCa" if max(len(num), len(den)) <= settings.bca_max_n else "percentile"
-    interval = bootstrap(
-        [np.sort(num), np.sort(den)],
-        _ratio_of_medians,
-        level=level,
-        settings=settings,
-        label=f"mratio:{label}",
-        method=method,
-    )
-    name = f"bootstrap-{method.lower()}"
-    if interval is None:
-        return _no_interval(estimate, n, n_unit, level, name, "the bootstrap was degenerate for this sample")
-    return Estimate(estimate, interval[0], interval[1], level, n, n_unit, name)
-
-
-# -- correlations -------------------------------------------------------------------------------
-
-
-def fisher_z_interval(r: float, n: int, level: float, se_scale: float = 1.0) -> tuple[float, float] | None:
-    """tanh(atanh(r) ± z·se/√(n-3)); None when n ≤ 3 or |r| = 1 (atanh is infinite there)."""
-    if n <= 3 or not math.isfinite(r) or abs(r) >= 1.0:
-        return None
-    z = math.atanh(r)
-    half = stats.norm.ppf(0.5 + level / 2) * se_scale / math.sqrt(n - 3)
-    return math.tanh(z - half), math.tanh(z + half)
-
-
-@dataclass
-class Correlation:
-    method: str  # pearson | spearman
-    estimate: Estimate
-    p_value: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"method": self.method, **self.estimate.as_dict(), "p_value": finite_or_none(self.p_value)}
-
-
-def _spearman_permutation_p(x: np.ndarray, y: np.ndarray) -> float:
-    """Exact (all pairings) two-sided p of Spearman's rho for small n, where the t
-    approximation scipy.stats.spearmanr uses is poor (it gives p = 0 for a perfect rho)."""
-    y_centred = stats.rankdata(y) - (len(y) + 1) / 2
-
-    def rho(x_ranks: np.ndarray, axis: int = -1) -> np.ndarray:  # Pearson of ranks = Spearman, ties included
-        x_centred = x_ranks - x_ranks.mean(axis=axis, keepdims=True)
-        return (x_centred * y_centred).sum(axis=axis) / np.sqrt(
-            (x_centred**2).sum(axis=axis) * (y_centred**2).sum()
-        )
-
-    result = stats.permutation_test(
-        (stats.rankdata(x),),
-        rho,
-        permutation_type="pairings",
-        n_resamples=math.factorial(len(x)),
-        vectorized=True,
-    )
-    return float(result.pvalue)
-
-
-def correlation(
-    x: Any, y: Any, method: str, *, level: float = DEFAULT_LEVEL, n_unit: str = "configurations"
-) -> Correlation:
-    """Pearson or Spearman correlation with its Fisher-z interval and p-value; pairs with a
-    missing side are left out."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    n = len(x)
-    name = f"fisher-z ({method})"
-    if n < 3:
-        return Correlation(
-            method,
-            _no_interval(
-                None,
-                n,
-                n_unit,
-                level,
-                name,
-                f"not enough data: {n} {n_unit} (a correlation needs at least 3)",
-            ),
-            None,
-        )
-    for side, label in ((x, "x"), (y, "y")):
-        if np.all(side == side[0]):
-            return Correlation(
-                method,
-                _no_interval(
-                    None,
-                    n,
-                    n_unit,
-                    level,
-                    name,
-                    f"not enough data: every {label} value is {side[0]:g}, so the correlation is undefined",
-                ),
-                None,
-            )
-    if method == "pearson":
-        result = stats.pearsonr(x, y)
-        r, p, se_scale = float(result.statistic), float(result.pvalue), 1.0
-    else:
-        result = stats.spearmanr(x, y)
-        r = float(result.statistic)
-        p = _spearman_permutation_p(x, y) if n <= 8 else float(result.pvalue)
-        se_scale = math.sqrt(1 + r * r / 2)  # Bonett & Wright (2000)
-    interval = fisher_z_interval(r, n, level, se_scale)
-    if interval is None:
-        why = (
-            f"not enough data for an interval: n = {n} (Fisher z needs at least 4)"
-            if n <= 3
-            else f"r = {r:g}: the Fisher-z interval is undefined for a perfect correlation"
-        )
-        return Correlation(method, _no_interval(r, n, n_unit, level, name, why), p)
-    return Correlation(method, Estimate(r, interval[0], interval[1], level, n, n_unit, name), p)

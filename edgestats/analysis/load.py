@@ -6,7 +6,7 @@ latencies (for the pooled quantiles of `summary` and the rank tests of `tradeoff
 as one column, through Arrow, never row by row. The latency distribution per configuration
 (`group_quantiles`) is computed by DuckDB too, on those Arrow columns (no copy), so a group's
 quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by
-the functions below, which return strings (tested without a DB), and run in `load_data()`.
+the functions of load_sql.py, which return strings (tested without a DB), and run in `load_data()`.
 
 The DB is opened in the sandbox of edgestats/store/sandbox.py (read-only; no query, a `--where` subquery
 included, reads a file outside the DB, writes one or loads an extension), and `--where` is checked
@@ -24,14 +24,20 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from edgestats.analysis.load_sql import (
+    epochs_sql,
+    filters_sql,
+    group_quantiles_sql,
+    group_values_sql,
+    latencies_sql,
+    phase_energy_sql,
+    phases_sql,
+    runs_sql,
+    view_columns_sql,
+)
 from edgestats.errors import EdgestatsError
-from edgestats.store.results import quote_ident
 from edgestats.store.run_extra import runs_with_extras
 from edgestats.store.sandbox import sandboxed_store
-
-# Statuses whose figures are results: a diverged run (NaN loss) is a result (docs/architecture.md §5);
-# error / timeout / killed runs hold partial data and are left out.
-RESULT_STATUSES = ("ok", "diverged")
 
 # What a "configuration" is when no --by is given (summary, breakdown, tradeoff candidates).
 CONFIG_COLUMNS = ("device", "framework", "runtime", "model", "batch_size", "threads", "precision")
@@ -58,24 +64,6 @@ REQUIRED_SUMMARY_COLUMNS = (
     "energy_j",
     "energy_per_inference_j",
 )
-# Columns added to run_summary by the telemetry work; NULL when an older view lacks them.
-OPTIONAL_SUMMARY_COLUMNS = {
-    "energy_per_inference_ci_low_j": "DOUBLE",
-    "energy_per_inference_ci_high_j": "DOUBLE",
-    "energy_unavailable_reason": "VARCHAR",
-    "uss_peak_bytes": "DOUBLE",
-    "cpu_total_mean_pct": "DOUBLE",
-    "cpu_total_peak_pct": "DOUBLE",
-    "cpu_user_mean_pct": "DOUBLE",
-    "cpu_system_mean_pct": "DOUBLE",
-    "cpu_iowait_mean_pct": "DOUBLE",
-    "mean_power_w": "DOUBLE",
-    "noisy": "BOOLEAN",
-    "noise_reason": "VARCHAR",
-}
-# Per-run figures taken from training_summary and run_results next to run_summary's.
-TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_pct", "epoch_time_s")
-RESULT_COLUMNS = ("load_time_s", "total_time_s", "fetch_stall_s", "compute_s", "e2e_s")
 # Filters that have their own option (--device NAME ...), on top of --where.
 FILTER_COLUMNS = (
     "device",
@@ -113,27 +101,7 @@ class AnalysisData:
         return [c for c in self.runs.columns if c not in ("run_idx", "run_id")]
 
 
-# -- SQL builders -------------------------------------------------------------------------------
-
-
-def sql_literal(value: object) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def filters_sql(filters: dict[str, list[str]]) -> str:
-    """`col IN (...)` per option, ANDed ('TRUE': none); --noisy exclude keeps unjudged runs (NULL)."""
-    parts = [
-        f"CAST({quote_ident(column)} AS VARCHAR) IN ({', '.join(sql_literal(v) for v in values)})"
-        if column != "noisy"
-        else ("noisy IS NOT TRUE" if "exclude" in values else "TRUE")
-        for column, values in filters.items()
-        if values
-    ]
-    return " AND ".join(parts) if parts else "TRUE"
+# -- checking --where ---------------------------------------------------------------------------
 
 
 def _outside_quotes(text: str) -> tuple[str, bool]:
@@ -191,131 +159,6 @@ def check_where(where: str | None) -> str:
     return f"({where})"
 
 
-def runs_sql(
-    summary_columns: list[str], where: str, filters: str, samples_cpu: bool, source: str = "run_summary"
-) -> str:
-    """One row per selected run: `source` (run_summary + extra columns), the training figures and the reported results.
-
-    `summary_columns` are the columns the DB's run_summary has; optional ones it lacks are NULL.
-    With `samples_cpu`, the mean CPU use comes from the telemetry (for views without it)."""
-    missing = [
-        f"CAST(NULL AS {t}) AS {quote_ident(c)}"
-        for c, t in OPTIONAL_SUMMARY_COLUMNS.items()
-        if c not in summary_columns
-    ]
-    training = ", ".join(f"t.{quote_ident(c)}" for c in TRAINING_COLUMNS)
-    results = ", ".join(f"res.{quote_ident(c)}" for c in RESULT_COLUMNS)
-    cpu_source = "cpu.cpu_total_mean_pct" if samples_cpu else "s.cpu_total_mean_pct"
-    cpu_join = (
-        "LEFT JOIN (SELECT run_id, avg(value) AS cpu_total_mean_pct FROM samples "
-        "WHERE metric = 'cpu_total_pct' AND run_id IN (SELECT run_id FROM selected) GROUP BY run_id) cpu USING (run_id)"
-        if samples_cpu
-        else ""
-    )
-    extra = ", ".join(missing)
-    statuses = ", ".join(sql_literal(s) for s in RESULT_STATUSES)
-    return f"""
-WITH selected AS (
-    SELECT *{", " + extra if extra else ""} FROM {source}
-    WHERE status IN ({statuses}) AND {filters} AND {where}
-)
-SELECT
-    CAST(row_number() OVER (ORDER BY s.run_id) - 1 AS INTEGER) AS run_idx,
-    s.* EXCLUDE (cpu_total_mean_pct),
-    coalesce({cpu_source}, res.cpu_total_pct) AS cpu_total_mean_pct,
-    {training},
-    {results}
-FROM selected s
-LEFT JOIN training_summary t USING (run_id)
-LEFT JOIN run_results res USING (run_id)
-{cpu_join}
-ORDER BY run_idx"""
-
-
-def latencies_sql(relation: str) -> str:
-    """Steady-state latencies (warm-up excluded, as run_summary does) of the selected runs."""
-    return (
-        f"SELECT r.run_idx, l.latency_ns / 1e6 AS latency_ms FROM latencies l "
-        f"JOIN {relation} r USING (run_id) WHERE NOT l.warmup"
-    )
-
-
-def group_values_sql(latencies: str, groups: str) -> str:
-    """(g, value) for `group_quantiles`: the steady latencies of the runs whose group pools them
-    (`pooled`), each run's median latency for the runs of a group that has no per-inference rows
-    (imported results: one figure per run). Non-finite values are left out."""
-    return (
-        f"SELECT g, value FROM (SELECT r.g, l.latency_ms AS value FROM {latencies} l JOIN {groups} r USING (run_idx) "
-        f"WHERE r.pooled UNION ALL SELECT g, latency_median_ms AS value FROM {groups} WHERE NOT pooled) "
-        f"WHERE isfinite(value)"
-    )
-
-
-def group_quantiles_sql(values: str, probabilities: list[float]) -> str:
-    """Per group g: the number of values and their quantiles at `probabilities`, as one list.
-    quantile_cont interpolates linearly between order statistics, as numpy.quantile's default
-    ('linear', Hyndman & Fan type 7) does; it is exact, not a sketch."""
-    probs = ", ".join(repr(float(p)) for p in probabilities)
-    return (
-        f"SELECT g, count(*) AS n, quantile_cont(value, [{probs}]) AS q FROM ({values}) GROUP BY g ORDER BY g"
-    )
-
-
-def phases_sql(relation: str) -> str:
-    """Seconds per run and phase (a phase recorded twice is summed); open windows are left out."""
-    return (
-        f"SELECT r.run_idx, p.phase, min(p.seq) AS seq, sum(p.end_ns - p.start_ns) / 1e9 AS duration_s "
-        f"FROM phases p JOIN {relation} r USING (run_id) WHERE p.end_ns IS NOT NULL GROUP BY ALL"
-    )
-
-
-def phase_energy_sql(relation: str, columns: list[str]) -> str:
-    """Energy and mean power per run and phase. A phase's energy is NULL when any of its windows
-    has none (a partial sum would understate it); mean power is duration-weighted. `columns`
-    are those the DB's phase_energy view has (the interval and mean power came later)."""
-    power = (
-        "sum(e.mean_power_w * e.duration_s) / nullif(sum(CASE WHEN e.mean_power_w IS NOT NULL THEN e.duration_s END), 0)"
-        if "mean_power_w" in columns
-        else "CAST(NULL AS DOUBLE)"
-    )
-    bounds = ",\n       ".join(
-        f"CASE WHEN count(e.{c}) = count(*) THEN sum(e.{c}) END AS {c}"
-        if c in columns
-        else f"CAST(NULL AS DOUBLE) AS {c}"
-        for c in ("energy_ci_low_j", "energy_ci_high_j")
-    )
-    return f"""
-SELECT r.run_idx, e.phase, min(e.seq) AS seq, sum(e.duration_s) AS duration_s,
-       CASE WHEN count(e.energy_j) = count(*) THEN sum(e.energy_j) END AS energy_j,
-       {bounds},
-       {power} AS mean_power_w,
-       any_value(e.source) AS source,
-       any_value(e.energy_unavailable_reason) AS energy_unavailable_reason
-FROM phase_energy e JOIN {relation} r USING (run_id)
-WHERE e.end_ns IS NOT NULL
-GROUP BY ALL"""
-
-
-def epochs_sql(relation: str) -> str:
-    """Per run and epoch: cumulative fetch stall, fetch, compute (s) over its batches, and the
-    epoch's end-to-end time (its training window when recorded, else the sum of batch E2E)."""
-    return f"""
-SELECT r.run_idx, b.epoch,
-       sum(b.stall_ns) / 1e9 AS stall_s, sum(b.fetch_ns) / 1e9 AS fetch_s, sum(b.compute_ns) / 1e9 AS compute_s,
-       coalesce(any_value(e.train_end_ns - e.train_start_ns) / 1e9, sum(b.e2e_ns) / 1e9) AS e2e_s,
-       count(*) AS n_batches
-FROM batches b JOIN {relation} r USING (run_id)
-LEFT JOIN epochs e ON e.run_id = b.run_id AND e.epoch = b.epoch
-GROUP BY ALL"""
-
-
-def view_columns_sql(view: str) -> str:
-    return (
-        f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
-        f"AND schema_name = 'main' AND table_name = {sql_literal(view)} ORDER BY column_index"
-    )
-
-
 # -- loading ------------------------------------------------------------------------------------
 
 
@@ -363,62 +206,76 @@ def load_data(
     where_sql = check_where(where)
     with sandboxed_store(db) as store:
         con = store.con
-        summary_columns = _columns(con, "run_summary")
-        _check_summary(summary_columns, db)
-        samples_cpu = "cpu_total_mean_pct" not in summary_columns
-        sql = runs_sql(
-            summary_columns, where_sql, filters_sql(filters or {}), samples_cpu, runs_with_extras(con)
-        )
-        try:
-            runs = _frame(con, sql)
-        except duckdb.Error as exc:
-            if where:
-                first_line = str(exc).splitlines()[0]
-                hint = (
-                    "analyze is sandboxed as `edgestats sql` is (docs/cli/sql.md): a --where reads nothing outside the DB"
-                    if isinstance(exc, duckdb.PermissionException)
-                    else "it may use the columns of run_summary and "
-                    'run_extra (edgestats sql DB "DESCRIBE run_summary")'
-                )
-                raise AnalysisInputError(
-                    f"--where {where!r} failed on run_summary ({first_line}); {hint}"
-                ) from None
-            raise
-        runs = _derive(runs)
-        data, noisy = AnalysisData(runs=runs), int(runs["noisy"].fill_null(False).sum())
-        if noisy and (filters or {}).get("noisy") != [
-            "exclude"
-        ]:  # --noisy include (the default): kept, flagged
-            data.notes.append(
-                f"{noisy} of {runs.height} runs were noisy (runs.noise_reason); --noisy exclude drops them"
-            )
+        runs = _derive(_read_runs(con, db, where, where_sql, filters or {}))
+        data = AnalysisData(runs=runs)
+        data.notes += _noise_notes(runs, filters or {})
         if runs.height == 0:
             return data
-        relation = "_edgestats_selected_runs"
-        con.register(
-            relation,
-            pa.table(
-                {"run_id": runs["run_id"].cast(pl.String).to_arrow(), "run_idx": runs["run_idx"].to_arrow()}
-            ),
-        )
-        relation_sql = (
-            f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"  # strings back to UUIDs
-        )
-        if needs.latencies and (runs["n_latencies"].fill_null(0) > 0).any():
-            data.latencies = _frame(con, latencies_sql(relation_sql))
-        if needs.phases:
-            data.phases = _frame(con, phases_sql(relation_sql))
-        if needs.phase_energy:
-            energy_columns = _columns(con, "phase_energy")
-            if "energy_j" in energy_columns:
-                data.phase_energy = _frame(con, phase_energy_sql(relation_sql, energy_columns))
-            else:
-                data.notes.append(
-                    "the DB has no phase_energy view with energy_j: run `edgestats migrate` on it"
-                )
-        if needs.epochs:
-            data.epochs = _frame(con, epochs_sql(relation_sql))
+        _read_needed(con, runs, needs, data)
     return data
+
+
+def _read_runs(
+    con: duckdb.DuckDBPyConnection, db: Path, where: str | None, where_sql: str, filters: dict[str, list[str]]
+) -> pl.DataFrame:
+    """The selected runs, as runs_sql reads them; a --where that fails in DuckDB says why, and what
+    it may use."""
+    summary_columns = _columns(con, "run_summary")
+    _check_summary(summary_columns, db)
+    samples_cpu = "cpu_total_mean_pct" not in summary_columns
+    sql = runs_sql(summary_columns, where_sql, filters_sql(filters), samples_cpu, runs_with_extras(con))
+    try:
+        return _frame(con, sql)
+    except duckdb.Error as exc:
+        if where:
+            raise _where_failed(where, exc) from None
+        raise
+
+
+def _where_failed(where: str, exc: duckdb.Error) -> AnalysisInputError:
+    first_line = str(exc).splitlines()[0]
+    hint = (
+        "analyze is sandboxed as `edgestats sql` is (docs/cli/sql.md): a --where reads nothing outside the DB"
+        if isinstance(exc, duckdb.PermissionException)
+        else 'it may use the columns of run_summary and run_extra (edgestats sql DB "DESCRIBE run_summary")'
+    )
+    return AnalysisInputError(f"--where {where!r} failed on run_summary ({first_line}); {hint}")
+
+
+def _noise_notes(runs: pl.DataFrame, filters: dict[str, list[str]]) -> list[str]:
+    """--noisy include (the default): noisy runs are kept, and a note counts them."""
+    noisy = int(runs["noisy"].fill_null(False).sum())
+    if noisy and filters.get("noisy") != ["exclude"]:
+        return [f"{noisy} of {runs.height} runs were noisy (runs.noise_reason); --noisy exclude drops them"]
+    return []
+
+
+def _read_needed(
+    con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, needs: Needs, data: AnalysisData
+) -> None:
+    """The frames `needs` asks for, of the selected runs, into `data` (a note where the DB lacks one)."""
+    relation = "_edgestats_selected_runs"
+    con.register(
+        relation,
+        pa.table(
+            {"run_id": runs["run_id"].cast(pl.String).to_arrow(), "run_idx": runs["run_idx"].to_arrow()}
+        ),
+    )
+    relation_sql = (
+        f"(SELECT CAST(run_id AS UUID) AS run_id, run_idx FROM {relation})"  # strings back to UUIDs
+    )
+    if needs.latencies and (runs["n_latencies"].fill_null(0) > 0).any():
+        data.latencies = _frame(con, latencies_sql(relation_sql))
+    if needs.phases:
+        data.phases = _frame(con, phases_sql(relation_sql))
+    if needs.phase_energy:
+        energy_columns = _columns(con, "phase_energy")
+        if "energy_j" in energy_columns:
+            data.phase_energy = _frame(con, phase_energy_sql(relation_sql, energy_columns))
+        else:
+            data.notes.append("the DB has no phase_energy view with energy_j: run `edgestats migrate` on it")
+    if needs.epochs:
+        data.epochs = _frame(con, epochs_sql(relation_sql))
 
 
 def group_quantiles(

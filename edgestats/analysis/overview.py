@@ -63,9 +63,10 @@ SELECT DISTINCT s FROM (
 
 RUN_SOURCES_SQL = "SELECT source, count(*) FROM runs GROUP BY ALL ORDER BY source"
 
-COLLECTED_DEVICES_SQL = """
-SELECT DISTINCT d.name FROM runs r JOIN devices d USING (device_id) WHERE r.source = 'collect' AND d.name IS NOT NULL
-"""
+COLLECTED_DEVICES_SQL = (
+    "\nSELECT DISTINCT d.name FROM runs r JOIN devices d USING (device_id) "
+    "WHERE r.source = 'collect' AND d.name IS NOT NULL\n"
+)
 
 
 def load_overview(db: str | Path) -> Overview:

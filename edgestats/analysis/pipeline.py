@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from edgestats.analysis.intervals import (
-    BootstrapSettings,
-    correlation,
-    finite_or_none,
-    quantile_ci,
-    ratio_of_medians,
-)
+from edgestats.analysis.correlations import correlation
+from edgestats.analysis.intervals import BootstrapSettings, Estimate, finite_or_none, quantile_ci
 from edgestats.analysis.load import AnalysisData
 from edgestats.analysis.options import AnalysisOptions
+from edgestats.analysis.ratios import ratio_of_medians
 from edgestats.analysis.result import (
     AnalysisResult,
     estimate_row,
@@ -78,72 +74,82 @@ def workers_part(
         by_workers = {
             w: part for (w,), part in sub.sort("num_workers").group_by(["num_workers"], maintain_order=True)
         }
-        for workers, part in by_workers.items():
-            unit = (
-                "epochs"
-                if (part["unit"] == "epochs").all()
-                else ("runs" if (part["unit"] == "runs").all() else "epochs and runs")
-            )
-            stall = quantile_ci(
-                part["stall_s"].to_numpy(),
-                0.5,
+        median_entries, median_rows = _worker_medians(group, by_workers, label, level, settings)
+        step_entries, step_rows = _reductions(group, by_workers, label, level, settings)
+        entries += median_entries + step_entries
+        rows += median_rows
+        reductions += step_rows
+    return entries, rows, reductions
+
+
+def _worker_medians(
+    group: dict, by_workers: dict, label: str, level: float, settings: BootstrapSettings
+) -> tuple[list, list]:
+    """The median stall and E2E time at each worker count, as entries and rows of `workers`."""
+    entries, rows = [], []
+    for workers, part in by_workers.items():
+        unit = (
+            "epochs"
+            if (part["unit"] == "epochs").all()
+            else ("runs" if (part["unit"] == "runs").all() else "epochs and runs")
+        )
+        stall = _median(part["stall_s"], unit, level, settings, f"{label}|{workers}|stall")
+        e2e = _median(part["e2e_s"], unit, level, settings, f"{label}|{workers}|e2e")
+        entries.append(
+            {
+                "part": "workers",
+                "group": group,
+                "num_workers": workers,
+                "n": part.height,
+                "n_unit": unit,
+                "n_runs": part["run_idx"].n_unique(),
+                "level": level,
+                "stall_median_s": stall.as_dict(),
+                "e2e_median_s": e2e.as_dict(),
+            }
+        )
+        rows.append(estimate_row(group, stall, num_workers=workers, quantity="stall_median_s"))
+        rows.append(estimate_row(group, e2e, num_workers=workers, quantity="e2e_median_s"))
+    return entries, rows
+
+
+def _median(values: pl.Series, unit: str, level: float, settings: BootstrapSettings, label: str) -> Estimate:
+    return quantile_ci(values.to_numpy(), 0.5, level=level, settings=settings, n_unit=unit, label=label)
+
+
+def _reductions(
+    group: dict, by_workers: dict, label: str, level: float, settings: BootstrapSettings
+) -> tuple[list, list]:
+    """How many times the median stall and E2E time fall from one worker count to the next (STEPS),
+    as entries and rows of `reductions`."""
+    entries, rows = [], []
+    for low, high in STEPS:
+        if low not in by_workers or high not in by_workers:
+            continue
+        for column in ("stall_s", "e2e_s"):
+            ratio = ratio_of_medians(
+                by_workers[low][column].to_numpy(),
+                by_workers[high][column].to_numpy(),
                 level=level,
                 settings=settings,
-                n_unit=unit,
-                label=f"{label}|{workers}|stall",
-            )
-            e2e = quantile_ci(
-                part["e2e_s"].to_numpy(),
-                0.5,
-                level=level,
-                settings=settings,
-                n_unit=unit,
-                label=f"{label}|{workers}|e2e",
+                n_unit="epochs" if by_workers[low]["unit"][0] == "epochs" else "runs",
+                label=f"{label}|{low}->{high}|{column}",
             )
             entries.append(
                 {
-                    "part": "workers",
+                    "part": "reduction",
                     "group": group,
-                    "num_workers": workers,
-                    "n": part.height,
-                    "n_unit": unit,
-                    "n_runs": part["run_idx"].n_unique(),
+                    "metric": column,
+                    "from_workers": low,
+                    "to_workers": high,
                     "level": level,
-                    "stall_median_s": stall.as_dict(),
-                    "e2e_median_s": e2e.as_dict(),
+                    "reduction_factor": ratio.as_dict(),
+                    "n": ratio.n,
+                    "n_unit": ratio.n_unit,
                 }
             )
-            rows.append(estimate_row(group, stall, num_workers=workers, quantity="stall_median_s"))
-            rows.append(estimate_row(group, e2e, num_workers=workers, quantity="e2e_median_s"))
-        for low, high in STEPS:
-            if low not in by_workers or high not in by_workers:
-                continue
-            for column in ("stall_s", "e2e_s"):
-                ratio = ratio_of_medians(
-                    by_workers[low][column].to_numpy(),
-                    by_workers[high][column].to_numpy(),
-                    level=level,
-                    settings=settings,
-                    n_unit="epochs" if by_workers[low]["unit"][0] == "epochs" else "runs",
-                    label=f"{label}|{low}->{high}|{column}",
-                )
-                entries.append(
-                    {
-                        "part": "reduction",
-                        "group": group,
-                        "metric": column,
-                        "from_workers": low,
-                        "to_workers": high,
-                        "level": level,
-                        "reduction_factor": ratio.as_dict(),
-                        "n": ratio.n,
-                        "n_unit": ratio.n_unit,
-                    }
-                )
-                reductions.append(
-                    estimate_row(group, ratio, metric=column, from_workers=low, to_workers=high)
-                )
-    return entries, rows, reductions
+            rows.append(estimate_row(group, ratio, metric=column, from_workers=low, to_workers=high))
+    return entries, rows
 
 
 def resources_part(runs: pl.DataFrame, by: list[str], level: float) -> tuple[list, list]:
@@ -217,8 +223,8 @@ def pipeline(
         frames["resources"] = rows_frame(resource_rows)
     if not entries:
         why = (
-            "no run has fetch-stall times with num_workers, nor CPU/memory figures at two or more batch sizes "
-            "(collect training runs, or import fetch_stall_s / e2e_s / cpu_*_pct / mem_*_mb)"
+            "no run has fetch-stall times with num_workers, nor CPU/memory figures at two or more "
+            "batch sizes (collect training runs, or import fetch_stall_s / e2e_s / cpu_*_pct / mem_*_mb)"
         )
         return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
     return AnalysisResult(NAME, level, entries, frames)

@@ -139,6 +139,39 @@ def compare_metric(
     label: str,
 ) -> dict | None:
     """Best vs runner-up on one metric in one stratum; None when fewer than two candidates have it."""
+    scored = _scored(stratum, metric, candidates, index, level=level, settings=settings, label=label)
+    if len(scored) < 2:
+        return None
+    scored.sort(key=lambda item: item[0] if lower_is_better else -item[0])
+    (best_median, best, best_values, best_centre), (runner_median, runner, runner_values, runner_centre) = (
+        scored[:2]
+    )
+    result = {
+        "metric": metric,
+        "direction": "lower" if lower_is_better else "higher",
+        "n_unit": "runs",
+        "candidates": len(scored),
+        "test": "mann-whitney-u (two-sided)",
+    }
+    for key, candidate, estimate in (("best", best, best_centre), ("runner_up", runner, runner_centre)):
+        result[key] = {"candidate": candidate, **estimate.as_dict()}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result["ratio_of_medians"] = finite_or_none(runner_median / best_median) if best_median else None
+    result.update(_rank_test(best_values, runner_values, lower_is_better))
+    return result
+
+
+def _scored(
+    stratum: pl.DataFrame,
+    metric: str,
+    candidates: list[str],
+    index: LatencyIndex,
+    *,
+    level: float,
+    settings: BootstrapSettings,
+    label: str,
+) -> list[tuple]:
+    """(median, candidate, per-run values, median's Estimate) of each candidate measured on the metric."""
     scored = []
     for candidate, sub in iter_groups(stratum, candidates):
         values = _values(sub, metric)
@@ -157,38 +190,26 @@ def compare_metric(
             )
         )
         scored.append((centre.estimate, candidate, values, centre))
-    if len(scored) < 2:
-        return None
-    scored.sort(key=lambda item: item[0] if lower_is_better else -item[0])
-    (best_median, best, best_values, best_centre), (runner_median, runner, runner_values, runner_centre) = (
-        scored[:2]
-    )
-    result = {
-        "metric": metric,
-        "direction": "lower" if lower_is_better else "higher",
-        "n_unit": "runs",
-        "candidates": len(scored),
-        "test": "mann-whitney-u (two-sided)",
-    }
-    for key, candidate, estimate in (("best", best, best_centre), ("runner_up", runner, runner_centre)):
-        result[key] = {"candidate": candidate, **estimate.as_dict()}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        result["ratio_of_medians"] = finite_or_none(runner_median / best_median) if best_median else None
+    return scored
+
+
+def _rank_test(best_values: np.ndarray, runner_values: np.ndarray, lower_is_better: bool) -> dict:
+    """The Mann–Whitney U test of best against runner-up: its p-value and the probability of
+    superiority, or a note where a side has fewer than 2 runs."""
     if len(best_values) < 2 or len(runner_values) < 2:
-        result.update(
-            p_value=None,
-            prob_superiority=None,
-            note=f"not enough data for a test: {len(best_values)} vs {len(runner_values)} runs (each side needs at least 2)",
-        )
-        return result
+        return {
+            "p_value": None,
+            "prob_superiority": None,
+            "note": f"not enough data for a test: {len(best_values)} vs {len(runner_values)} runs "
+            "(each side needs at least 2)",
+        }
     test = stats.mannwhitneyu(best_values, runner_values, alternative="two-sided")
     # U counts pairs where the first sample is larger: the best is "better" in the other direction.
     u_better = len(best_values) * len(runner_values) - test.statistic if lower_is_better else test.statistic
-    result.update(
-        p_value=finite_or_none(test.pvalue),
-        prob_superiority=float(u_better / (len(best_values) * len(runner_values))),
-    )
-    return result
+    return {
+        "p_value": finite_or_none(test.pvalue),
+        "prob_superiority": float(u_better / (len(best_values) * len(runner_values))),
+    }
 
 
 def holm_adjust(entries: list[dict], alpha: float) -> None:
@@ -233,6 +254,19 @@ def tradeoff(
         return AnalysisResult(NAME, level, [not_enough_entry(why, n=runs.height, level=level)])
     device = ["device"] if "device" in runs.columns else []
     points = pareto_points(measured, index, config, device, level=level, settings=settings)
+    entries = _pareto_entries(points, device, level)
+    winner_entries = [
+        _winners_entry(stratum, group, candidates, index, level=level, settings=settings)
+        for group, stratum in iter_groups(measured, strata)
+    ]
+    holm_adjust(winner_entries, 1 - level)
+    rows = _settle_winners(winner_entries, level)
+    entries += winner_entries
+    return AnalysisResult(NAME, level, entries, {"pareto": points, "winners": rows_frame(rows)})
+
+
+def _pareto_entries(points: pl.DataFrame, device: list[str], level: float) -> list[dict]:
+    """Per device, the configurations on the Pareto front."""
     entries: list[dict] = []
     for group, sub in iter_groups(points, device) if points.height else []:
         front = sub.filter(pl.col("pareto")).drop("pareto").to_dicts()
@@ -248,74 +282,86 @@ def tradeoff(
                 "pareto": front,
             }
         )
-    winner_entries, rows = [], []
-    for group, stratum in iter_groups(measured, strata):
-        label = group_label(NAME, group)
-        metrics = [
-            m
-            for metric, lower in METRICS.items()
-            if metric in stratum.columns
-            and (
-                m := compare_metric(
-                    stratum, metric, lower, candidates, index, level=level, settings=settings, label=label
-                )
+    return entries
+
+
+def _winners_entry(
+    stratum: pl.DataFrame,
+    group: dict,
+    candidates: list[str],
+    index: LatencyIndex,
+    *,
+    level: float,
+    settings: BootstrapSettings,
+) -> dict:
+    """One stratum's comparison of its best candidate with the runner-up on every metric, before Holm."""
+    label = group_label(NAME, group)
+    metrics = [
+        m
+        for metric, lower in METRICS.items()
+        if metric in stratum.columns
+        and (
+            m := compare_metric(
+                stratum, metric, lower, candidates, index, level=level, settings=settings, label=label
             )
-        ]
-        if not metrics:
-            winner_entries.append(
-                not_enough_entry(
-                    "fewer than two candidates measured here",
-                    group=group,
-                    n=stratum.height,
-                    level=level,
-                    part="winners",
-                )
-            )
-            continue
-        winner_entries.append(
-            {
-                "part": "winners",
-                "group": group,
-                "n": stratum.height,
-                "n_unit": "runs",
-                "level": level,
-                "candidate_keys": candidates,
-                "metrics": metrics,
-            }
         )
-    holm_adjust(winner_entries, 1 - level)
+    ]
+    if not metrics:
+        return not_enough_entry(
+            "fewer than two candidates measured here",
+            group=group,
+            n=stratum.height,
+            level=level,
+            part="winners",
+        )
+    return {
+        "part": "winners",
+        "group": group,
+        "n": stratum.height,
+        "n_unit": "runs",
+        "level": level,
+        "candidate_keys": candidates,
+        "metrics": metrics,
+    }
+
+
+def _settle_winners(winner_entries: list[dict], level: float) -> list[dict]:
+    """After Holm: each metric's significance (None where there was no test), each stratum's single
+    winner or the note that there is none; returns the rows of the `winners` frame."""
+    rows = []
     for entry in winner_entries:
         if "metrics" not in entry:
             continue
         for metric in entry["metrics"]:
             metric.setdefault("p_holm", None)
             metric.setdefault("significant", False if metric.get("p_value") is not None else None)
-            rows.append(
-                {
-                    **entry["group"],
-                    "metric": metric["metric"],
-                    "best": _text(metric["best"]["candidate"]),
-                    "runner_up": _text(metric["runner_up"]["candidate"]),
-                    "estimate": metric["best"]["estimate"],
-                    "ci_low": metric["best"]["ci_low"],
-                    "ci_high": metric["best"]["ci_high"],
-                    "runner_up_estimate": metric["runner_up"]["estimate"],
-                    "ratio_of_medians": metric["ratio_of_medians"],
-                    "p_value": metric["p_value"],
-                    "p_holm": metric["p_holm"],
-                    "significant": metric["significant"],
-                    "level": level,
-                    "n": metric["best"]["n"],
-                    "n_runner_up": metric["runner_up"]["n"],
-                    "n_unit": metric["n_unit"],
-                }
-            )
+            rows.append(_winner_row(entry["group"], metric, level))
         winner = single_winner(entry["metrics"])
         entry["single_winner"] = winner
         if winner is None:
             entry["note"] = "no single winner: no candidate is significantly best on every metric"
-    entries += winner_entries
-    return AnalysisResult(NAME, level, entries, {"pareto": points, "winners": rows_frame(rows)})
+    return rows
+
+
+def _winner_row(group: dict, metric: dict, level: float) -> dict:
+    return {
+        **group,
+        "metric": metric["metric"],
+        "best": _text(metric["best"]["candidate"]),
+        "runner_up": _text(metric["runner_up"]["candidate"]),
+        "estimate": metric["best"]["estimate"],
+        "ci_low": metric["best"]["ci_low"],
+        "ci_high": metric["best"]["ci_high"],
+        "runner_up_estimate": metric["runner_up"]["estimate"],
+        "ratio_of_medians": metric["ratio_of_medians"],
+        "p_value": metric["p_value"],
+        "p_holm": metric["p_holm"],
+        "significant": metric["significant"],
+        "level": level,
+        "n": metric["best"]["n"],
+        "n_runner_up": metric["runner_up"]["n"],
+        "n_unit": metric["n_unit"],
+    }
 
 
 def _text(candidate: dict) -> str:

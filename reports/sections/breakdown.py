@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 
 from edgestats.formatting import format_interval
-from edgestats.reports import charts_latency
+from edgestats.reports import charts_breakdown
 from edgestats.reports.sections import FigureSpec, drawable, figure, label, pct, with_intervals
 
 DRAWN = frozenset({"phases", "ratios"})
@@ -29,14 +29,14 @@ def figures(result: Any) -> list[FigureSpec]:
             with_intervals(
                 "Mean seconds per phase (stacked)", frames.get("phases"), drawn="each with its interval"
             ),
-            charts_latency.phase_breakdown_chart,
+            charts_breakdown.phase_breakdown_chart,
         ),
         *figure(
             frames,
             "ratios",
             "ratio",
             with_intervals("Model load time ÷ steady-state run time (above 1: loading costs more)", ratios),
-            lambda ratios: charts_latency.ratio_chart(
+            lambda ratios: charts_breakdown.ratio_chart(
                 ratios, ratio_name=RATIO, title="model load time ÷ steady-state run time"
             ),
         ),
@@ -54,14 +54,16 @@ def sentence(result: Any) -> str:
             return NEUTRAL
         row = one.row(-1, named=True)
         return (
-            f"Loading the model takes as long as {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
+            "Loading the model takes as long as "
+            f"{format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
             f"single inferences ({label(row, one)}, {pct(row['level'])} interval)."
         )
     exceeds = steady.filter(pl.col("estimate") > 1)
     confident = steady.filter(pl.col("ci_low").is_not_null() & (pl.col("ci_low") > 1))
     top = steady.sort("estimate").row(-1, named=True)
     return (
-        f"Loading the model costs more than the whole steady-state run in {exceeds.height} of {steady.height} "
-        f"configurations ({confident.height} with the whole {pct(top['level'])} interval above 1); the largest ratio, "
-        f"{label(top, steady)}, is {format_interval(top['estimate'], top['ci_low'], top['ci_high'])}."
+        "Loading the model costs more than the whole steady-state run in "
+        f"{exceeds.height} of {steady.height} configurations ({confident.height} with the whole "
+        f"{pct(top['level'])} interval above 1); the largest ratio, {label(top, steady)}, is "
+        f"{format_interval(top['estimate'], top['ci_low'], top['ci_high'])}."
     )

@@ -56,8 +56,9 @@ def sentence(result: Any) -> str:
         if pearson.height and pearson["estimate"][0] is not None:
             row = pearson.row(0, named=True)
             return (
-                f"Across {row['n']} configurations, energy per inference and latency correlate with Pearson's "
-                f"r = {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} ({pct(row['level'])} interval): "
+                f"Across {row['n']} configurations, energy per inference and latency correlate with "
+                f"Pearson's r = {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
+                f"({pct(row['level'])} interval): "
                 "a configuration that is slower is "
                 + ("also hungrier." if (row["ci_low"] or 0) > 0 else "not reliably hungrier.")
             )

@@ -44,7 +44,8 @@ def sentence(result: Any) -> str:
         if stall.height:
             row = stall.row(0, named=True)
             return (
-                f"Going from {row['from_workers']} to {row['to_workers']} data-loading workers cuts the median fetch stall "
+                f"Going from {row['from_workers']} to {row['to_workers']} data-loading workers cuts the "
+                "median fetch stall "
                 f"by a factor of {format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
                 f"({label(row, stall)}, {pct(row['level'])} interval)."
             )
@@ -53,6 +54,7 @@ def sentence(result: Any) -> str:
         row = resources.filter(pl.col("estimate").is_not_null()).sort("estimate").row(-1, named=True)
         return (
             f"{row['y']} rises with batch size with Spearman's ρ = "
-            f"{format_interval(row['estimate'], row['ci_low'], row['ci_high'])} ({pct(row['level'])} interval)."
+            f"{format_interval(row['estimate'], row['ci_low'], row['ci_high'])} "
+            f"({pct(row['level'])} interval)."
         )
     return "Fetch stalls against workers and storage, and resource use against batch size."

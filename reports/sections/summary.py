@@ -67,7 +67,8 @@ def sentence(result: Any) -> str:
     fast, slow = medians.row(0, named=True), medians.row(-1, named=True)
     text = (
         f"Median steady-state latency of {label(fast, medians)} is "
-        f"{format_interval(fast['estimate'], fast['ci_low'], fast['ci_high'])} ms ({pct(fast['level'])} interval"
+        f"{format_interval(fast['estimate'], fast['ci_low'], fast['ci_high'])} ms "
+        f"({pct(fast['level'])} interval"
         f"{runs_basis(fast)})"
     )
     if medians.height > 1:

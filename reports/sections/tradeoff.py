@@ -36,7 +36,8 @@ def sentence(result: Any) -> str:
     text = ""
     if pareto is not None and pareto.height:
         text = (
-            f"{int(pareto['pareto'].sum())} of {pareto.height} configurations are on the memory–latency Pareto front "
+            f"{int(pareto['pareto'].sum())} of {pareto.height} configurations are on the memory–latency "
+            "Pareto front "
             "(no other is both faster and smaller)"
         )
     winners_entries = [e for e in result.entries if e.get("part") == "winners" and "metrics" in e]

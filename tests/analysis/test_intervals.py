@@ -9,17 +9,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from edgestats.analysis.correlations import correlation, fisher_z_interval
 from edgestats.analysis.intervals import (
     BootstrapSettings,
-    correlation,
-    fisher_z_interval,
     mean_t,
     mean_t_from_moments,
     order_statistic_ranks,
-    paired_ratio_of_means,
     quantile_ci,
-    ratio_of_medians,
 )
+from edgestats.analysis.ratios import paired_ratio_of_means, ratio_of_medians
 from edgestats.analysis.result import json_safe
 
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=200, seed=7)

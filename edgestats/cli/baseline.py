@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -11,29 +12,44 @@ from edgestats.cli.common import handle_errors
 from edgestats.registry import names_text
 from edgestats.registry.power import file_specs, spec_help
 
-
-@handle_errors
-def baseline(
-    db: Path = typer.Option(..., "--db", help="Results DB to store the baseline in (created if missing)."),
-    seconds: float = typer.Option(
-        60.0, "--seconds", "-s", help="How long to measure; keep the device idle meanwhile."
+DbOpt = Annotated[
+    Path, typer.Option("--db", help="Results DB to store the baseline in (created if missing).")
+]
+SecondsOpt = Annotated[
+    float, typer.Option("--seconds", "-s", help="How long to measure; keep the device idle meanwhile.")
+]
+PowerOpt = Annotated[
+    str, typer.Option("--power", help=f"{spec_help(with_none=False)} (docs/power-sources.md).")
+]
+HzOpt = Annotated[
+    float,
+    typer.Option("--hz", help="Reads per second of a source read live on this device (not a meter's log)."),
+]
+ClockOffsetOpt = Annotated[
+    float,
+    typer.Option(
+        "--clock-offset", help="Seconds added to a meter's timestamps to put them on this host's clock."
     ),
-    power: str = typer.Option(
-        "auto", "--power", help=f"{spec_help(with_none=False)} (docs/power-sources.md)."
-    ),
-    hz: float = typer.Option(
-        10.0, "--hz", help="Reads per second of a source read live on this device (not a meter's log)."
-    ),
-    clock_offset: float = typer.Option(
-        0.0, "--clock-offset", help="Seconds added to a meter's timestamps to put them on this host's clock."
-    ),
-    start: str = typer.Option(
-        None,
+]
+StartOpt = Annotated[
+    str | None,
+    typer.Option(
         "--start",
         help=f"With --power {names_text(file_specs())}: use an idle stretch the "
         "meter logged earlier, starting at this time (Unix seconds or "
         "ISO 8601), instead of waiting.",
     ),
+]
+
+
+@handle_errors
+def baseline(
+    db: DbOpt,
+    seconds: SecondsOpt = 60.0,
+    power: PowerOpt = "auto",
+    hz: HzOpt = 10.0,
+    clock_offset: ClockOffsetOpt = 0.0,
+    start: StartOpt = None,
 ) -> None:
     """Measure the idle power of this device (mean, std, n) and store it in the DB.
 
@@ -42,20 +58,38 @@ def baseline(
     Runs use the baseline of the same device and kind of power source measured closest in
     time, so a baseline measured after a sweep still applies to it.
     """
+    start_s = None if start is None else start_time_s(start)
+    typer.echo(f"measuring idle power for {seconds:g} s: leave this device idle", err=True)
+    row = measure_with_progress(db, power, seconds, hz, clock_offset_s=clock_offset, start_unix_s=start_s)
+    std = (
+        "-" if row["std_power_w"] is None or math.isnan(row["std_power_w"]) else f"{row['std_power_w']:.4g} W"
+    )
+    typer.echo(
+        f"{db}: idle power {row['mean_power_w']:.4g} W (std {std}, n {row['n']}, {row['seconds']:.1f} s) "
+        f"from {row['source']} (rails {', '.join(row['rails'])})"
+    )
+
+
+def start_time_s(start: str) -> float:
+    """--start as Unix seconds (Unix seconds or ISO 8601, as a meter's log writes them)."""
+    from edgestats.collectors.power.meter_csv import parse_timestamp_s
+
+    try:
+        return parse_timestamp_s(start)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{start!r} is neither Unix seconds nor ISO 8601", param_hint="--start"
+        ) from None
+
+
+def measure_with_progress(
+    db: Path, power: str, seconds: float, hz: float, *, clock_offset_s: float, start_unix_s: float | None
+) -> dict:
+    """record_baseline under a transient progress bar of the seconds measured; its stored row."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
     from edgestats.collectors.power.baseline import record_baseline
-    from edgestats.collectors.power.meter_csv import parse_timestamp_s
 
-    start_s = None
-    if start is not None:
-        try:
-            start_s = parse_timestamp_s(start)
-        except ValueError:
-            raise typer.BadParameter(
-                f"{start!r} is neither Unix seconds nor ISO 8601", param_hint="--start"
-            ) from None
-    typer.echo(f"measuring idle power for {seconds:g} s: leave this device idle", err=True)
     with Progress(
         TextColumn("idle"),
         BarColumn(),
@@ -64,22 +98,15 @@ def baseline(
         transient=True,
     ) as progress:
         task = progress.add_task("idle", total=seconds)
-        row = record_baseline(
+        return record_baseline(
             db,
             power,
             seconds,
             hz,
-            clock_offset_s=clock_offset,
-            start_unix_s=start_s,
+            clock_offset_s=clock_offset_s,
+            start_unix_s=start_unix_s,
             on_progress=lambda s: progress.update(task, completed=min(s, seconds)),
         )
-    std = (
-        "-" if row["std_power_w"] is None or math.isnan(row["std_power_w"]) else f"{row['std_power_w']:.4g} W"
-    )
-    typer.echo(
-        f"{db}: idle power {row['mean_power_w']:.4g} W (std {std}, n {row['n']}, {row['seconds']:.1f} s) "
-        f"from {row['source']} (rails {', '.join(row['rails'])})"
-    )
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,18 @@ from pathlib import Path
 import typer
 
 from edgestats.cli.common import handle_errors
+from edgestats.cli.compare_options import (
+    AOpt,
+    BOpt,
+    DbAArg,
+    DbBArg,
+    FormatOpt,
+    LevelOpt,
+    MatchOpt,
+    OutOpt,
+    ThresholdOpt,
+    WhereOpt,
+)
 from edgestats.formatting import MISSING, counted, format_interval, format_number
 
 EXIT_REGRESSION = 1
@@ -31,51 +43,16 @@ COLUMNS = ((16, "<"), (10, ">"), (10, ">"), (21, ">"), (8, ">"), (13, "<"))
 
 
 def compare_command(
-    db_a: Path = typer.Argument(
-        ..., metavar="A", help="Results DB of side A, the baseline (opened read-only).", show_default=False
-    ),
-    db_b: Path | None = typer.Argument(
-        None,
-        metavar="[B]",
-        help="Results DB of side B; without it, both sides come from A with --a and --b.",
-        show_default=False,
-    ),
-    a: str | None = typer.Option(
-        None,
-        "--a",
-        metavar="SQL",
-        help="Select side A's runs: an expression on run_summary columns, e.g. \"framework = 'pytorch'\".",
-    ),
-    b: str | None = typer.Option(
-        None, "--b", metavar="SQL", help="Select side B's runs, e.g. \"framework = 'onnxruntime'\"."
-    ),
-    where: str | None = typer.Option(
-        None, "--where", metavar="SQL", help="Select the runs of both sides, e.g. \"model = 'cnn9'\"."
-    ),
-    match: list[str] = typer.Option(
-        [],
-        "--match",
-        metavar="COL",
-        help="Match configurations on these run columns (repeatable); default: the configuration columns that do not differ between the sides.",
-    ),
-    threshold: float = typer.Option(
-        5.0,
-        "--threshold",
-        metavar="PCT",
-        help="Changes within ±PCT % count as the same; a regression must be beyond it (default 5).",
-    ),
-    level: float = typer.Option(
-        0.95, "--level", help="Confidence level of the intervals; the tests' significance level is 1 - level."
-    ),
-    fmt: str = typer.Option(
-        "text", "--format", metavar="text|json|markdown", help="Output: text (80 columns), json or markdown."
-    ),
-    out: Path | None = typer.Option(
-        None,
-        "--out",
-        metavar="DIR",
-        help="Also write DIR/index.html (a chart of the ratios and their intervals, offline) and DIR/compare.json.",
-    ),
+    db_a: DbAArg,
+    db_b: DbBArg = None,
+    a: AOpt = None,
+    b: BOpt = None,
+    where: WhereOpt = None,
+    match: MatchOpt = None,
+    threshold: ThresholdOpt = 5.0,
+    level: LevelOpt = 0.95,
+    fmt: FormatOpt = "text",
+    out: OutOpt = None,
 ) -> None:
     """Compare B with A, configuration by configuration: the ratio B/A of median latency, energy
     per inference and peak RSS with run-level intervals (Welch t on log per-run figures), Holm's
@@ -92,7 +69,7 @@ def compare_command(
             a=a,
             b=b,
             where=where,
-            match=match,
+            match=match or [],
             threshold=threshold,
             level=level,
             fmt=fmt,
@@ -141,7 +118,7 @@ def _compare(
 
 
 def write_page(comparison, out: Path) -> None:
-    from edgestats.analysis.overview import load_overview
+    from edgestats.analysis.load_overview import load_overview
     from edgestats.reports.compare_page import write_compare_page
 
     dbs = dict.fromkeys([comparison.a.db, comparison.b.db])  # one DB with two selections: one overview
@@ -253,7 +230,8 @@ def footer_lines(comparison) -> list[str]:
     lines += [w for note in comparison.notes for w in wrap(f"note: {note}", subsequent_indent="  ")]
     n = len(comparison.regressions)
     summary = (
-        f"regression: {counted(n, 'configurations')} significantly slower by more than {comparison.threshold:.0%} (exit 1)"
+        f"regression: {counted(n, 'configurations')} significantly slower by more than "
+        f"{comparison.threshold:.0%} (exit 1)"
         if n
         else f"no significant regression beyond {comparison.threshold:.0%} (exit 0)"
     )

@@ -9,7 +9,7 @@ import typer
 from edgestats.cli.common import handle_errors
 from edgestats.exports.merge import merge
 from edgestats.formatting import counted
-from edgestats.imports.importer import import_results
+from edgestats.imports.importer import ImportReport, import_results
 from edgestats.store.database import connect
 from edgestats.store.migrations import current_version, latest_version, migrate
 from edgestats.store.query import FORMATS, format_result, run_query, terminal_columns
@@ -31,17 +31,21 @@ def import_command(
     long: bool = typer.Option(
         False,
         "--long",
-        help="The file is long-format: one row per run and metric (or phase), with 'metric' (or 'phase'), 'value' and optionally 'unit' columns.",
+        help="The file is long-format: one row per run and metric (or phase), with 'metric' (or 'phase'), "
+        "'value' and optionally 'unit' columns.",
     ),
     replace: bool = typer.Option(
         False,
         "--replace",
-        help="Replace the runs of an earlier import of this file (same content or same file name), e.g. after correcting --map or --device.",
+        help="Replace the runs of an earlier import of this file (same content or same file name), e.g. "
+        "after correcting --map or --device.",
     ),
     fmt: str = typer.Option(
         None,
         "--format",
-        help="FILE is a benchmark tool's output, one inference run: benchmark_model (TFLite), benchmark_app (OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen mlperf_log_summary.txt).",
+        help="FILE is a benchmark tool's output, one inference run: benchmark_model (TFLite), benchmark_app "
+        "(OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen "
+        "mlperf_log_summary.txt).",
     ),
 ) -> None:
     """Import results made elsewhere (CSV or Parquet, one row per run).
@@ -56,6 +60,11 @@ def import_command(
     report = import_results(
         db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt
     )
+    print_import_report(report, db, replace=replace)
+
+
+def print_import_report(report: ImportReport, db: Path, *, replace: bool) -> None:
+    """What the import added, how each column was read, what was kept as extra, and its notes."""
     replaced = f", {counted(report.runs_replaced, 'runs')} of its earlier import replaced" if replace else ""
     typer.echo(
         f"{report.file.name}: {counted(report.rows, 'rows')} -> {counted(report.runs_added, 'runs')} added, "
@@ -91,12 +100,13 @@ def merge_command(
         migrated = f" (migrated from schema {r.migrated_from} in a copy)" if r.migrated_from else ""
         rows = sum(r.rows_added.values())
         typer.echo(
-            f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already present, "
-            f"{r.devices_added} devices added, {r.baselines_added} baselines added"
+            f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already "
+            f"present, {r.devices_added} devices added, {r.baselines_added} baselines added"
         )
         if r.devices_differing:
             typer.echo(
-                f"  note: {counted(r.devices_differing, 'devices')} already in {out} with other facts; the existing facts were kept"
+                f"  note: {counted(r.devices_differing, 'devices')} already in {out} with other facts; the "
+                "existing facts were kept"
             )
 
 
@@ -115,7 +125,8 @@ def sql_command(
         [],
         "--read",
         metavar="PATH",
-        help="A file or folder the query may read, e.g. an export folder for read_parquet (repeatable); nothing else outside the DB is readable.",
+        help="A file or folder the query may read, e.g. an export folder for read_parquet (repeatable); "
+        "nothing else outside the DB is readable.",
     ),
     write: bool = typer.Option(
         False,
@@ -152,9 +163,8 @@ def migrate_command(
     finally:
         con.close()
     if applied:
-        typer.echo(
-            f"{db}: schema {before} -> {latest_version()} ({', '.join(f'{m.version:04d}_{m.name}' for m in applied)})"
-        )
+        names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied)
+        typer.echo(f"{db}: schema {before} -> {latest_version()} ({names})")
     else:
         typer.echo(f"{db}: already at schema {latest_version()}")
 

@@ -47,12 +47,14 @@ def export_command(
     overwrite: bool = typer.Option(
         False,
         "--overwrite",
-        help=f"Replace an earlier edgestats export in DIR (a folder without {MANIFEST_NAME} is never deleted).",
+        help="Replace an earlier edgestats export in DIR (a folder without "
+        f"{MANIFEST_NAME} is never deleted).",
     ),
     append: bool = typer.Option(
         False,
         "--append",
-        help="Add the DB's runs that DIR lacks to the export already there (a lake of many devices); idempotent.",
+        help="Add the DB's runs that DIR lacks to the export already there (a lake of many devices); "
+        "idempotent.",
     ),
 ) -> None:
     if append:

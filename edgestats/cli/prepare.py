@@ -30,7 +30,8 @@ def prepare_command(
         ...,
         "--cache-dir",
         metavar="PACK",
-        help="The pack folder to build into (created if missing); copy it to the device and collect there with --cache-dir PACK.",
+        help="The pack folder to build into (created if missing); copy it to the device and collect there "
+        "with --cache-dir PACK.",
     ),
     framework: list[str] = typer.Option([], "--framework", "-f", help="Framework (repeatable)."),
     model: list[str] = typer.Option([], "--model", "-m", help="Zoo model or model file (repeatable)."),

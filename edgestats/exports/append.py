@@ -62,8 +62,9 @@ def append_parquet(db_path: str | Path, lake_dir: str | Path) -> dict[str, Any]:
         version = scalar(con, f"SELECT max(version) FROM {MIGRATIONS_TABLE}")
         if version != manifest.get("schema_version"):
             raise ExportError(
-                f"{lake} holds schema version {manifest.get('schema_version')} and {db_path} version {version}: "
-                "bring both to this edgestats (edgestats migrate DB; export the lake again) before appending."
+                f"{lake} holds schema version {manifest.get('schema_version')} and {db_path} version "
+                f"{version}: bring both to this edgestats (edgestats migrate DB; export the lake again) "
+                "before appending."
             )
         _drop_unlisted(lake, manifest)
         for table, key in (("runs", "run_id"), *OWN_KEYS.items()):
@@ -124,7 +125,10 @@ def _write_new_rows(con: duckdb.DuckDBPyConnection, staging: Path, append_id: st
                 f"{table.name}: a table with no device and no key cannot be appended; export the DB whole"
             )
         select, _ = export_select_sql(table.name, table.columns, source)
-        select += f" WHERE CAST(src.{quote_ident(key)} AS VARCHAR) NOT IN (SELECT {quote_ident(key)} FROM _lake_{key})"
+        select += (
+            f" WHERE CAST(src.{quote_ident(key)} AS VARCHAR) "
+            f"NOT IN (SELECT {quote_ident(key)} FROM _lake_{key})"
+        )
         n = scalar(con, f"SELECT count(*) FROM ({select})")
         if n:
             target = staging / table.name

@@ -120,7 +120,8 @@ def _check_lake_version(manifest: dict, root: Path) -> None:
         )
     if version > latest_version():
         raise DatabaseError(
-            f"{root} was exported by a newer edgestats (schema version {version}); upgrade edgestats to read it."
+            f"{root} was exported by a newer edgestats (schema version {version}); upgrade edgestats to read "
+            "it."
         )
 
 

@@ -90,15 +90,17 @@ def fingerprint_sql(db: str, table: str, run_ids: str) -> str:
     """Per run: how many rows `table` holds and an order-independent hash of them."""
     return (
         f"SELECT run_id, count(*) AS n, sum(CAST(hash(t) AS HUGEINT)) AS h "
-        f"FROM {quote_ident(db)}.{quote_ident(table)} AS t WHERE run_id IN (SELECT run_id FROM {run_ids}) GROUP BY run_id"
+        f"FROM {quote_ident(db)}.{quote_ident(table)} AS t "
+        f"WHERE run_id IN (SELECT run_id FROM {run_ids}) GROUP BY run_id"
     )
 
 
 def differing_runs_sql(src: str, dst: str, table: str, run_ids: str) -> str:
     return (
-        f"SELECT coalesce(a.run_id, b.run_id) AS run_id, coalesce(a.n, 0) AS n_in, coalesce(b.n, 0) AS n_out "
-        f"FROM ({fingerprint_sql(src, table, run_ids)}) a FULL JOIN ({fingerprint_sql(dst, table, run_ids)}) b "
-        f"USING (run_id) WHERE a.n IS DISTINCT FROM b.n OR a.h IS DISTINCT FROM b.h"
+        "SELECT coalesce(a.run_id, b.run_id) AS run_id, coalesce(a.n, 0) AS n_in, coalesce(b.n, 0) AS n_out "
+        f"FROM ({fingerprint_sql(src, table, run_ids)}) a "
+        f"FULL JOIN ({fingerprint_sql(dst, table, run_ids)}) b "
+        "USING (run_id) WHERE a.n IS DISTINCT FROM b.n OR a.h IS DISTINCT FROM b.h"
     )
 
 
@@ -134,8 +136,9 @@ class _Merger:
             )
             more = f" and {len(conflicts) - 5} more runs" if len(conflicts) > 5 else ""
             raise MergeConflictError(
-                f"{path}: {counted(len(conflicts), 'runs')} {'has' if len(conflicts) == 1 else 'have'} the same run_id as runs already merged but different content: "
-                f"{shown}{more}. Nothing was written. Remove the stale copy of those runs from one input "
+                f"{path}: {counted(len(conflicts), 'runs')} {'has' if len(conflicts) == 1 else 'have'} the "
+                f"same run_id as runs already merged but different content: {shown}{more}. Nothing was "
+                "written. Remove the stale copy of those runs from one input "
                 '(e.g. with `edgestats sql IN --write "DELETE ..."` on a copy) and merge again.'
             )
         return overlapping
@@ -146,7 +149,8 @@ class _Merger:
 
     def add_missing_by_id(self, src: str, table: str, key: str) -> int:
         return self.insert(
-            f"INSERT INTO {quote_ident(self.dst)}.{table} BY NAME SELECT * FROM {quote_ident(src)}.{table} "
+            f"INSERT INTO {quote_ident(self.dst)}.{table} BY NAME "
+            f"SELECT * FROM {quote_ident(src)}.{table} "
             f"WHERE {key} NOT IN (SELECT {key} FROM {quote_ident(self.dst)}.{table})"
         )
 
@@ -154,15 +158,18 @@ class _Merger:
         d, s = quote_ident(self.dst), quote_ident(src)
         report.runs_identical = self.check_conflicts(src, path)
         report.devices_differing = self.count(
-            f"SELECT count(*) FROM {s}.devices a JOIN {d}.devices b USING (device_id) WHERE hash(a) <> hash(b)"
+            f"SELECT count(*) FROM {s}.devices a JOIN {d}.devices b USING (device_id) "
+            "WHERE hash(a) <> hash(b)"
         )
         baseline_conflicts = first_row(
             self.con,
-            f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) WHERE hash(a) <> hash(b) LIMIT 1",
+            f"SELECT a.baseline_id FROM {s}.baselines a JOIN {d}.baselines b USING (baseline_id) "
+            "WHERE hash(a) <> hash(b) LIMIT 1",
         )
         if baseline_conflicts:
             raise MergeConflictError(
-                f"{path}: baseline {baseline_conflicts[0]} differs from the one already merged; nothing was written"
+                f"{path}: baseline {baseline_conflicts[0]} differs from the one already merged; nothing was "
+                "written"
             )
         report.devices_added = self.add_missing_by_id(src, "devices", "device_id")
         report.baselines_added = self.add_missing_by_id(src, "baselines", "baseline_id")
@@ -173,7 +180,8 @@ class _Merger:
         report.runs_added = self.count("SELECT count(*) FROM _new_runs")
         for table in RUN_TABLES:
             report.rows_added[table] = self.insert(
-                f"INSERT INTO {d}.{table} BY NAME SELECT * FROM {s}.{table} WHERE run_id IN (SELECT run_id FROM _new_runs)"
+                f"INSERT INTO {d}.{table} BY NAME SELECT * FROM {s}.{table} "
+                "WHERE run_id IN (SELECT run_id FROM _new_runs)"
             )
 
 

@@ -131,7 +131,10 @@ def export_select_sql(
 def copy_sql(select: str, target: str, *, partitioned: bool) -> str:
     """COPY a query to Parquet: a hive-partitioned folder, or one file."""
     if partitioned:
-        options = f"FORMAT parquet, PARTITION_BY ({quote_ident(PARTITION_COLUMN)}), FILENAME_PATTERN '{FILE_PREFIX}{{i}}'"
+        options = (
+            f"FORMAT parquet, PARTITION_BY ({quote_ident(PARTITION_COLUMN)}), "
+            f"FILENAME_PATTERN '{FILE_PREFIX}{{i}}'"
+        )
     else:
         options = "FORMAT parquet"
     return f"COPY ({select}) TO {sql_string(target)} ({options})"
@@ -180,7 +183,8 @@ def _write_table(
     on_disk = sum(files.values())
     if not written == on_disk == table.rows:
         raise RuntimeError(
-            f"export of {table.name}: the DB has {table.rows} rows, COPY wrote {written}, the files hold {on_disk}"
+            f"export of {table.name}: the DB has {table.rows} rows, COPY wrote {written}, the files hold "
+            f"{on_disk}"
         )
     partitions: dict[str | None, int] = {}
     if partitioned:
@@ -231,8 +235,8 @@ def _check_target(out: Path, db_path: Path, overwrite: bool) -> None:
             )
         if not (out / MANIFEST_NAME).is_file():
             raise ExportError(
-                f"{out} is not empty and holds no edgestats export ({MANIFEST_NAME} is missing), so --overwrite "
-                "will not delete it. Choose another folder, or empty this one yourself."
+                f"{out} is not empty and holds no edgestats export ({MANIFEST_NAME} is missing), so "
+                "--overwrite will not delete it. Choose another folder, or empty this one yourself."
             )
 
 

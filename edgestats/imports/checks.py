@@ -47,7 +47,10 @@ class SourceColumn:
 def numeric_expr(column: str) -> str:
     """SQL turning a text cell into DOUBLE (NULL when empty), accepting 1,234.5 thousands."""
     c = f"trim({quote_ident(column)})"
-    return f"TRY_CAST(CASE WHEN regexp_full_match({c}, '{THOUSANDS}') THEN replace({c}, ',', '') ELSE {c} END AS DOUBLE)"
+    return (
+        f"TRY_CAST(CASE WHEN regexp_full_match({c}, '{THOUSANDS}') THEN replace({c}, ',', '') "
+        f"ELSE {c} END AS DOUBLE)"
+    )
 
 
 def fail_at(
@@ -66,6 +69,8 @@ def fail_at(
 
 
 def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceColumn], kind: str) -> None:
+    """Every value of a column edgestats knows can be stored as it; an error names the first row
+    that cannot be (checks in order: a number, a whole count, its size, its range)."""
     for column in plan:
         spec = column.canonical
         if spec is None:
@@ -73,61 +78,7 @@ def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceCo
         raw = quote_ident(column.original)
         present = f"{raw} IS NOT NULL AND trim({raw}) <> ''"
         if spec.type in ("int", "float"):
-            number = numeric_expr(column.original)
-            fail_at(
-                con,
-                path,
-                column,
-                f"{present} AND {number} IS NULL",
-                f"is not a number ({spec.name} is numeric)",
-            )
-            finite = f"{present} AND isfinite({number})"
-            if spec.type == "int":
-                # a count in another unit (dataset_gb -> dataset_bytes) is whole once converted
-                scaled = f"{number} * {column.factor}"
-                fail_at(
-                    con,
-                    path,
-                    column,
-                    f"{finite} AND ({scaled} <> round({scaled}) OR {number} < 0)"
-                    if column.factor == 1
-                    else f"{finite} AND {number} < 0",
-                    f"is not a whole number ≥ 0 ({spec.name} counts)",
-                )
-                bits, limit = (64, BIGINT_MAX) if spec.name in BIGINT_COLUMNS else (32, INT_MAX)
-                fail_at(
-                    con,
-                    path,
-                    column,
-                    f"{finite} AND {scaled} > {limit}",
-                    f"is too large ({spec.name} is stored as a {bits}-bit integer, at most {limit})",
-                )
-            fail_at(
-                con,
-                path,
-                column,
-                f"{finite} AND NOT isfinite({number} * {column.factor})",
-                f"is too large to store once converted to {spec.name}",
-            )
-            if spec.family in NONNEGATIVE_FAMILIES:
-                fail_at(
-                    con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)"
-                )
-            if spec.name == "accuracy_pct":
-                scaled = f"{number} * {column.factor}"
-                fail_at(
-                    con,
-                    path,
-                    column,
-                    f"{finite} AND {scaled} > 100",
-                    "is above 100 % (accuracy_pct is a percentage; for a fraction name the column accuracy_frac)",
-                )
-            if spec.name == "learning_rate":
-                fail_at(con, path, column, f"{finite} AND {number} <= 0", "is not a positive learning rate")
-            if spec.name == "epochs_run":
-                fail_at(
-                    con, path, column, f"{finite} AND {number} < 0", "is negative (epochs_run counts epochs)"
-                )
+            _check_numbers(con, path, column, present)
         elif spec.name == "status":
             allowed = ", ".join(f"'{s}'" for s in RUN_STATUSES)
             fail_at(
@@ -145,6 +96,80 @@ def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceCo
                 f"{present} AND lower(trim({raw})) <> '{kind}'",
                 f"disagrees with --kind {kind}",
             )
+
+
+def _check_numbers(con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, present: str) -> None:
+    """A numeric column: each value a number, a count whole and within its integer type, and
+    finite once converted to the canonical unit; then the column's range."""
+    spec = column.canonical
+    number = numeric_expr(column.original)
+    fail_at(
+        con,
+        path,
+        column,
+        f"{present} AND {number} IS NULL",
+        f"is not a number ({spec.name} is numeric)",
+    )
+    finite = f"{present} AND isfinite({number})"
+    if spec.type == "int":
+        _check_counts(con, path, column, finite, number)
+    fail_at(
+        con,
+        path,
+        column,
+        f"{finite} AND NOT isfinite({number} * {column.factor})",
+        f"is too large to store once converted to {spec.name}",
+    )
+    _check_range(con, path, column, finite, number)
+
+
+def _check_counts(
+    con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, finite: str, number: str
+) -> None:
+    """An integer column: whole and ≥ 0, and within the integer type it is stored as."""
+    spec = column.canonical
+    # a count in another unit (dataset_gb -> dataset_bytes) is whole once converted
+    scaled = f"{number} * {column.factor}"
+    fail_at(
+        con,
+        path,
+        column,
+        f"{finite} AND ({scaled} <> round({scaled}) OR {number} < 0)"
+        if column.factor == 1
+        else f"{finite} AND {number} < 0",
+        f"is not a whole number ≥ 0 ({spec.name} counts)",
+    )
+    bits, limit = (64, BIGINT_MAX) if spec.name in BIGINT_COLUMNS else (32, INT_MAX)
+    fail_at(
+        con,
+        path,
+        column,
+        f"{finite} AND {scaled} > {limit}",
+        f"is too large ({spec.name} is stored as a {bits}-bit integer, at most {limit})",
+    )
+
+
+def _check_range(
+    con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, finite: str, number: str
+) -> None:
+    """The values a measure cannot take: below 0 for times, memory, energy, power and percentages,
+    above 100 % for an accuracy, a learning rate ≤ 0."""
+    spec = column.canonical
+    if spec.family in NONNEGATIVE_FAMILIES:
+        fail_at(con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)")
+    if spec.name == "accuracy_pct":
+        scaled = f"{number} * {column.factor}"
+        fail_at(
+            con,
+            path,
+            column,
+            f"{finite} AND {scaled} > 100",
+            "is above 100 % (accuracy_pct is a percentage; for a fraction name the column accuracy_frac)",
+        )
+    if spec.name == "learning_rate":
+        fail_at(con, path, column, f"{finite} AND {number} <= 0", "is not a positive learning rate")
+    if spec.name == "epochs_run":
+        fail_at(con, path, column, f"{finite} AND {number} < 0", "is negative (epochs_run counts epochs)")
 
 
 def fractional_epochs(
@@ -200,14 +225,15 @@ def unset_threads(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn], note
     if any(said):
         con.execute(f"ALTER TABLE staged ADD COLUMN {THREADS_AS_WRITTEN} VARCHAR")
         con.execute(
-            f"UPDATE staged SET {THREADS_AS_WRITTEN} = trim({raw}), {raw} = NULL WHERE {unset} AND trim({raw}) <> ''"
+            f"UPDATE staged SET {THREADS_AS_WRITTEN} = trim({raw}), {raw} = NULL "
+            f"WHERE {unset} AND trim({raw}) <> ''"
         )
         plan.append(SourceColumn(THREADS_AS_WRITTEN))
     shown = ", ".join(str(r) for r, _ in found[:10]) + (", ..." if len(found) > 10 else "")
     words_seen = " or ".join(repr(w) if w else "empty" for w in said)
     notes.append(
-        f"column {column.original!r} is {words_seen} in {counted(len(found), 'rows')} (rows {shown}): threads stored as "
-        f"NULL (the framework's own default)"
+        f"column {column.original!r} is {words_seen} in {counted(len(found), 'rows')} (rows {shown}): "
+        "threads stored as NULL (the framework's own default)"
         + (f", the words kept in extra as {THREADS_AS_WRITTEN}" if any(said) else "")
     )
 
@@ -274,7 +300,8 @@ def check_measured(
     if without and not failed:
         shown = ", ".join(map(str, without[:10])) + (", ..." if len(without) > 10 else "")
         notes.append(
-            f"{counted(len(without), 'rows')} {'carries' if len(without) == 1 else 'carry'} no measurement (rows {shown}): imported as runs with empty figures"
+            f"{counted(len(without), 'rows')} {'carries' if len(without) == 1 else 'carry'} no measurement "
+            f"(rows {shown}): imported as runs with empty figures"
         )
 
 

@@ -100,35 +100,23 @@ def write_import(
         if same_content and not replace:
             earlier = "; ".join(f"{len(ids)} runs with {how}" for how, ids in same_content.items())
             raise ImportFileError(
-                f"{path}: {db_path.name} already holds this file imported with another mapping or device ({earlier}); "
-                f"this import has {describe_identity(identity)}. Pass --replace to replace that import with this one; "
-                f"nothing was imported"
+                f"{path}: {db_path.name} already holds this file imported with another mapping or device "
+                f"({earlier}); this import has {describe_identity(identity)}. Pass --replace to replace that "
+                f"import with this one; nothing was imported"
             )
-        doomed = (
-            [rid for ids in [*same_content.values(), *same_name.values()] for rid in ids] if replace else []
-        )
         if replace:
+            doomed = [rid for ids in [*same_content.values(), *same_name.values()] for rid in ids]
             # --replace makes this import the file's only one: its own earlier runs go too, so that
             # a changed reading of the file (not only of --map) is never kept beside the new one.
-            doomed += [
-                str(r[0])
-                for r in store.con.execute(
-                    "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [new_ids]
-                ).fetchall()
-            ]
+            doomed += _stored_run_ids(store, new_ids)
             present: set[str] = set()
         else:
-            present = {
-                str(r[0])
-                for r in store.con.execute(
-                    "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [new_ids]
-                ).fetchall()
-            }
+            doomed, present = [], set(_stored_run_ids(store, new_ids))
             if same_name:
                 n = sum(len(ids) for ids in same_name.values())
                 notes.append(
-                    f"{db_path.name} also holds {n} runs imported earlier from another file named {path.name} "
-                    f"(other content); they are kept beside these: pass --replace to replace them"
+                    f"{db_path.name} also holds {n} runs imported earlier from another file named "
+                    f"{path.name} (other content); they are kept beside these: pass --replace to replace them"
                 )
         keep = pa.array([rid not in present for rid in new_ids])
         with store.transaction():
@@ -143,3 +131,13 @@ def write_import(
             store.insert_rows("run_results", results.filter(keep))
             extra = refresh_run_extra(store.con)
     return present, len(set(doomed)), extra
+
+
+def _stored_run_ids(store: Store, run_ids: list[str]) -> list[str]:
+    """Those of `run_ids` the DB already holds."""
+    return [
+        str(r[0])
+        for r in store.con.execute(
+            "SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::UUID[]))", [run_ids]
+        ).fetchall()
+    ]

@@ -3,8 +3,8 @@
 Everything is checked before anything is written: a wrong file is an error that names the row
 and column, and the DB is left as it was. Run ids are derived from the file's content, the row
 number and the import's --map/--device/--long, so importing the same file again adds nothing
-(identity.py). Reading: read.py; checks and notes: checks.py; the typed
-view of the extra columns: edgestats/store/run_extra.py.
+(identity.py). Reading: read.py; checks and notes: checks.py; the rows as the runs and
+run_results tables: tables.py; the typed view of the extra columns: edgestats/store/run_extra.py.
 
 The file is read by DuckDB with every column as text (so an error can quote the value exactly
 as written), checked and converted in SQL, and written with Arrow bulk inserts.
@@ -13,14 +13,12 @@ as written), checked and converted in SQL, and written with Arrow bulk inserts.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from edgestats.contracts import dataset_name, device_uuid, name_uuid
 from edgestats.errors import ImportFileError
 from edgestats.imports.checks import (
     SourceColumn,
@@ -33,11 +31,11 @@ from edgestats.imports.checks import (
     unset_threads,
 )
 from edgestats.imports.columns import CANONICAL, UnitMismatch, normalise, resolve
-from edgestats.imports.identity import describe_identity, identity_key, import_identity, write_import
+from edgestats.imports.identity import describe_identity, import_identity, write_import
 from edgestats.imports.native import FORMATS, read_native
 from edgestats.imports.read import check_text_file, pivot_long, read_as_text
+from edgestats.imports.tables import build_tables
 from edgestats.store.results import quote_ident
-from edgestats.version import __version__
 
 __all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
 
@@ -88,9 +86,9 @@ def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> l
         if match is None and original in mappings:
             # a --map is a request to import the column as something: never drop it into extra
             raise ImportFileError(
-                f"{path}: --map '{original}={mappings[original]}': {mappings[original]!r} is not a column edgestats "
-                f"imports; use one of {', '.join(sorted(CANONICAL))} (a measure may carry another unit of its "
-                f"kind, e.g. latency_us, training_time_min); nothing was imported"
+                f"{path}: --map '{original}={mappings[original]}': {mappings[original]!r} is not a column "
+                f"edgestats imports; use one of {', '.join(sorted(CANONICAL))} (a measure may carry another "
+                "unit of its kind, e.g. latency_us, training_time_min); nothing was imported"
             )
         column = SourceColumn(original)
         if match:
@@ -187,6 +185,59 @@ def import_results(
     a long-format table (see pivot_long). `fmt`: the file is the output of a benchmark tool
     (benchmark_model, benchmark_app, perf_test, mlperf: import_native.py), one inference run."""
     path = Path(file)
+    kind = _checked_kind(kind, long=long, fmt=fmt)
+    if not path.is_file():
+        raise ImportFileError(f"{path}: no such file")
+    maps = parse_mappings(mappings or [])
+    file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+
+    notes: list[str] = []
+    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes, fmt=fmt)
+    _fill_devices(path, plan, rows, device)
+
+    identity = import_identity(maps, device, long, fmt)
+    runs, results, diverged = build_tables(
+        rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity
+    )
+    device_names = sorted({r["device"] for r in rows})
+    present, replaced, extra_view = _write_or_leave_nothing(
+        db_path,
+        runs,
+        results,
+        device_names,
+        path,
+        file_hash=file_hash,
+        identity=identity,
+        replace=replace,
+        notes=notes,
+    )
+    extras = [c.original for c in plan if c.canonical is None]
+    return ImportReport(
+        file=path,
+        rows=len(rows),
+        runs_added=len(rows) - len(present),
+        runs_already_present=len(present),
+        devices=device_names,
+        columns=_columns_read(plan),
+        extra_columns=extras,
+        diverged_rows=diverged,
+        notes=notes,
+        runs_replaced=replaced,
+        extra_view={c.key: f"{c.column} {c.type}" for c in extra_view if c.key in set(extras)},
+    )
+
+
+def _columns_read(plan: list[SourceColumn]) -> dict[str, str]:
+    """Source column -> the canonical name it was read as, with its unit conversion noted."""
+    return {
+        c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "")
+        for c in plan
+        if c.canonical
+    }
+
+
+def _checked_kind(kind: str | None, *, long: bool, fmt: str | None) -> str:
+    """--kind, checked against --format and --long; a benchmark tool's output is inference."""
     if fmt is not None and fmt not in FORMATS:
         raise ImportFileError(
             f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)"
@@ -200,14 +251,11 @@ def import_results(
         raise ImportFileError("--kind is missing: say what the rows are, inference or training")
     if kind not in KINDS:
         raise ImportFileError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
-    if not path.is_file():
-        raise ImportFileError(f"{path}: no such file")
-    maps = parse_mappings(mappings or [])
-    file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+    return kind
 
-    notes: list[str] = []
-    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes, fmt=fmt)
 
+def _fill_devices(path: Path, plan: list[SourceColumn], rows: list[dict], device: str | None) -> None:
+    """Each row's device: its own 'device' column, else --device; a row with neither is an error."""
     has_device = any(c.canonical and c.canonical.name == "device" for c in plan)
     for row in rows:
         row["device"] = row.get("device") or device
@@ -221,125 +269,14 @@ def import_results(
                 f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported"
             )
 
-    identity = import_identity(maps, device, long, fmt)
-    runs, results, diverged = _build_tables(
-        rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity
-    )
-    device_names = sorted({r["device"] for r in rows})
+
+def _write_or_leave_nothing(db_path: str | Path, *args, **kwargs):
+    """write_import into `db_path`; when it fails, a DB this import created is taken away again."""
     created = not Path(db_path).exists()
     try:
-        present, replaced, extra_view = write_import(
-            Path(db_path),
-            runs,
-            results,
-            device_names,
-            path,
-            file_hash=file_hash,
-            identity=identity,
-            replace=replace,
-            notes=notes,
-        )
+        return write_import(Path(db_path), *args, **kwargs)
     except BaseException:
         if created:  # the DB this import created holds nothing: take it away again
             for leftover in (Path(db_path), Path(f"{db_path}.wal")):
                 leftover.unlink(missing_ok=True)
         raise
-    return ImportReport(
-        file=path,
-        rows=len(rows),
-        runs_added=len(rows) - len(present),
-        runs_already_present=len(present),
-        devices=device_names,
-        columns={
-            c.original: c.canonical.name + (f" (×{c.factor:g})" if c.factor != 1 else "")
-            for c in plan
-            if c.canonical
-        },
-        extra_columns=[c.original for c in plan if c.canonical is None],
-        diverged_rows=diverged,
-        notes=notes,
-        runs_replaced=replaced,
-        extra_view={
-            c.key: f"{c.column} {c.type}"
-            for c in extra_view
-            if c.key in {p.original for p in plan if p.canonical is None}
-        },
-    )
-
-
-def _arrow_type(column: str) -> pa.DataType:
-    spec = CANONICAL.get(column)
-    if spec is not None and spec.type == "int":
-        return pa.int64()
-    if spec is not None and spec.type == "float":
-        return pa.float64()
-    return pa.string()  # ids, text and JSON; DuckDB casts to UUID / JSON on insert
-
-
-def _build_tables(
-    rows: list[dict], plan: list[SourceColumn], *, kind: str, path: Path, file_hash: str, identity: dict
-):
-    """The runs and run_results rows, as Arrow tables, from the checked and converted rows."""
-    run_columns = [
-        c.canonical.name
-        for c in plan
-        if c.canonical and c.canonical.table == "runs" and c.canonical.name not in ("kind", "status")
-    ]
-    result_columns = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "run_results"]
-    runs: dict[str, list] = {
-        k: []
-        for k in [
-            "run_id",
-            "device_id",
-            "kind",
-            "status",
-            "error_text",
-            "extra",
-            "config",
-            "source",
-            "edgestats_version",
-            *run_columns,
-        ]
-    }
-    results: dict[str, list] = {k: [] for k in ["run_id", *result_columns]}
-    diverged = []
-    key = identity_key(identity)
-    for row in rows:
-        run_id = str(name_uuid("import", file_hash, *([key] if key else []), str(row["_row"])))
-        status, error = row.get("status") or "ok", None
-        if row["_nan_columns"] and not row.get("status"):
-            # The published tables write NaN for a run whose training did not converge.
-            status, error = "diverged", f"imported NaN/inf in {', '.join(row['_nan_columns'])}"
-            diverged.append(row["_row"])
-        runs["run_id"].append(run_id)
-        runs["device_id"].append(device_uuid(row["device"]))
-        runs["kind"].append(kind)
-        runs["status"].append(status)
-        runs["error_text"].append(error)
-        runs["extra"].append(row.get("_extra"))
-        # one spelling per dataset on both sides (contracts.dataset_name); the table's own stays in config
-        written = row.get("dataset")
-        row["dataset"] = dataset_name(written)
-        runs["config"].append(
-            json.dumps(
-                {
-                    "imported_from": path.name,
-                    "row": row["_row"],
-                    "sha256": file_hash,
-                    "import": identity,
-                    **({"dataset_as_written": written} if written != row["dataset"] else {}),
-                }
-            )
-        )
-        runs["source"].append(f"import:{path.name}")
-        runs["edgestats_version"].append(__version__)
-        for name in run_columns:
-            runs[name].append(row.get(name))
-        results["run_id"].append(run_id)
-        for name in result_columns:
-            results[name].append(row.get(name))
-    runs_table = pa.table({k: pa.array(v, _arrow_type(k)) for k, v in runs.items()})
-    results_table = pa.table(
-        {k: pa.array(v, pa.string() if k == "run_id" else pa.float64()) for k, v in results.items()}
-    )
-    return runs_table, results_table, diverged

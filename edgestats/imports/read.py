@@ -78,8 +78,9 @@ def check_text_file(path: Path) -> str:
     except csv.Error as exc:
         where = "the header" if record == 0 else f"row {record}"
         raise ImportFileError(
-            f'{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (") that does not close, or '
-            f"text follows its closing quote ({exc}); close the quote or remove it; nothing was imported"
+            f'{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (") that does not '
+            f"close, or text follows its closing quote ({exc}); close the quote or remove it; nothing was "
+            "imported"
         ) from None
     return delimiter
 
@@ -96,36 +97,76 @@ def pivot_long(
     becomes 'latency (us)', converted like any header). --map renames columns and metric names
     alike. A run's row number is that of its first row. Returns the new columns and the maps
     left for them."""
+    name_col, value_col, unit_col = _long_columns(path, columns, maps)
+    keys = [c for c in columns if c not in (name_col, value_col, unit_col)]
+    name = f"trim({quote_ident(name_col)})"
+    unit = f"NULLIF(trim({quote_ident(unit_col)}), '')" if unit_col else "NULL"
+    group = ", ".join(quote_ident(k) for k in keys)
+    _label_metrics(con, path, keys, name=name, unit=unit)
+    found = con.execute(
+        f"SELECT _metric, any_value({name}), any_value({unit}) FROM labelled GROUP BY _metric "
+        f"ORDER BY min(_row)"
+    ).fetchall()
+    names = _metric_columns(path, found, columns, keys, maps)
+    pivots = ", ".join(
+        f"any_value({quote_ident(value_col)}) FILTER (WHERE _metric = {sql_str(label)}) AS {quote_ident(col)}"
+        for label, col in names.items()
+    )
+    con.execute(
+        f"CREATE TEMP TABLE wide AS SELECT min(_row) AS _row{', ' + group if group else ''}, {pivots} "
+        f"FROM labelled {'GROUP BY ' + group if group else ''}"
+    )
+    con.execute("DROP TABLE staged")
+    con.execute("ALTER TABLE wide RENAME TO staged")
+    wide = keys + list(names.values())
+    # a metric renamed by --map is now a column under its new name: its map has been applied
+    left = {src: dst for src, dst in maps.items() if src in keys}
+    return wide, left
+
+
+def _long_columns(path: Path, columns: list[str], maps: dict[str, str]) -> tuple[str, str, str | None]:
+    """The long table's columns (after --map) that name the metric, hold its value and its unit
+    (None: no unit column)."""
     role = {normalise(maps.get(c, c)): c for c in columns}
     name_col = next((role[n] for n in LONG_NAME_COLUMNS if n in role), None)
     value_col, unit_col = role.get("value"), role.get("unit")
     if name_col is None or value_col is None:
         raise ImportFileError(
-            f"{path}: --long needs a column naming the metric or phase ({', '.join(LONG_NAME_COLUMNS)}) and a 'value' "
-            f"column (rename yours with --map SRC=metric, --map SRC=value); its columns are {columns}; nothing was imported"
+            f"{path}: --long needs a column naming the metric or phase ({', '.join(LONG_NAME_COLUMNS)}) and "
+            "a 'value' column (rename yours with --map SRC=metric, --map SRC=value); its columns are "
+            f"{columns}; nothing was imported"
         )
-    keys = [c for c in columns if c not in (name_col, value_col, unit_col)]
-    name = f"trim({quote_ident(name_col)})"
-    unit = f"NULLIF(trim({quote_ident(unit_col)}), '')" if unit_col else "NULL"
+    return name_col, value_col, unit_col
+
+
+def _label_metrics(
+    con: duckdb.DuckDBPyConnection, path: Path, keys: list[str], *, name: str, unit: str
+) -> None:
+    """Table `labelled`: the rows that name a metric, each with its label (the name, and its unit
+    in parentheses); a metric given twice for the same run is an error."""
     label = f"CASE WHEN {unit} IS NULL THEN {name} ELSE {name} || ' (' || {unit} || ')' END"
     con.execute(
-        f"CREATE TEMP TABLE labelled AS SELECT *, {label} AS _metric FROM staged WHERE NULLIF({name}, '') IS NOT NULL"
+        f"CREATE TEMP TABLE labelled AS SELECT *, {label} AS _metric FROM staged "
+        f"WHERE NULLIF({name}, '') IS NOT NULL"
     )
     group = ", ".join(quote_ident(k) for k in keys)
     dup = first_row(
         con,
-        f"SELECT list(_row ORDER BY _row), any_value(_metric) FROM labelled GROUP BY {group + ', ' if group else ''}"
-        f"_metric HAVING count(*) > 1 ORDER BY min(_row) LIMIT 1",
+        "SELECT list(_row ORDER BY _row), any_value(_metric) FROM labelled "
+        f"GROUP BY {group + ', ' if group else ''}_metric HAVING count(*) > 1 ORDER BY min(_row) LIMIT 1",
     )
     if dup:
         raise ImportFileError(
             f"{path}: rows {', '.join(map(str, dup[0]))} give {dup[1]!r} for the same run (the same values "
             f"in {keys}); a long table gives each metric once per run; nothing was imported"
         )
-    found = con.execute(
-        f"SELECT _metric, any_value({name}), any_value({unit}) FROM labelled GROUP BY _metric "
-        f"ORDER BY min(_row)"
-    ).fetchall()
+
+
+def _metric_columns(
+    path: Path, found: list[tuple], columns: list[str], keys: list[str], maps: dict[str, str]
+) -> dict[str, str]:
+    """Each metric's label -> the column it becomes: its --map target (by label, or by its bare
+    name with the unit column's unit), else the label itself; no column may come twice."""
     metrics = [label for label, _, _ in found] + [bare for _, bare, _ in found]
     unknown = [src for src in maps if src not in columns and src not in metrics]
     if unknown:
@@ -150,17 +191,4 @@ def pivot_long(
             f"{path}: metric(s) {clash or twice} would give a column twice (or one the file has); "
             f"rename them with --map; nothing was imported"
         )
-    pivots = ", ".join(
-        f"any_value({quote_ident(value_col)}) FILTER (WHERE _metric = {sql_str(label)}) AS {quote_ident(col)}"
-        for label, col in names.items()
-    )
-    con.execute(
-        f"CREATE TEMP TABLE wide AS SELECT min(_row) AS _row{', ' + group if group else ''}, {pivots} FROM labelled "
-        f"{'GROUP BY ' + group if group else ''}"
-    )
-    con.execute("DROP TABLE staged")
-    con.execute("ALTER TABLE wide RENAME TO staged")
-    wide = keys + list(names.values())
-    # a metric renamed by --map is now a column under its new name: its map has been applied
-    left = {src: dst for src, dst in maps.items() if src in keys}
-    return wide, left
+    return names

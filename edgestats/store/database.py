@@ -49,9 +49,12 @@ STORAGE_ADVICE = {
     errno.EFBIG: "the file reached the largest size allowed here (`ulimit -f`, or the file system's limit); "
     "raise the limit or write to another file system",
     errno.EROFS: "the file system is mounted read-only; write to a DB on a writable file system",
-    errno.EACCES: "you may not write it (or read it): check the owner and permissions of the file and its folder",
-    errno.EPERM: "the system does not allow writing it (an immutable file, or a security policy); check with `lsattr`",
-    errno.EIO: "the storage device reported an input/output error; check the device (dmesg) before writing again",
+    errno.EACCES: "you may not write it (or read it): check the owner and permissions of the file and its "
+    "folder",
+    errno.EPERM: "the system does not allow writing it (an immutable file, or a security policy); check with "
+    "`lsattr`",
+    errno.EIO: "the storage device reported an input/output error; check the device (dmesg) before writing "
+    "again",
 }
 _DAMAGE_MARKERS = (
     "could not read enough bytes",
@@ -72,7 +75,8 @@ def connect(
     path = Path(path)
     if (read_only or must_exist) and not path.exists():
         raise DatabaseError(
-            f"{path}: no such file. Check the path, or create a DB with `edgestats import` / `edgestats collect`."
+            f"{path}: no such file. Check the path, or create a DB with `edgestats import` / "
+            "`edgestats collect`."
         )
     if path.exists() and path.is_dir():
         raise DatabaseError(f"{path} is a directory; give the path of a .duckdb file.")
@@ -143,7 +147,8 @@ def _last_used_block(con: duckdb.DuckDBPyConnection, database: str | None) -> in
     tables = [
         r[0]
         for r in con.execute(
-            "SELECT schema_name || '.' || table_name FROM duckdb_tables() WHERE database_name = ? AND NOT temporary",
+            "SELECT schema_name || '.' || table_name FROM duckdb_tables() "
+            "WHERE database_name = ? AND NOT temporary",
             [db],
         ).fetchall()
     ]
@@ -177,8 +182,9 @@ def translate_open_error(path: Path, exc: Exception) -> DatabaseError:
         return storage
     if "not a valid DuckDB database file" in text:
         return DatabaseError(
-            f"{path} is not a DuckDB database: its header is not DuckDB's (another kind of file, or a DB damaged "
-            "or cut short while copying). Check the path; if it is a results DB, copy it again from the device."
+            f"{path} is not a DuckDB database: its header is not DuckDB's (another kind of file, or a DB "
+            "damaged or cut short while copying). Check the path; if it is a results DB, copy it again from "
+            "the device."
         )
     damaged = damage_error(exc, path)
     if damaged is not None:

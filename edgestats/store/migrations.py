@@ -89,7 +89,8 @@ def views_current(con: duckdb.DuckDBPyConnection) -> bool:
 
 def _user_tables(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list[str]:
     rows = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = coalesce(?, current_database()) AND NOT temporary",
+        "SELECT table_name FROM duckdb_tables() "
+        "WHERE database_name = coalesce(?, current_database()) AND NOT temporary",
         [database],
     ).fetchall()
     return [r[0] for r in rows]
@@ -108,7 +109,8 @@ def current_version(
         if tables:
             raise DatabaseError(
                 f"{label} is a DuckDB file but not an edgestats results DB (it has tables "
-                f"{', '.join(sorted(tables)[:5])} but no {MIGRATIONS_TABLE}); give a new or edgestats-made file."
+                f"{', '.join(sorted(tables)[:5])} but no {MIGRATIONS_TABLE}); give a new or edgestats-made "
+                "file."
             )
         return 0, None
     table = f'"{database}".{MIGRATIONS_TABLE}' if database else MIGRATIONS_TABLE

@@ -125,7 +125,8 @@ class Store:
         if not self._columns:
             rows = self.con.execute(
                 "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-                "WHERE database_name = current_database() AND schema_name = 'main' ORDER BY table_name, column_index"
+                "WHERE database_name = current_database() AND schema_name = 'main' "
+                "ORDER BY table_name, column_index"
             ).fetchall()
             for table_name, column, data_type in rows:
                 self._columns.setdefault(table_name, {})[column] = data_type

@@ -40,7 +40,8 @@ def _taken_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     run_columns = {
         r[0]
         for r in con.execute(
-            f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main' "
+            "SELECT column_name FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND schema_name = 'main' "
             f"AND table_name IN ('runs', {views})"
         ).fetchall()
     }
@@ -81,7 +82,10 @@ def _pivot_sql(columns: list[ExtraColumn]) -> str:
         literal = "'" + c.key.replace("'", "''") + "'"
         source = "value_num" if c.type == "DOUBLE" else "value"
         selects.append(f"any_value({source}) FILTER (WHERE key = {literal}) AS {quote_ident(c.column)}")
-    return f"SELECT {', '.join(selects)} FROM runs r LEFT JOIN run_extra_values v USING (run_id) GROUP BY r.run_id"
+    return (
+        f"SELECT {', '.join(selects)} "
+        "FROM runs r LEFT JOIN run_extra_values v USING (run_id) GROUP BY r.run_id"
+    )
 
 
 def refresh_run_extra(con: duckdb.DuckDBPyConnection) -> list[ExtraColumn]:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.cli.collect import telemetry_line
+from edgestats.cli.collect_progress import telemetry_line
 
 pytestmark = pytest.mark.frameworks
 

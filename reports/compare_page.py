@@ -18,7 +18,7 @@ import altair as alt
 import polars as pl
 
 from edgestats.analysis.compare import METRICS
-from edgestats.analysis.overview import Overview
+from edgestats.analysis.load_overview import Overview
 from edgestats.formatting import counted, format_interval
 from edgestats.reports.charts_common import LABEL_LIMIT, WIDTH, band_height, label_column, varying
 from edgestats.reports.page import Figure, Section, render_page

@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from edgestats.analysis.overview import Overview
+from edgestats.analysis.load_overview import Overview
 from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.headline import headline_table
 from edgestats.reports.page_assets import FILTER_JS, LOADER_JS, SORT_JS, STYLE

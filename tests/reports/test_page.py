@@ -228,7 +228,7 @@ def test_report_page_headline_first_tables_folded_notes_once(tmp_path):
 
 
 def test_missing_dates_blame_imports_only_when_every_run_was_imported():
-    from edgestats.analysis.overview import Overview
+    from edgestats.analysis.load_overview import Overview
     from edgestats.reports.page import header_html
 
     def dates_of(sources: dict[str, int]) -> str:

@@ -16,7 +16,7 @@ import pytest
 from analysis_builders import latencies_frame, runs_frame
 
 from edgestats.analysis import AnalysisData, AnalysisOptions, analyse_data
-from edgestats.analysis.overview import DeviceFacts, Overview
+from edgestats.analysis.load_overview import DeviceFacts, Overview
 from edgestats.analysis.result import AnalysisResult
 from edgestats.registry import analyses as registry
 from edgestats.reports import write_report

@@ -1,10 +1,12 @@
 """Every registry entry is complete: its code resolves, its docs section exists and names it, its
-help text is non-empty and shown by the CLI, and an analysis has its chart builders.
+help text is non-empty and shown by the CLI, and an analysis has its chart builders. And the tests
+follow the registries: none spells out a registry's whole list (docs/architecture.md §8).
 
 A plug-in added without one of these fails here, not in front of a user."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -12,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.registry import resolve
-from edgestats.registry.analyses import ANALYSES, FRAMES
-from edgestats.registry.power import POWER_SOURCES
-from edgestats.registry.runtimes import RUNTIMES
+from edgestats.registry import names_text, resolve
+from edgestats.registry.analyses import ANALYSES, FRAMES, analysis_names
+from edgestats.registry.power import AUTO_ORDER, POWER_SOURCES, power_source_names, spec_help
+from edgestats.registry.runtimes import RUNTIMES, runtime_names
 
 REPO = Path(__file__).parents[1]
 runner = CliRunner()
@@ -142,3 +144,113 @@ def test_the_demo_extra_installs_every_runtime_the_demo_sweeps_collect():
     for f in files:
         assert f"collect sample_data/{f.name} --db $(DB)" in makefile
     assert "install -c constraints.txt -e '.[demo]'" in makefile
+
+
+def test_every_runtime_s_extra_is_declared_and_in_all():
+    """`pip install 'edgestats[EXTRA]'` is what doctor and collect tell a user to run: the extra
+    must exist, and [all] (the dev install) must include it."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    everything = set(re.fullmatch(r"edgestats\[(.*)\]", extras["all"][0]).group(1).split(","))
+    for entry in RUNTIMES:
+        assert entry.extra in extras, f"{entry.name}: pyproject.toml has no extra [{entry.extra}]"
+        assert entry.extra in everything, f"{entry.name}: [all] does not include [{entry.extra}]"
+
+
+# -- tests follow the registries -------------------------------------------------------------------
+# A test that spells out the whole list of analyses, runtimes or power sources fails the day a
+# plug-in is added, in a file the plug-in has no business editing: expectations come from the
+# registries instead. Lists of 3 or more names count; fewer are examples, not "the list".
+
+MIN_NAMES = 3
+
+
+def registered_lists() -> dict[str, tuple[str, ...]]:
+    return {
+        "analyses": analysis_names(),
+        "runtimes": runtime_names(),
+        "power sources": power_source_names(),
+        "--power auto's order": AUTO_ORDER,
+    }
+
+
+def spelled_out(kind: str, names: tuple[str, ...]) -> set[str]:
+    """The ways a message writes a whole list: "a, b, c", "a, b or c", --power's choices."""
+    texts = {", ".join(names), names_text(names), names_text(names, "and")}
+    if kind == "power sources":
+        texts |= {spec_help(), spec_help(with_none=False)}
+    return texts
+
+
+def literal_strings(node: ast.AST) -> list[str] | None:
+    """The strings of a list, tuple or set literal made only of strings; None for anything else."""
+    if not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or not node.elts:
+        return None
+    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return None
+    return [e.value for e in node.elts]
+
+
+def whole_list_of(values: list[str], kind: str, names: tuple[str, ...]) -> bool:
+    if kind == "--power auto's order":  # the order is the point: tried first to last
+        return tuple(values) == names
+    return set(values) == set(names)
+
+
+def hard_coded_lists(path: Path) -> list[str]:
+    """ "file:line: ..." for each literal in `path` that is a registry's whole list (as a set) or
+    --power auto's order (in order), or a string that spells one out."""
+    lists = {kind: names for kind, names in registered_lists().items() if len(set(names)) >= MIN_NAMES}
+    texts = {kind: spelled_out(kind, names) for kind, names in lists.items()}
+    where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+    source = path.read_text(encoding="utf-8")
+    if not any(all(name in source for name in names) for names in lists.values()):
+        return []  # no list can be whole where one of its names is missing: no need to parse
+    found = []
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        values = literal_strings(node)
+        if values is not None:
+            found += [
+                f"{where}:{node.lineno}: the list of {kind}"
+                for kind, names in lists.items()
+                if whole_list_of(values, kind, names)
+            ]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [
+                f"{where}:{node.lineno}: a string that spells out the {kind}"
+                for kind, spelled in texts.items()
+                if any(text in node.value for text in spelled)
+            ]
+    return sorted(found, key=lambda hit: int(hit.split(":")[1]))
+
+
+def test_the_hard_coded_list_finder_sees_each_form(tmp_path):
+    runtimes, auto = list(runtime_names()), list(AUTO_ORDER)
+    planted = tmp_path / "test_planted.py"
+    planted.write_text(
+        f"A = {sorted(runtimes)!r}\n"
+        f"B = {set(analysis_names())!r}\n"
+        f"C = {tuple(power_source_names())!r}\n"
+        f"D = {auto!r}\n"
+        f"E = {auto[::-1]!r}\n"
+        f"F = {'use one of ' + ', '.join(runtimes)!r}\n"
+        f"G = {runtimes[:2]!r}\n"
+    )
+    found = [line.split(": ", 1)[1] for line in hard_coded_lists(planted)]
+    assert [line.split(":")[1] for line in hard_coded_lists(planted)] == ["1", "2", "3", "4", "6"]
+    assert found == [
+        "the list of runtimes",
+        "the list of analyses",
+        "the list of power sources",
+        "the list of --power auto's order",
+        "a string that spells out the runtimes",
+    ]
+
+
+def test_no_test_spells_out_a_registry_s_whole_list():
+    found = [hit for path in sorted((REPO / "tests").rglob("*.py")) for hit in hard_coded_lists(path)]
+    assert not found, (
+        "take these from edgestats.registry (analysis_names(), runtime_names(), power_source_names(), "
+        "AUTO_ORDER), so a plug-in needs no edit here:\n" + "\n".join(found)
+    )

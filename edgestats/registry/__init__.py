@@ -9,7 +9,7 @@ paths ("package.module:attribute") to the code, imported only when the entry is 
 package imports nothing but the standard library, so `edgestats --help` and the device side
 read the lists without loading a framework, DuckDB or the analysis stack. CLI choices, help
 text, doctor's checks and the report's sections all come from these lists; adding a plug-in
-is its module plus one line here (docs/architecture.md, "Adding a plug-in").
+is its module plus one line here (docs/architecture.md §8 lists every file of each kind).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Analyses `edgestats analyze` runs and the report draws: one entry per analysis.
 
 Adding an analysis: its module under edgestats/analysis/ (an `analyse(data, options)`
-function returning an AnalysisResult), its section module under reports/sections/ (`figures`
-and `sentence`), one entry here, and its section in docs/cli/analyze.md.
+function returning an AnalysisResult), its section module under reports/sections/ (`figures`,
+`sentence` and `DRAWN`), one entry here, its section in docs/cli/analyze.md, and its tests
+(docs/architecture.md §8 lists every file).
 """
 
 from __future__ import annotations

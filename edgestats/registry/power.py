@@ -1,8 +1,9 @@
 """Power sources `collect --power` and `baseline --power` can read: one entry per source.
 
 Adding a power source: a module under collectors/power/ (a subclass of
-`edgestats.collectors.power.base.PowerSource`), one entry here, and its section in
-docs/power-sources.md. The `--power` choices, `auto`'s order and doctor's list read it.
+`edgestats.collectors.power.base.PowerSource`), one entry here, its section in
+docs/power-sources.md and its test (docs/architecture.md §8 lists every file). The `--power`
+choices, `auto`'s order and doctor's list read it.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ POWER_SOURCES: tuple[PowerSourceEntry, ...] = (
 )
 _BY_NAME = {entry.name: entry for entry in POWER_SOURCES}
 AUTO_ORDER: tuple[str, ...] = tuple(e.name for e in POWER_SOURCES if e.auto)
+
+
+def power_source_names() -> tuple[str, ...]:
+    """Every registered source's --power name, in registry order (read now: a test or a plug-in
+    that extends POWER_SOURCES is seen)."""
+    return tuple(entry.name for entry in POWER_SOURCES)
 
 
 def power_source(name: str) -> PowerSourceEntry:

@@ -2,8 +2,9 @@
 
 Adding a runtime: an adapter module under collectors/adapters/ (a subclass of
 `edgestats.collectors.adapters.base.Adapter`, plus an optional `probe_detail(module) -> dict`
-that doctor runs after importing the framework), one entry here, and its section in
-docs/runtimes.md. `collect --framework`, the sweep checks, `Adapter.is_available()` (which
+that doctor runs after importing the framework), one entry here, its extra in pyproject.toml, its
+place in the demo sweep and its section in docs/runtimes.md (docs/architecture.md §8 lists every
+file). `collect --framework`, the sweep checks, `Adapter.is_available()` (which
 modules, what to install) and doctor's framework probes all read this list.
 """
 

@@ -9,6 +9,7 @@ from analysis_builders import import_sample
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.registry.analyses import analysis_names
 
 runner = CliRunner()
 
@@ -51,7 +52,7 @@ def test_every_analysis_as_json_and_as_text(results_db):
     result = runner.invoke(app, ["analyze", str(results_db), "--json", "--resamples", "200"])
     assert result.exit_code == 0, result.output
     document = no_nan(result.stdout)
-    assert list(document) == ["summary", "breakdown", "energy", "tradeoff", "hyperparams", "pipeline"]
+    assert list(document) == list(analysis_names())
     for entries in document.values():
         for entry in entries:
             assert {"group", "n", "level"} <= set(entry)

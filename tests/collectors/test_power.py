@@ -31,6 +31,7 @@ from edgestats.collectors.power.energy import (
 from edgestats.collectors.power.jetson import JetsonSource
 from edgestats.collectors.power.rapl import RaplSource
 from edgestats.collectors.power.selection import describe_sources, select_power_source
+from edgestats.registry.power import AUTO_ORDER, power_source, power_source_names, spec_help
 
 # -- energy arithmetic -------------------------------------------------------------------------
 
@@ -84,17 +85,17 @@ def no_nvml(monkeypatch):
 def test_auto_with_nothing_gives_none_and_every_reason(tmp_path, no_nvml):
     source, chosen, reasons = select_power_source("auto", tmp_path)
     assert source is None and chosen == "none"
-    assert list(reasons) == ["rapl", "nvml", "jetson"]
+    assert list(reasons) == list(AUTO_ORDER)
     assert "powercap" in reasons["rapl"] and "Not Found" in reasons["nvml"] and "INA3221" in reasons["jetson"]
 
 
 def test_auto_on_this_machine_agrees_with_describe_sources():
     rows = {row["name"]: row for row in describe_sources()}
     source, chosen, reasons = select_power_source("auto")
-    usable = [name for name in ("rapl", "nvml", "jetson") if rows[name]["usable"]]
+    usable = [name for name in AUTO_ORDER if rows[name]["usable"]]
     assert chosen == (usable[0] if usable else "none")
     assert (source is None) == (not usable)
-    assert reasons == {name: rows[name]["reason"] for name in ("rapl", "nvml", "jetson")[: len(reasons)]}
+    assert reasons == {name: rows[name]["reason"] for name in AUTO_ORDER[: len(reasons)]}
     if source is not None:
         source.close()
 
@@ -110,14 +111,14 @@ def test_auto_picks_jetson_and_records_why_not_the_others(tmp_path, no_nvml):
     make_ina3221_hwmon_tree(tmp_path, [(5072, 1288), (5064, 392), (5064, 624)])
     source, chosen, reasons = select_power_source("auto", tmp_path)
     assert chosen == "jetson" and isinstance(source, JetsonSource)
-    assert list(reasons) == ["rapl", "nvml"]
+    assert list(reasons) == list(AUTO_ORDER[: AUTO_ORDER.index("jetson")])
 
 
 def test_explicit_specs(tmp_path, no_nvml):
     assert select_power_source("none", tmp_path) == (None, "none", {})
     with pytest.raises(PowerSourceError, match="'jetson' is not available"):
         select_power_source("jetson", tmp_path)
-    with pytest.raises(PowerSourceError, match="auto, none, rapl, nvml, jetson or csv:PATH"):
+    with pytest.raises(PowerSourceError, match=re.escape(spec_help())):
         select_power_source("ina219", tmp_path)
     with pytest.raises(PowerSourceError, match="csv:PATH"):
         select_power_source("csv:", tmp_path)
@@ -131,18 +132,19 @@ def test_explicit_specs(tmp_path, no_nvml):
 def test_describe_sources_for_doctor(tmp_path, no_nvml):
     make_rapl_tree(tmp_path, LAPTOP_ZONES)
     rows = {row["name"]: row for row in describe_sources(tmp_path)}
-    assert list(rows) == ["rapl", "nvml", "jetson", "csv"]
+    assert list(rows) == list(power_source_names())
     assert rows["rapl"]["usable"] and rows["rapl"]["rails"][0] == "package-0"
     assert not rows["nvml"]["usable"] and "Not Found" in rows["nvml"]["reason"]
     assert not rows["jetson"]["usable"] and rows["jetson"]["rails"] == []
 
 
 def test_power_modules_import_pynvml_only_when_nvml_is_probed():
-    code = (
-        "import sys, edgestats.collectors.power.base, edgestats.collectors.power.nvml, "
-        "edgestats.collectors.power.rapl, edgestats.collectors.power.jetson, edgestats.collectors.power.meter_csv\n"
-        "print('pynvml' in sys.modules)"
-    )
+    modules = [
+        "edgestats.collectors.power.base",
+        *(power_source(n).source.partition(":")[0] for n in power_source_names()),
+    ]
+    assert "edgestats.collectors.power.nvml" in modules
+    code = f"import sys, {', '.join(modules)}\nprint('pynvml' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "False"
 
@@ -151,6 +153,7 @@ def test_power_modules_import_pynvml_only_when_nvml_is_probed():
 
 
 def test_a_registered_source_is_chosen_by_name_and_by_auto(tmp_path, no_nvml, monkeypatch):
+    built_in_auto = list(AUTO_ORDER)
     register_fake_board(monkeypatch)
     with pytest.raises(PowerSourceError, match="fakeboard is missing"):
         select_power_source("fakeboard", tmp_path)  # asked for by name, unusable here
@@ -159,22 +162,20 @@ def test_a_registered_source_is_chosen_by_name_and_by_auto(tmp_path, no_nvml, mo
     assert chosen == "fakeboard" and isinstance(source, FakeBoardSource) and reasons == {}
     assert source.read(0).metrics() == [("power_w:board", 1.5)]
     source, chosen, reasons = select_power_source("auto", tmp_path)
-    assert chosen == "fakeboard" and list(reasons) == [
-        "rapl",
-        "nvml",
-        "jetson",
-    ]  # tried last, in registry order
-    with pytest.raises(PowerSourceError, match="jetson, csv:PATH or fakeboard"):
+    assert chosen == "fakeboard" and list(reasons) == built_in_auto  # tried last, in registry order
+    with pytest.raises(PowerSourceError, match=re.escape(spec_help())) as raised:
         select_power_source("ina219", tmp_path)
+    assert raised.value.args[0].count(" or fakeboard") == 1  # the registered source is offered, last
 
 
 def test_a_registered_source_is_listed_for_doctor(tmp_path, no_nvml, monkeypatch):
     from edgestats.collectors.host.doctor import power_lines
 
+    built_in, built_in_auto = power_source_names(), AUTO_ORDER
     register_fake_board(monkeypatch)
     (tmp_path / "fakeboard").write_text("1\n")
     rows = describe_sources(tmp_path)
-    assert [row["name"] for row in rows] == ["rapl", "nvml", "jetson", "csv", "fakeboard"]
+    assert [row["name"] for row in rows] == [*built_in, "fakeboard"]
     assert rows[-1] == {
         "name": "fakeboard",
         "usable": True,
@@ -183,9 +184,13 @@ def test_a_registered_source_is_listed_for_doctor(tmp_path, no_nvml, monkeypatch
         "takes_path": False,
     }
     text = "\n".join(power_lines(rows, []))
-    assert "auto takes the first usable of rapl, nvml, jetson, fakeboard" in text
+    assert f"auto takes the first usable of {', '.join([*built_in_auto, 'fakeboard'])}" in text
     assert re.search(r"fakeboard\s+yes\s+rails: board", text), text
-    assert re.search(r"csv\s+yes\s+an external meter's CSV log.*--power csv:PATH", text), text
+    file_sources = [entry for entry in map(power_source, built_in) if entry.takes_path]
+    assert file_sources, "an external meter's log is one of the built-in sources"
+    for entry in file_sources:  # named with what it reads and how to give it its file
+        shown = rf"{entry.name}\s+yes\s+{re.escape(entry.help)}.*--power {re.escape(entry.spec)}"
+        assert re.search(shown, text), text
 
 
 def test_a_device_source_given_a_path_says_it_takes_none(tmp_path, no_nvml):

@@ -3,27 +3,34 @@ normalised) for a fixed input frame is compared with tests/golden/charts/<name>.
 
 The input frames are frozen too (<name>.input.json, made once from the analyses of
 report_builders.make_report_db), so a golden changes only when a builder does. After a
-deliberate change, regenerate with EDGESTATS_UPDATE_GOLDEN=1 and review the diff.
+deliberate change, regenerate with EDGESTATS_UPDATE_GOLDEN=NAME[,NAME...] (a builder's name, an
+analysis' for its inputs and charts, 1 for all: tests/golden_files.py) and review the diff.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import polars as pl
 import pytest
+from golden_files import any_requested, golden_names, is_requested, normalise, unknown_names
 from report_builders import make_report_db
 
 from edgestats.analysis import run_analyses
-from edgestats.analysis.power_trace import PowerTrace, load_power_trace
-from edgestats.reports import charts_energy, charts_latency, charts_tradeoff, charts_training
+from edgestats.analysis.load_power_trace import PowerTrace, load_power_trace
+from edgestats.registry.analyses import analysis_names
+from edgestats.reports import (
+    charts_breakdown,
+    charts_energy,
+    charts_latency,
+    charts_tradeoff,
+    charts_training,
+)
 from edgestats.reports.report import figures_for, generic_interval_chart
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "charts"
-UPDATE = bool(os.environ.get("EDGESTATS_UPDATE_GOLDEN"))
 
 # builder name -> (analysis, frame key or None for a frame built otherwise, build(frames) -> chart)
 BUILDERS = {
@@ -38,11 +45,11 @@ BUILDERS = {
         "metrics",
         lambda f: charts_latency.latency_distribution_chart(f["metrics"]),
     ),
-    "phase_breakdown": ("breakdown", "phases", lambda f: charts_latency.phase_breakdown_chart(f["phases"])),
+    "phase_breakdown": ("breakdown", "phases", lambda f: charts_breakdown.phase_breakdown_chart(f["phases"])),
     "load_ratio": (
         "breakdown",
         "ratios",
-        lambda f: charts_latency.ratio_chart(
+        lambda f: charts_breakdown.ratio_chart(
             f["ratios"], ratio_name="load_model / steady", title="load_model / steady"
         ),
     ),
@@ -81,35 +88,12 @@ BUILDERS = {
 }
 
 
-def normalise(spec: dict) -> dict:
-    """Stable across runs and platforms: dataset names are content hashes (renamed in order of
-    appearance), floats rounded to 6 significant digits, the $schema URL dropped."""
-    text = json.dumps(spec, sort_keys=True)
-    names = {}
-    for name in re.findall(r'"(data-[0-9a-f]{32})"', text):
-        names.setdefault(name, f"data-{len(names)}")
-    for old, new in names.items():
-        text = text.replace(old, new)
-    spec = json.loads(text)
-    spec.pop("$schema", None)
-    return _round(spec)
-
-
-def _round(value):
-    if isinstance(value, float):
-        return float(f"{value:.6g}")
-    if isinstance(value, dict):
-        return {k: _round(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_round(v) for v in value]
-    return value
-
-
 @pytest.fixture(scope="module")
 def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
-    """The input frames, read from the golden folder; made from the analyses when updating."""
+    """The input frames, read from the golden folder; made from the analyses (every one: so only
+    when an input is asked for, by all, an analysis' name, `power` or its stem) when updating."""
     paths = {p.name.removesuffix(".input.json"): p for p in GOLDEN.glob("*.input.json")}
-    if UPDATE or not paths:
+    if not paths or any_requested({*analysis_names(), "power", *paths}):
         GOLDEN.mkdir(parents=True, exist_ok=True)
         db = make_report_db(tmp_path_factory.mktemp("golden") / "golden.duckdb")
         frames = {
@@ -120,9 +104,10 @@ def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
         trace = load_power_trace(db)
         frames["power.power"], frames["power.phases"] = trace.power, trace.phases
         for key, frame in frames.items():
-            (GOLDEN / f"{key}.input.json").write_text(
-                json.dumps(frame.to_dicts(), indent=1, default=str) + "\n"
-            )
+            if is_requested(key) or not paths:
+                (GOLDEN / f"{key}.input.json").write_text(
+                    json.dumps(frame.to_dicts(), indent=1, default=str) + "\n"
+                )
         paths = {p.name.removesuffix(".input.json"): p for p in GOLDEN.glob("*.input.json")}
     return {
         key: pl.DataFrame(json.loads(path.read_text()), infer_schema_length=None)
@@ -140,12 +125,18 @@ def test_chart_spec_matches_golden(name, frozen_inputs):
     analysis, keys, build = BUILDERS[name]
     spec = normalise(build(inputs_for(analysis, keys, frozen_inputs)).to_dict())
     path = GOLDEN / f"{name}.spec.json"
-    if UPDATE:
+    if is_requested(name, analysis):
         path.write_text(json.dumps(spec, indent=1, sort_keys=True) + "\n")
-    assert path.exists(), f"no golden for {name}: run with EDGESTATS_UPDATE_GOLDEN=1 and review it"
+    assert path.exists(), f"no golden for {name}: run with EDGESTATS_UPDATE_GOLDEN={name} and review it"
     assert spec == json.loads(path.read_text()), (
-        f"{name}'s spec differs from {path.name} (EDGESTATS_UPDATE_GOLDEN=1 after a deliberate change)"
+        f"{name}'s spec differs from {path.name} (EDGESTATS_UPDATE_GOLDEN={name} after a deliberate change)"
     )
+
+
+def test_update_golden_names_a_golden_file():
+    """A NAME that selects nothing would rewrite nothing, silently: a typo fails here instead."""
+    unknown = unknown_names({*golden_names(GOLDEN.parent), *BUILDERS, *analysis_names(), "power"})
+    assert not unknown, f"EDGESTATS_UPDATE_GOLDEN names no golden file: {', '.join(unknown)}"
 
 
 def test_every_chart_draws_its_intervals(frozen_inputs):

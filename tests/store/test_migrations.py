@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import duckdb
 import pytest
+from golden_files import is_requested
 
 from edgestats.errors import DatabaseError, SchemaOutdatedError, SchemaTooNewError
 from edgestats.store import migrations
@@ -64,12 +64,13 @@ def test_fresh_db_is_created_at_latest_version(tmp_path):
 def test_migrated_schema_matches_golden_file(tmp_path):
     """Any schema change must come with a new migration and an updated golden file.
 
-    Regenerate with EDGESTATS_UPDATE_GOLDEN=1 after adding a migration, and review the diff.
+    Regenerate with EDGESTATS_UPDATE_GOLDEN=schema_columns (or 1: every golden file) after adding
+    a migration, and review the diff.
     """
     path = tmp_path / "golden.duckdb"
     Store.open(path).close()
     actual = schema_text(path)
-    if os.environ.get("EDGESTATS_UPDATE_GOLDEN"):
+    if is_requested(GOLDEN.stem):
         GOLDEN.write_text(actual)
     assert actual == GOLDEN.read_text(), "schema differs from tests/golden/schema_columns.txt"
 
@@ -241,10 +242,12 @@ def test_imported_epochs_migration_keeps_earlier_runs(tmp_path):
     con.execute("INSERT INTO devices (device_id, name, registered_at) VALUES (uuid(), 'd', now())")
     con.execute(
         "INSERT INTO runs (run_id, device_id, kind, status, source, epochs, edgestats_version) "
-        "SELECT '00000000-0000-0000-0000-000000000001', device_id, 'training', 'ok', 'import:t.csv', 4, 'old' FROM devices"
+        "SELECT '00000000-0000-0000-0000-000000000001', device_id, 'training', 'ok', 'import:t.csv', 4, "
+        "'old' FROM devices"
     )
     con.execute(
-        "INSERT INTO run_results (run_id, training_time_s) VALUES ('00000000-0000-0000-0000-000000000001', 100)"
+        "INSERT INTO run_results (run_id, training_time_s) "
+        "VALUES ('00000000-0000-0000-0000-000000000001', 100)"
     )
     con.close()
     with Store.open(path) as store:
@@ -277,7 +280,8 @@ def test_dataset_size_migration_aligns_names_and_fills_sizes(tmp_path):
     ]
     for i, (source, dataset, env) in enumerate(rows):
         con.execute(
-            "INSERT INTO runs (run_id, device_id, kind, status, source, dataset, environment, edgestats_version) "
+            "INSERT INTO runs "
+            "(run_id, device_id, kind, status, source, dataset, environment, edgestats_version) "
             "SELECT ?, device_id, 'training', 'ok', ?, ?, ?, 'old' FROM devices",
             [f"00000000-0000-0000-0000-00000000000{i}", source, dataset, env],
         )
@@ -310,12 +314,13 @@ def test_latency_percentiles_migration_moves_them_out_of_extra(tmp_path):
     for i, extra in extras.items():
         con.execute(
             "INSERT INTO runs (run_id, device_id, kind, status, source, edgestats_version, extra) "
-            f"SELECT '00000000-0000-0000-0000-00000000000{i}', device_id, 'inference', 'ok', 'import:x', 'old', ? "
-            "FROM devices",
+            f"SELECT '00000000-0000-0000-0000-00000000000{i}', device_id, 'inference', 'ok', 'import:x', "
+            "'old', ? FROM devices",
             [extra],
         )
         con.execute(
-            f"INSERT INTO run_results (run_id, latency_ms) VALUES ('00000000-0000-0000-0000-00000000000{i}', {i}.5)"
+            "INSERT INTO run_results (run_id, latency_ms) "
+            f"VALUES ('00000000-0000-0000-0000-00000000000{i}', {i}.5)"
         )
     con.close()
     with Store.open(path) as store:

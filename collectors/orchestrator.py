@@ -43,6 +43,7 @@ from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.runrows import noise_columns, store_run
 from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.telemetry.batchfile import write_batch
+from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.sentinel import (
     MachineState,
     NoisePolicy,
@@ -51,7 +52,6 @@ from edgestats.collectors.telemetry.sentinel import (
     read_state,
     wait_until_quiet,
 )
-from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.session import Telemetry
 from edgestats.collectors.training.rows import training_outcome
 from edgestats.collectors.worker import MEMORY_LIMIT_ENV

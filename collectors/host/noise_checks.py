@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.telemetry.procfs import CLK_TCK
 from edgestats.collectors.telemetry.sentinel import (
     PI_THROTTLED_NOW,
     SYSTEM_ROOT,
@@ -22,7 +23,6 @@ from edgestats.collectors.telemetry.sentinel import (
     during,
     read_state,
 )
-from edgestats.collectors.telemetry.procfs import CLK_TCK
 
 DOCTOR_WINDOW_S = 0.5  # how long doctor watches the machine for background CPU
 BUSY_PROCESS_PCT = 5.0  # a process using more than this % of one core in the window is listed

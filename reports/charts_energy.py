@@ -86,29 +86,32 @@ BAND_VALUES = ("x", "fit", "band_low", "band_high", "level")
 
 
 def time_energy_chart(points: pl.DataFrame, band: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
-    """Energy per inference against median latency, one dot per run (or configuration), with
-    the OLS line and its confidence band per fit group (device by default), faceted by it. Both
-    frames come from the energy analysis (its `points` and `band`): the band is fitted there,
-    through the very points drawn here."""
-    x, y = "latency_median_ms", "energy_per_inference_j"
+    """Energy per inference against mean latency (median where the runs have no mean), one dot
+    per configuration (its means over runs, with n_runs), with the OLS line through those dots
+    and its confidence band per fit group (device by default), faceted by it. Both frames come
+    from the energy analysis (its `points` and `band`): the band is fitted there, through the
+    very points drawn here."""
+    x = "latency_mean_ms" if "latency_mean_ms" in points.columns else "latency_median_ms"
+    x_title = f"{'mean' if x == 'latency_mean_ms' else 'median'} latency (ms)"
+    y = "energy_per_inference_j"
     fit_keys = [c for c in band.columns if c not in BAND_VALUES]
     keys = [c for c in points.columns if c not in ("run_idx", "n_runs", x, y)]
     drawn = label_column(points, [c for c in varying(points, keys) if c not in fit_keys] or keys)
     facet_by = next((k for k in fit_keys if k in FACETABLE and drawn[k].n_unique() > 1), None)
     layers = [
-        *_band_layers(band),
+        *_band_layers(band, x_title),
         alt.Chart()
         .mark_point(filled=True, opacity=0.7)
         .transform_filter("isValid(datum.n_runs)")
         .encode(
-            x=alt.X(f"{x}:Q", title="median latency (ms)"),
+            x=alt.X(f"{x}:Q", title=x_title),
             y=alt.Y(f"{y}:Q", title="energy per inference (J)"),
             **category_encoding("config", drawn["config"].n_unique(), title="configuration"),
             tooltip=[
                 alt.Tooltip("config:N"),
-                alt.Tooltip(f"{x}:Q", title="median latency (ms)", format=EXACT),
+                alt.Tooltip(f"{x}:Q", title=x_title, format=EXACT),
                 alt.Tooltip(f"{y}:Q", title="energy per inference (J)", format=EXACT),
-                alt.Tooltip("n_runs:Q"),
+                alt.Tooltip("n_runs:Q", title="runs"),
             ],
         ),
     ]
@@ -120,11 +123,11 @@ def time_energy_chart(points: pl.DataFrame, band: pl.DataFrame) -> alt.FacetChar
     return facet(layer, data, facet_by)
 
 
-def _band_layers(band: pl.DataFrame) -> list[alt.Chart]:
+def _band_layers(band: pl.DataFrame, x_title: str) -> list[alt.Chart]:
     """The confidence band (an area) and the fitted line, each where the band frame has a value: a
     layer with no value at all would make Vega warn "Infinite extent", so it is left out."""
     band_tip = [
-        alt.Tooltip("x:Q", title="median latency (ms)", format=EXACT),
+        alt.Tooltip("x:Q", title=x_title, format=EXACT),
         alt.Tooltip("fit:Q", title="fitted energy (J)", format=EXACT),
         alt.Tooltip("band_low:Q", title="band low (J)", format=EXACT),
         alt.Tooltip("band_high:Q", title="band high (J)", format=EXACT),
@@ -135,7 +138,7 @@ def _band_layers(band: pl.DataFrame) -> list[alt.Chart]:
         .mark_area(opacity=0.2, color="#1f77b4")
         .transform_filter("isValid(datum.band_low)")
         .encode(
-            x=alt.X("x:Q", title="median latency (ms)"),
+            x=alt.X("x:Q", title=x_title),
             y=alt.Y("band_low:Q", title="energy per inference (J)"),
             y2="band_high:Q",
             tooltip=band_tip,
@@ -146,7 +149,7 @@ def _band_layers(band: pl.DataFrame) -> list[alt.Chart]:
         .mark_line(color="#1f77b4")
         .transform_filter("isValid(datum.fit)")
         .encode(
-            x=alt.X("x:Q", title="median latency (ms)"),
+            x=alt.X("x:Q", title=x_title),
             y=alt.Y("fit:Q", title="energy per inference (J)"),
             tooltip=band_tip,
         )

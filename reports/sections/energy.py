@@ -20,7 +20,9 @@ def figures(result: Any) -> list[FigureSpec]:
     band = result.frames.get("band")
     band = pl.DataFrame() if band is None else band
     fitted = (
-        "with the fitted line and its band" if band.height else "no fitted line: too few points to fit one"
+        "with the line fitted through them and its band"
+        if band.height
+        else "no fitted line: too few configurations to fit one"
     )
     phases = frames.get("phases")
     phases = None if phases is None else phases.filter(pl.col("quantity") == "energy_j")
@@ -29,7 +31,8 @@ def figures(result: Any) -> list[FigureSpec]:
             frames,
             "points",
             "time-energy",
-            f"Energy per inference against latency, {fitted}",
+            f"Energy per inference against latency, one point per configuration (means over its runs), "
+            f"{fitted}",
             lambda points: charts_energy.time_energy_chart(points, band),
         ),
         *figure(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import polars as pl
 import pytest
@@ -47,29 +45,32 @@ def energy_runs():
 
 
 def test_time_energy_correlation_and_fit_match_scipy_and_statsmodels():
+    """Both over configurations (each one's mean over runs); more in test_energy_fit.py."""
     runs = energy_runs()
     result = energy(runs, None, config=CONFIG, by=["device"])
     parts = {(e["part"], e["group"]["device"]): e for e in result.to_json()}
     fog = parts[("correlation", "FogNode")]
     means = (
-        runs.filter(pl.col("device") == "FogNode")
-        .group_by("framework")
-        .agg(pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean())
+        runs.group_by("device", "framework")
+        .agg(pl.col("latency_mean_ms").mean(), pl.col("energy_per_inference_j").mean())
+        .sort("framework")
     )
-    reference = stats.pearsonr(means["latency_median_ms"], means["energy_per_inference_j"])
-    assert fog["n"] == 4 and fog["n_unit"] == "configurations"
+    fog_means = means.filter(pl.col("device") == "FogNode")
+    reference = stats.pearsonr(fog_means["latency_mean_ms"], fog_means["energy_per_inference_j"])
+    assert fog["n"] == 4 and fog["n_unit"] == "configurations" and fog["x"] == "latency_mean_ms"
     assert fog["pearson"]["estimate"] == pytest.approx(reference.statistic)
     assert (fog["pearson"]["ci_low"], fog["pearson"]["ci_high"]) == pytest.approx(
         tuple(reference.confidence_interval())
     )
-    rho = stats.spearmanr(means["latency_median_ms"], means["energy_per_inference_j"]).statistic
+    rho = stats.spearmanr(fog_means["latency_mean_ms"], fog_means["energy_per_inference_j"]).statistic
     assert fog["spearman"]["estimate"] == pytest.approx(rho) and rho > 0  # slower is hungrier (Insight 3)
     fit = parts[("fit", "Jetson TX2")]
-    sub = runs.filter(pl.col("device") == "Jetson TX2")
+    jetson = means.filter(pl.col("device") == "Jetson TX2")
     ols = sm.OLS(
-        sub["energy_per_inference_j"].to_numpy(), sm.add_constant(sub["latency_median_ms"].to_numpy())
+        jetson["energy_per_inference_j"].to_numpy(), sm.add_constant(jetson["latency_mean_ms"].to_numpy())
     ).fit()
     slope = next(t for t in fit["terms"] if t["term"] == "slope_j_per_ms")
+    assert (fit["n"], fit["n_unit"], fit["n_runs"]) == (4, "configurations", 8)
     assert slope["estimate"] == pytest.approx(ols.params[1]) and slope["ci_low"] == pytest.approx(
         ols.conf_int()[1][0]
     )
@@ -81,7 +82,7 @@ def test_time_energy_correlation_and_fit_match_scipy_and_statsmodels():
 def statsmodels_band(points: pl.DataFrame, grid: np.ndarray, level: float) -> np.ndarray:
     """Independent reference: statsmodels' mean-response interval at the band's own x points."""
     model = sm.OLS(
-        points["energy_per_inference_j"].to_numpy(), sm.add_constant(points["latency_median_ms"].to_numpy())
+        points["energy_per_inference_j"].to_numpy(), sm.add_constant(points["latency_mean_ms"].to_numpy())
     ).fit()
     prediction = model.get_prediction(sm.add_constant(grid, has_constant="add"))
     return np.column_stack([prediction.predicted_mean, prediction.conf_int(alpha=1 - level)])
@@ -89,11 +90,12 @@ def statsmodels_band(points: pl.DataFrame, grid: np.ndarray, level: float) -> np
 
 @pytest.mark.parametrize("level", [0.95, 0.9])
 def test_band_matches_statsmodels_prediction_per_fit_group(level):
-    """The time-energy chart's line and band are computed here, through the very points it draws."""
+    """The time-energy chart's line and band are computed here, through the very points it draws:
+    one per configuration (its means over runs)."""
     runs = energy_runs()
     result = energy(runs, None, config=CONFIG, by=[], level=level)
     points, band = result.frames["points"], result.frames["band"]
-    assert points["n_runs"].to_list() == [1] * runs.height  # few runs: one point per run
+    assert points.height == 8 and points["n_runs"].to_list() == [2] * 8
     assert band["device"].unique(maintain_order=True).to_list() == [
         "FogNode",
         "Jetson TX2",
@@ -103,7 +105,7 @@ def test_band_matches_statsmodels_prediction_per_fit_group(level):
         sub, rows = points.filter(pl.col("device") == device), band.filter(pl.col("device") == device)
         assert rows.height == 40
         assert (rows["x"].min(), rows["x"].max()) == pytest.approx(
-            (sub["latency_median_ms"].min(), sub["latency_median_ms"].max())
+            (sub["latency_mean_ms"].min(), sub["latency_mean_ms"].max())
         )
         reference = statsmodels_band(sub, rows["x"].to_numpy(), level)
         assert rows.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(
@@ -111,47 +113,25 @@ def test_band_matches_statsmodels_prediction_per_fit_group(level):
         )
 
 
-def test_band_through_configuration_means_above_the_scatter_limit(monkeypatch):
-    """Too many runs to draw: points are each configuration's means, and the band is fitted to them."""
-    # edgestats.analysis re-exports the function `energy` under the module's name
-    energy_module = importlib.import_module("edgestats.analysis.energy")
-    monkeypatch.setattr(energy_module, "MAX_SCATTER_POINTS", 4)
-    runs = energy_runs()
-    result = energy(runs, None, config=CONFIG, by=["device"])
-    points, band = result.frames["points"], result.frames["band"]
-    means = runs.group_by(CONFIG, maintain_order=True).agg(
-        pl.col("latency_median_ms").mean(), pl.col("energy_per_inference_j").mean(), pl.len().alias("n_runs")
-    )
-    points, means = points.sort(CONFIG), means.sort(CONFIG)
-    assert points.select(CONFIG).rows() == means.select(CONFIG).rows()
-    for column in ("latency_median_ms", "energy_per_inference_j"):
-        assert points[column].to_list() == pytest.approx(means[column].to_list())
-    assert "run_idx" not in points.columns and points["n_runs"].to_list() == [2] * 8
-    fog = band.filter(pl.col("device") == "FogNode")
-    reference = statsmodels_band(points.filter(pl.col("device") == "FogNode"), fog["x"].to_numpy(), 0.95)
-    assert fog.select("fit", "band_low", "band_high").to_numpy() == pytest.approx(
-        reference, rel=1e-9, abs=1e-12
-    )
-
-
-def test_no_band_where_no_line_can_be_fitted():
-    """Two runs, or one latency: no rows, but the fit group's columns are still named."""
-    two = runs_frame([{"latency_median_ms": v, "energy_per_inference_j": v / 100} for v in (10.0, 12.0)])
-    flat = runs_frame([{"latency_median_ms": 10.0, "energy_per_inference_j": e} for e in (0.1, 0.2, 0.3)])
-    for runs in (two, flat):
-        band = energy(runs, None, config=CONFIG, by=[]).frames["band"]
-        assert band.height == 0 and {"device", "x", "fit", "band_low", "band_high", "level"} <= set(
-            band.columns
-        )
+def test_a_run_without_either_figure_is_left_out():
     missing = runs_frame(
         [
-            {"latency_median_ms": v, "energy_per_inference_j": e}
-            for v, e in ((10.0, 0.1), (11.0, None), (12.0, 0.12), (None, 0.2), (13.0, 0.13))
+            {"framework": f, "latency_mean_ms": v, "energy_per_inference_j": e}
+            for f, v, e in (
+                ("a", 10.0, 0.1),
+                ("b", 11.0, None),
+                ("c", 12.0, 0.12),
+                ("d", None, 0.2),
+                ("e", 13.0, 0.135),
+            )
         ]
     )
     result = energy(missing, None, config=CONFIG, by=[])
-    assert result.frames["points"].height == 3  # a run without either figure is not a point of the chart
+    points = result.frames["points"]
+    assert points["framework"].to_list() == ["a", "c", "e"]  # configurations with both figures
     assert result.frames["band"].height == 40 and result.frames["band"]["fit"].is_not_nan().all()
+    fit = next(e for e in result.to_json() if e["part"] == "fit")
+    assert fit["note"] == "1 run(s) with energy but no mean latency are left out"
 
 
 def test_null_energy_is_not_enough_data_never_zero():

@@ -19,7 +19,7 @@ import polars as pl
 
 from edgestats.analysis.compare import METRICS
 from edgestats.analysis.load_overview import Overview
-from edgestats.formatting import counted, format_interval
+from edgestats.formatting import counted, format_interval, format_number
 from edgestats.reports.charts_common import LABEL_LIMIT, WIDTH, band_height, label_column, varying
 from edgestats.reports.page import Figure, Section, render_page
 from edgestats.reports.report import _write_atomic, prepare_out_dir
@@ -32,6 +32,8 @@ VERDICT_COLOURS = {
     "same": "#1f77b4",
     "inconclusive": "#7f7f7f",
 }
+# Verdicts beside which the minimum detectable effect is shown: what a "no" could have found.
+UNSETTLED = ("same", "inconclusive")
 # The table's columns, renamed for people: "ratio" keeps ci_low/ci_high beside it (tables.py).
 TABLE_COLUMNS = {
     "quantity": "metric",
@@ -44,11 +46,25 @@ TABLE_COLUMNS = {
     "p_value": "p",
     "p_holm": "p (Holm)",
     "verdict": "verdict",
+    "could_detect_pct": "could detect ≥ (%)",
     "n_a": "runs A",
     "n_b": "runs B",
     "note": "note",
 }
 BYTES_PER_MIB = 1048576.0
+# What the ratio chart draws and its tooltips show.
+CHART_COLUMNS = (
+    "config",
+    "quantity",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p_holm",
+    "verdict",
+    "could_detect_pct",
+    "n_a",
+    "n_b",
+)
 
 
 def merged_overview(overviews: list[Overview]) -> Overview:
@@ -86,8 +102,21 @@ def chart_frame(comparison: Any) -> pl.DataFrame:
     frame = frame.filter(pl.col("estimate").is_not_null())
     frame = label_column(frame, varying(frame, comparison.key) or comparison.key)
     titles = {m: title for m, (title, *_) in METRICS.items()}
-    return frame.with_columns(
+    return with_could_detect(frame).with_columns(
         pl.col("metric").replace_strict(titles, default=pl.col("metric")).alias("quantity")
+    )
+
+
+def with_could_detect(frame: pl.DataFrame) -> pl.DataFrame:
+    """could_detect_pct: the minimum detectable effect where the verdict is same or inconclusive
+    (beside faster or slower it answers no question), else null."""
+    shown = pl.col("verdict").is_in(UNSETTLED) & pl.col("min_detectable_pct").is_not_null()
+    return frame.with_columns(
+        pl.when(shown)
+        .then(pl.col("min_detectable_pct"))
+        .otherwise(None)
+        .cast(pl.Float64)
+        .alias("could_detect_pct")
     )
 
 
@@ -127,14 +156,13 @@ def ratio_chart(frame: pl.DataFrame, threshold: float) -> alt.FacetChart:
                 alt.Tooltip("ci_high:Q", format=".4~g"),
                 alt.Tooltip("p_holm:Q", format=".2g"),
                 alt.Tooltip("verdict:N"),
+                alt.Tooltip("could_detect_pct:Q", title="could detect ≥ (%)", format=".2~f"),
                 alt.Tooltip("n_a:Q"),
                 alt.Tooltip("n_b:Q"),
             ],
         )
     )
-    data = frame.select(
-        "config", "quantity", "estimate", "ci_low", "ci_high", "p_holm", "verdict", "n_a", "n_b"
-    )
+    data = frame.select(CHART_COLUMNS)
     layer = alt.layer(shade, one, rules, dots).properties(
         width=WIDTH, height=band_height(data["config"].n_unique())
     )
@@ -161,6 +189,12 @@ def sentence(comparison: Any) -> str:
     )
     if worst is not None:
         text += f"; the largest ratio B/A is {format_interval(worst.estimate, worst.ci_low, worst.ci_high)}"
+    detectable = [x.min_detectable_pct for _, x in latency if x.verdict in UNSETTLED and x.min_detectable_pct]
+    if detectable:
+        low, high = min(detectable), max(detectable)
+        low_text, high_text = format_number(low), format_number(high)
+        span = f"{low_text}%" if low_text == high_text else f"{low_text}% to {high_text}%"
+        text += f"; where same or inconclusive, the smallest slowdown found with 80% power is {span}"
     return (
         text
         + f" ({comparison.level:.0%} intervals over runs, Welch t on log per-run figures, Holm-adjusted)."
@@ -174,7 +208,7 @@ def figures_table(comparison: Any) -> pl.DataFrame:
         return full
     units = {m: f"{title} ({'MiB' if unit == 'bytes' else unit})" for m, (title, unit, *_) in METRICS.items()}
     mib = pl.col("metric") == "rss_peak_bytes"
-    full = full.with_columns(
+    full = with_could_detect(full).with_columns(
         pl.col("metric").replace_strict(units, default=pl.col("metric")).alias("quantity"),
         *[
             pl.when(mib).then(pl.col(c) / BYTES_PER_MIB).otherwise(pl.col(c)).alias(c)

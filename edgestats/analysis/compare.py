@@ -5,32 +5,31 @@ configuration. For each matched configuration and metric (median latency, energy
 peak RSS) the ratio B/A comes with an interval whose unit is the RUN: runs are the independent
 units (a fresh process each); latencies within a run share that process's state and are not.
 
-Method (Welch 1947 on the log scale): each run contributes one figure (its median latency, its
-energy per inference, its peak RSS); with x = log of A's figures and y = log of B's,
-d = mean(y) - mean(x), se = sqrt(var(x)/n_a + var(y)/n_b), Welch–Satterthwaite degrees of
-freedom, and the interval d ± t·se is mapped back by exp: a ratio of geometric means whose
-interval is always positive. The p-value is the same Welch test's (H0: equal means of logs).
-Each metric's p-values form one family across configurations, adjusted by Holm (1979).
+Method (Welch 1947 on the log scale; the arithmetic is in compare_stats.py): each run contributes
+one figure; with x = log of A's figures and y = log of B's, d = mean(y) - mean(x), Welch's
+standard error and degrees of freedom, and the interval d ± t·se mapped back by exp: a ratio of
+geometric means whose interval is always positive. The p-value is the same Welch test's.
 
 Verdict, with threshold t (default 5 %) and band [1/(1+t), 1+t] (symmetric on the log scale):
 slower (higher) when Holm's p < 1 - level and the whole interval lies above 1+t; faster (lower)
-when Holm's p < 1 - level and the whole interval lies below 1/(1+t); same when the whole interval
-lies inside the band (an equivalence statement); inconclusive otherwise. This is criterion.rs's
-rule (a change must be significant and beyond the noise threshold), with an equivalence check
-added so that "same" is a finding, not the absence of one.
+likewise below 1/(1+t) (criterion.rs's rule: significant and beyond the noise threshold); same
+when Schuirmann's TOST p, Holm-adjusted, is < (1 - level)/2 (for one configuration: the whole
+interval inside the band); inconclusive otherwise. Holm (1979) adjusts each metric's family of
+p-values, and of TOST p-values, across configurations. Beside it, the minimum detectable effect:
+the smallest increase that would be called slower (higher) with 80 % power at the measured spread.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
+from edgestats.analysis import compare_stats as cs
 from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values
 from edgestats.analysis.load import AnalysisInputError, check_where, load_data, present_columns
 from edgestats.analysis.multiplicity import holm
@@ -87,32 +86,20 @@ class RatioTest:
     level: float
     p_value: float | None
     df: float | None
-    note: str | None = None
     p_holm: float | None = None
+    p_equivalence: float | None = None  # Schuirmann's TOST against the ±threshold band
+    p_equivalence_holm: float | None = None
+    min_detectable_pct: float | None = None  # the smallest increase called slower/higher at 80 % power
+    min_detectable_alpha: float | None = None  # the test's two-sided level it assumes: Holm's first step
     verdict: str = "inconclusive"
     method: str = "Welch t on log per-run figures"
+    note: str | None = None
+    design: cs.Design | None = None  # the SDs of logs and run counts the power depends on; not in the JSON
 
     def as_dict(self) -> dict[str, Any]:
-        return json_safe(
-            {
-                "metric": self.metric,
-                "a_estimate": self.a_estimate,
-                "b_estimate": self.b_estimate,
-                "n_a": self.n_a,
-                "n_b": self.n_b,
-                "n_unit": "runs",
-                "estimate": self.estimate,
-                "ci_low": self.ci_low,
-                "ci_high": self.ci_high,
-                "level": self.level,
-                "p_value": self.p_value,
-                "p_holm": self.p_holm,
-                "df": self.df,
-                "verdict": self.verdict,
-                "method": self.method,
-                "note": self.note,
-            }
-        )
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "design"}
+        power = None if self.min_detectable_alpha is None else cs.DETECT_POWER
+        return json_safe({**shown, "min_detectable_power": power, "n_unit": "runs"})
 
 
 @dataclass
@@ -167,9 +154,17 @@ class Comparison:
 # -- statistics ---------------------------------------------------------------------------------
 
 
-def welch_log_ratio(a_values: Any, b_values: Any, *, metric: str, level: float = DEFAULT_LEVEL) -> RatioTest:
+def welch_log_ratio(
+    a_values: Any,
+    b_values: Any,
+    *,
+    metric: str,
+    level: float = DEFAULT_LEVEL,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> RatioTest:
     """B/A as the ratio of geometric means of per-run figures, with Welch's t interval of the
-    difference of mean logs mapped through exp, and Welch's two-sided p-value."""
+    difference of mean logs mapped through exp, Welch's two-sided p-value and the TOST p-value of
+    equivalence within ±threshold (none of them adjusted yet: see `holm_adjust`)."""
     a, b = clean_values(a_values), clean_values(b_values)
     a_est = float(np.exp(np.mean(np.log(a)))) if len(a) and np.all(a > 0) else None
     b_est = float(np.exp(np.mean(np.log(b)))) if len(b) and np.all(b > 0) else None
@@ -183,47 +178,59 @@ def welch_log_ratio(a_values: Any, b_values: Any, *, metric: str, level: float =
         test.note = "some runs have a value <= 0 (energy above idle can be): no ratio on the log scale"
         return test
     x, y = np.log(a), np.log(b)
-    d = float(np.mean(y) - np.mean(x))
-    test.estimate = math.exp(d)
+    test.estimate = math.exp(float(np.mean(y) - np.mean(x)))
     if len(x) < 2 or len(y) < 2:
         test.note = f"{len(x)} vs {len(y)} runs: no interval and no test ({TOO_FEW})"
         return test
-    va, vb = float(np.var(x, ddof=1)) / len(x), float(np.var(y, ddof=1)) / len(y)
-    se = math.sqrt(va + vb)
-    if not se > 1e-12:
+    w = cs.welch_log(x, y)
+    if not w.se > 1e-12:
         test.note = "every run on both sides has the same value: no spread to build an interval from"
         return test
-    df = (va + vb) ** 2 / (va**2 / (len(x) - 1) + vb**2 / (len(y) - 1))
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
-    test.ci_low, test.ci_high = math.exp(d - half), math.exp(d + half)
-    test.p_value = float(2 * stats.t.sf(abs(d) / se, df))
-    test.df = df
+    low, high = cs.ratio_interval(w, level)
+    test.ci_low, test.ci_high = float(low), float(high)
+    test.p_value = float(cs.welch_p_value(w))
+    test.p_equivalence = float(cs.equivalence_p_value(w, threshold))
+    test.df = float(w.df)
+    test.design = cs.Design(float(np.std(x, ddof=1)), len(x), float(np.std(y, ddof=1)), len(y))
     return test
 
 
 def holm_adjust(tests: list[RatioTest]) -> None:
-    """Holm's step-down adjustment over the tests that have a p-value (one family)."""
+    """Holm's step-down adjustment over the tests that have a p-value (one family), of the
+    difference tests and, as a second family, of the equivalence tests."""
     tested = [t for t in tests if t.p_value is not None]
     if tested:
-        adjusted = holm([t.p_value for t in tested])
-        for t, p in zip(tested, adjusted):
+        for t, p in zip(tested, holm([t.p_value for t in tested])):
             t.p_holm = float(p)
+    equivalence = [t for t in tests if t.p_equivalence is not None]
+    if equivalence:
+        for t, p in zip(equivalence, holm([t.p_equivalence for t in equivalence])):
+            t.p_equivalence_holm = float(p)
+
+
+def add_min_detectable(tests: list[RatioTest], threshold: float) -> None:
+    """Each test's minimum detectable effect, with the test at Holm's first-step level
+    (1 - level)/m for a family of m tests: conservative, since Holm's later steps are less strict."""
+    tested = [t for t in tests if t.design is not None]
+    for t in tested:
+        t.min_detectable_alpha = float(f"{(1.0 - t.level) / len(tested):.12g}")  # 1 - 0.95 is 0.0500...04
+        t.min_detectable_pct = cs.min_detectable_pct(
+            t.design, threshold=threshold, level=t.level, alpha_test=t.min_detectable_alpha
+        )
 
 
 def verdict(test: RatioTest, threshold: float) -> str:
     """faster/slower (or lower/higher), same or inconclusive: see the module docstring."""
     _, _, larger, smaller = METRICS[test.metric]
-    if test.ci_low is None or test.ci_high is None:
-        return "inconclusive"
-    upper, lower = 1.0 + threshold, 1.0 / (1.0 + threshold)
-    significant = test.p_holm is not None and test.p_holm < 1.0 - test.level
-    if significant and test.ci_low > upper:
-        return larger
-    if significant and test.ci_high < lower:
-        return smaller
-    if lower <= test.ci_low and test.ci_high <= upper:
-        return "same"
-    return "inconclusive"
+    [code] = cs.verdict_codes(
+        [np.nan if test.ci_low is None else test.ci_low],
+        [np.nan if test.ci_high is None else test.ci_high],
+        [np.nan if test.p_holm is None else test.p_holm],
+        [np.nan if test.p_equivalence_holm is None else test.p_equivalence_holm],
+        level=test.level,
+        threshold=threshold,
+    )
+    return {cs.LARGER: larger, cs.SMALLER: smaller}.get(code, code)
 
 
 # -- matching -----------------------------------------------------------------------------------
@@ -287,7 +294,9 @@ def compare_runs(
         if k in groups_b:
             sub_b = groups_b[k][1]
             tests = [
-                welch_log_ratio(sub_a[m].to_numpy(), sub_b[m].to_numpy(), metric=m, level=level)
+                welch_log_ratio(
+                    sub_a[m].to_numpy(), sub_b[m].to_numpy(), metric=m, level=level, threshold=threshold
+                )
                 for m in METRICS
                 if m in sub_a.columns and m in sub_b.columns
             ]
@@ -296,7 +305,9 @@ def compare_runs(
         if not any(t.metric == metric for _, tests in comparison.matched for t in tests):
             comparison.notes.append(f"{title}: not measured on either side (nothing to compare)")
     for metric in METRICS:
-        holm_adjust([t for _, tests in comparison.matched for t in tests if t.metric == metric])
+        family = [t for _, tests in comparison.matched for t in tests if t.metric == metric]
+        holm_adjust(family)
+        add_min_detectable(family, threshold)
     for _, tests in comparison.matched:
         for t in tests:
             t.verdict = verdict(t, threshold)

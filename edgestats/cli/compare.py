@@ -1,14 +1,16 @@
 """`edgestats compare A.duckdb [B.duckdb]`: is B faster than A, by how much, and is it real?
 
 Thin: the options become two Selections, `edgestats.analysis.compare.compare` does the matching
-and the statistics, and the result is printed as text (80 columns), JSON or Markdown, and drawn
-by `edgestats.reports.compare_page` (--out). Exit status (docs/cli/compare.md): 0 no significant
-regression, 1 a significant regression beyond --threshold, 2 bad input — as diff(1) and cmp(1)
-do, so a CI job tells "slower" from "could not compare".
+and the statistics, and the result is printed as text (the terminal's width, 80 to 120 columns),
+JSON or Markdown, and drawn by `edgestats.reports.compare_page` (--out). Exit status
+(docs/cli/compare.md): 0 no significant regression, 1 a significant regression beyond
+--threshold, 2 bad input — as diff(1) and cmp(1) do, so a CI job tells "slower" from "could not
+compare".
 """
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -32,7 +34,8 @@ from edgestats.formatting import MISSING, counted, format_interval, format_numbe
 EXIT_REGRESSION = 1
 EXIT_INPUT_ERROR = 2
 FORMATS = ("text", "json", "markdown")
-WIDTH = 80
+WIDTH = 80  # the table's width; the text uses up to MAX_WIDTH where the terminal has it
+MAX_WIDTH = 120
 SHORT = {
     "latency_median_ms": "median latency",
     "energy_per_inference_j": "energy/inference",
@@ -111,7 +114,9 @@ def _compare(
 
         typer.echo(json.dumps(comparison.to_json(), indent=2, allow_nan=False))
     else:
-        typer.echo(render_markdown(comparison) if fmt == "markdown" else render_text(comparison))
+        typer.echo(
+            render_markdown(comparison) if fmt == "markdown" else render_text(comparison, text_width())
+        )
     if out is not None:
         write_page(comparison, out)
     return EXIT_REGRESSION if comparison.regressions else 0
@@ -145,8 +150,30 @@ def config_text(config: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in config.items()) or "all runs"
 
 
-def wrap(text: str, **options) -> list[str]:
-    return textwrap.wrap(text, WIDTH, break_on_hyphens=False, **options)
+def text_width() -> int:
+    """The terminal's width (COLUMNS first; 80 when piped), within [WIDTH, MAX_WIDTH]."""
+    return min(max(shutil.get_terminal_size((WIDTH, 24)).columns, WIDTH), MAX_WIDTH)
+
+
+def wrap(text: str, width: int = WIDTH, **options) -> list[str]:
+    return textwrap.wrap(text, width, break_on_hyphens=False, **options)
+
+
+def pct_text(pct: float) -> str:
+    """7.9%, 12%, 1,250%: one decimal below 10 %, whole percents above."""
+    return f"{pct:.1f}%" if pct < 9.95 else f"{pct:,.0f}%"
+
+
+def verdict_detail(test, threshold: float) -> str:
+    """What a `same` or `inconclusive` verdict could have detected (its minimum detectable
+    effect), in parentheses; empty for the other verdicts and where there is no interval."""
+    if test.verdict not in ("same", "inconclusive") or test.min_detectable_alpha is None:
+        return ""
+    mde = test.min_detectable_pct
+    could = f"could detect ≥ {pct_text(mde)}" if mde is not None else "could detect no change at 80% power"
+    if test.verdict == "same":
+        return f"(within ±{threshold * 100:g}%; {could})"
+    return f"({could}: collect more runs)"
 
 
 def split_key(comparison) -> tuple[dict, list[str]]:
@@ -158,15 +185,25 @@ def split_key(comparison) -> tuple[dict, list[str]]:
     return common, varying
 
 
-def metric_cells(test) -> list[str]:
+def metric_cells(test, detail: str = "") -> list[str]:
     return [
         SHORT.get(test.metric, test.metric),
         value_text(test.a_estimate, test.metric),
         value_text(test.b_estimate, test.metric),
         format_interval(test.estimate, test.ci_low, test.ci_high),
         p_text(test.p_holm),
-        test.verdict,
+        f"{test.verdict} {detail}".rstrip(),
     ]
+
+
+def metric_rows(test, threshold: float, width: int) -> list[str]:
+    """The table row of one metric; the verdict's detail on it where the width allows, else on
+    the next line, right-aligned under the verdict."""
+    detail = verdict_detail(test, threshold)
+    row = _row(metric_cells(test, detail))
+    if len(row) <= width or not detail:
+        return [row]
+    return [_row(metric_cells(test)), detail.rjust(WIDTH)]
 
 
 def _row(cells: list[str]) -> str:
@@ -179,7 +216,7 @@ def _row(cells: list[str]) -> str:
     )
 
 
-def header_lines(comparison) -> list[str]:
+def header_lines(comparison, width: int = WIDTH) -> list[str]:
     t = comparison.threshold
     lines = [f"A: {comparison.a.label}", f"B: {comparison.b.label}"]
     if comparison.differing:
@@ -195,39 +232,51 @@ def header_lines(comparison) -> list[str]:
         f"same within {t:.0%} (ratio in [{1 / (1 + t):.3f}, {1 + t:.3f}]); intervals {comparison.level:.0%}, "
         "unit: runs; p Holm-adjusted"
     )
-    return [w for line in lines for w in wrap(line, subsequent_indent="  ")]
+    lines += detect_legend(comparison)
+    return [w for line in lines for w in wrap(line, width, subsequent_indent="  ")]
 
 
-def render_text(comparison) -> str:
-    lines = header_lines(comparison) + [""]
+def detect_legend(comparison) -> list[str]:
+    """What "could detect" means, once, where a verdict shows it."""
+    if not any(verdict_detail(x, comparison.threshold) for _, tests in comparison.matched for x in tests):
+        return []
+    return [
+        "could detect ≥ x: the smallest increase of B over A that would be called slower (higher) "
+        "with 80% power, at these runs' spread and counts"
+    ]
+
+
+def render_text(comparison, width: int = WIDTH) -> str:
+    lines = header_lines(comparison, width) + [""]
     _, varying = split_key(comparison)
     for config, tests in comparison.matched:
         n_a, n_b = (tests[0].n_a, tests[0].n_b) if tests else (0, 0)
         label = config_text({c: config[c] for c in varying}) + ": " if varying else ""
-        lines += wrap(f"{label}{n_a} (A) vs {n_b} (B) runs", subsequent_indent="  ")
+        lines += wrap(f"{label}{n_a} (A) vs {n_b} (B) runs", width, subsequent_indent="  ")
         lines.append(_row(["metric", "A", "B", "B/A [interval]", "p", "verdict"]))
-        lines += [_row(metric_cells(t)) for t in tests]
+        lines += [row for t in tests for row in metric_rows(t, comparison.threshold, width)]
         lines += [
             w
             for t in tests
             if t.note
             for w in wrap(
                 f"{SHORT.get(t.metric, t.metric)}: {t.note}",
+                width,
                 initial_indent="  note: ",
                 subsequent_indent="    ",
             )
         ]
         lines.append("")
-    lines += footer_lines(comparison)
+    lines += footer_lines(comparison, width)
     return "\n".join(lines).rstrip()
 
 
-def footer_lines(comparison) -> list[str]:
+def footer_lines(comparison, width: int = WIDTH) -> list[str]:
     lines = []
     for u in comparison.unmatched:
         text = f"only in {u['side'].upper()} (not compared): {config_text(u['config'])} ({u['n_runs']} runs)"
-        lines += wrap(text, subsequent_indent="  ")
-    lines += [w for note in comparison.notes for w in wrap(f"note: {note}", subsequent_indent="  ")]
+        lines += wrap(text, width, subsequent_indent="  ")
+    lines += [w for note in comparison.notes for w in wrap(f"note: {note}", width, subsequent_indent="  ")]
     n = len(comparison.regressions)
     summary = (
         f"regression: {counted(n, 'configurations')} significantly slower by more than "
@@ -235,7 +284,7 @@ def footer_lines(comparison) -> list[str]:
         if n
         else f"no significant regression beyond {comparison.threshold:.0%} (exit 0)"
     )
-    return lines + wrap(summary)
+    return lines + wrap(summary, width)
 
 
 def render_markdown(comparison) -> str:
@@ -256,7 +305,7 @@ def render_markdown(comparison) -> str:
         for test in tests:
             cells = [
                 config_text({c: config[c] for c in varying}),
-                *metric_cells(test),
+                *metric_cells(test, verdict_detail(test, t)),
                 f"{test.n_a} vs {test.n_b}",
             ]
             lines.append("| " + " | ".join(markdown_escape(c) for c in cells) + " |")
@@ -264,7 +313,7 @@ def render_markdown(comparison) -> str:
         f"only in {u['side'].upper()}: {config_text(u['config'])} ({u['n_runs']} runs)"
         for u in comparison.unmatched
     ]
-    extra += list(comparison.notes)
+    extra += list(comparison.notes) + detect_legend(comparison)
     lines += ([""] + [f"- {markdown_escape(e)}" for e in extra]) if extra else []
     lines += ["", "**regression**" if comparison.regressions else "no significant regression"]
     return "\n".join(lines)

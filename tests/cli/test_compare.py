@@ -1,5 +1,6 @@
 """`edgestats compare` end to end: real DBs written through the Store, the CLI through typer's
-CliRunner; the exit status (0 same, 1 regression, 2 bad input), the three formats and the page."""
+CliRunner; the exit status (0 same, 1 regression, 2 bad input), the three formats, the page, and
+the minimum detectable effect beside `same` and `inconclusive` (at 80 and 120 columns)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import re
 import uuid
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from edgestats.cli import app
@@ -59,7 +62,15 @@ def write_runs(
         )
 
 
-def make_db(path: Path, medians_ms: dict[tuple[str, str], float], *, n_runs: int = 5, seed: int = 0) -> Path:
+def make_db(
+    path: Path,
+    medians_ms: dict[tuple[str, str], float],
+    *,
+    n_runs: int = 5,
+    seed: int = 0,
+    spreads: dict[str, float] | None = None,
+) -> Path:
+    """A DB of each (framework, model)'s runs; run-to-run spread 1 % unless `spreads` names the model's."""
     with Store.open(path) as store:
         device_id = store.register_device({"name": "pi5", "hostname": "pi5", "arch": "aarch64", "cores": 4})
         for i, ((framework, model), median) in enumerate(medians_ms.items()):
@@ -69,7 +80,7 @@ def make_db(path: Path, medians_ms: dict[tuple[str, str], float], *, n_runs: int
                 framework=framework,
                 model=model,
                 median_ms=median,
-                run_spread=0.01,
+                run_spread=(spreads or {}).get(model, 0.01),
                 n_runs=n_runs,
                 seed=seed + i,
             )
@@ -108,7 +119,9 @@ def test_no_change_exits_0_and_markdown_is_one_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = [line for line in result.stdout.splitlines() if line.startswith("| model=")]
     # one row per configuration: only latency is measured here (no samples, no power source)
-    assert len(rows) == 2 and all("| median latency |" in r and "| same |" in r for r in rows)
+    assert len(rows) == 2 and all(
+        "| median latency |" in r and "| same (within ±5%; could detect ≥ " in r for r in rows
+    )
     assert result.stdout.rstrip().endswith("no significant regression")
 
 
@@ -175,3 +188,68 @@ def test_a_missing_db_exits_2(tmp_path: Path) -> None:
     db = make_db(tmp_path / "one.duckdb", BEFORE)
     result = runner.invoke(app, ["compare", str(db), str(tmp_path / "nowhere.duckdb")])
     assert result.exit_code == 2 and "nowhere.duckdb" in result.output
+
+
+def run_logs(db: Path, model: str) -> np.ndarray:
+    """The log run medians of one model, read straight from the DB (not through edgestats)."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT latency_median_ms FROM run_summary WHERE model = ?", [model]).fetchall()
+    return np.log([r[0] for r in rows])
+
+
+def slower_share(logs_a: np.ndarray, logs_b: np.ndarray, ratio: float, m: int, threshold: float) -> float:
+    """An independent power computation by simulation with scipy's Welch test: normal logs with the
+    runs' own SDs and counts, B/A = ratio; how often compare's rule says slower (p at Holm's first
+    step of m below 0.05 and the 95 % interval above 1 + threshold). 20,000 comparisons, seed 4."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(0.0, np.std(logs_a, ddof=1), (20_000, len(logs_a)))
+    b = rng.normal(np.log(ratio), np.std(logs_b, ddof=1), (20_000, len(logs_b)))
+    welch = stats.ttest_ind(b, a, axis=1, equal_var=False)
+    low = welch.confidence_interval(0.95).low
+    return float(np.mean((m * welch.pvalue < 0.05) & (low > np.log1p(threshold))))
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_same_and_inconclusive_say_what_they_could_detect(tmp_path: Path, columns: int) -> None:
+    """cnn9 (5 vs 5 runs, 1 % apart) is `same`, squeezenet (3 vs 3 runs, 8 % apart) `inconclusive`:
+    each verdict says the smallest slowdown it would find with 80 % power, which the JSON gives
+    with the power and the test's alpha (Holm's first step, 0.05 / 2), and which an independent
+    simulation with scipy's Welch test finds slower 80 % of the time. At 120 columns the detail
+    is on the verdict's line; at 80 under it; no line is longer than the width. The page (--out)
+    shows it as well."""
+    spreads = {"squeezenet": 0.08}
+    before = make_db(tmp_path / "before.duckdb", BEFORE, spreads=spreads, n_runs=3)
+    after = make_db(tmp_path / "after.duckdb", BEFORE, spreads=spreads, n_runs=3, seed=30)
+    result = runner.invoke(app, ["compare", str(before), str(after)], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= columns for line in lines), max(lines, key=len)
+    document = json.loads(runner.invoke(app, ["compare", str(before), str(after), "--format", "json"]).stdout)
+    for entry in document["comparisons"]:
+        [latency] = entry["metrics"]
+        model, mde = entry["config"]["model"], latency["min_detectable_pct"]
+        assert latency["min_detectable_power"] == 0.8 and latency["min_detectable_alpha"] == pytest.approx(
+            0.025
+        )
+        shown = f"{mde:.1f}%" if mde < 9.95 else f"{mde:,.0f}%"
+        detail = (
+            f"(within ±5%; could detect ≥ {shown})"
+            if latency["verdict"] == "same"
+            else f"(could detect ≥ {shown}: collect more runs)"
+        )
+        row = next(
+            i for i, line in enumerate(lines) if line.startswith("  median latency") and model in lines[i - 2]
+        )
+        assert lines[row].endswith(f"{latency['verdict']} {detail}" if columns == 120 else latency["verdict"])
+        assert columns == 120 or lines[row + 1].strip() == detail
+        power = slower_share(
+            run_logs(before, model), run_logs(after, model), 1 + mde / 100, m=2, threshold=0.05
+        )
+        assert abs(power - 0.8) < 0.015, (model, mde, power)
+    verdicts = {e["config"]["model"]: e["metrics"][0]["verdict"] for e in document["comparisons"]}
+    assert verdicts == {"cnn9": "same", "squeezenet": "inconclusive"}
+    if columns == 120:  # the page shows it too: a column of the table and a clause of the sentence
+        out = tmp_path / "page"
+        assert runner.invoke(app, ["compare", str(before), str(after), "--out", str(out)]).exit_code == 0
+        html = (out / "index.html").read_text()
+        assert "could detect ≥ (%)" in html and "the smallest slowdown found with 80% power is" in html

@@ -1,0 +1,166 @@
+"""compare's statistics on arrays: Welch's t on log per-run figures, Schuirmann's equivalence test,
+the verdict rule and the minimum detectable effect (docs/methodology.md, "compare: what a
+comparison can conclude").
+
+Each function takes arrays with one comparison per element (or, for `welch_log`, per row of runs)
+so that compare.py, which calls them for one configuration at a time, and the simulation tests,
+which call them on thousands of simulated comparisons at once, run the same code.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special, stats
+
+# The power the minimum detectable effect is quoted at: the usual planning convention (Cohen 1988).
+DETECT_POWER = 0.8
+# Verdict codes; compare.py words them per metric (slower/higher, faster/lower).
+LARGER, SMALLER, SAME, INCONCLUSIVE = "larger", "smaller", "same", "inconclusive"
+
+
+@dataclass(frozen=True)
+class WelchLog:
+    """Welch's two-sample t on logs (Welch 1947): d = mean(log B) - mean(log A), its standard
+    error, and the Welch-Satterthwaite degrees of freedom (NaN where every value is equal)."""
+
+    d: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+
+
+def welch_log(log_a: np.ndarray, log_b: np.ndarray) -> WelchLog:
+    """Welch over the last axis: log_a (..., n_a) and log_b (..., n_b), with n_a, n_b >= 2."""
+    log_a, log_b = np.asarray(log_a, dtype=float), np.asarray(log_b, dtype=float)
+    n_a, n_b = log_a.shape[-1], log_b.shape[-1]
+    var_a = np.var(log_a, axis=-1, ddof=1) / n_a
+    var_b = np.var(log_b, axis=-1, ddof=1) / n_b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (var_a + var_b) ** 2 / (var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1))
+    return WelchLog(np.mean(log_b, axis=-1) - np.mean(log_a, axis=-1), np.sqrt(var_a + var_b), df)
+
+
+def welch_p_value(w: WelchLog) -> np.ndarray:
+    """Two-sided p of H0: equal means of logs (a ratio of geometric means of 1)."""
+    return 2 * stats.t.sf(np.abs(w.d) / w.se, w.df)
+
+
+def ratio_interval(w: WelchLog, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """exp of Welch's t interval of d: the interval of the ratio B/A, always positive."""
+    half = stats.t.ppf(0.5 + level / 2, w.df) * w.se
+    return np.exp(w.d - half), np.exp(w.d + half)
+
+
+def equivalence_p_value(w: WelchLog, threshold: float) -> np.ndarray:
+    """Schuirmann's (1987) two one-sided tests (TOST) of H0: the ratio lies outside the band
+    [1/(1+t), 1+t], with Welch's t: the larger of the two one-sided p-values. p < a is the same as
+    the 1 - 2a interval lying inside the band."""
+    band = math.log1p(threshold)
+    above_lower = stats.t.sf((w.d + band) / w.se, w.df)  # H0: ratio <= 1/(1+t)
+    below_upper = stats.t.cdf((w.d - band) / w.se, w.df)  # H0: ratio >= 1+t
+    return np.maximum(above_lower, below_upper)
+
+
+def verdict_codes(
+    ci_low: np.ndarray,
+    ci_high: np.ndarray,
+    p_holm: np.ndarray,
+    p_equivalence_holm: np.ndarray,
+    *,
+    level: float,
+    threshold: float,
+) -> np.ndarray:
+    """LARGER when Holm's p < 1 - level and the whole interval lies above 1+t; SMALLER likewise
+    below 1/(1+t); SAME when Holm's TOST p < (1 - level)/2 (so, for one configuration, exactly
+    when the level interval lies inside the band); INCONCLUSIVE otherwise. NaN (no interval, no
+    test) is never significant."""
+    ci_low, ci_high = np.asarray(ci_low, dtype=float), np.asarray(ci_high, dtype=float)
+    alpha, upper, lower = 1.0 - level, 1.0 + threshold, 1.0 / (1.0 + threshold)
+    significant = np.asarray(p_holm, dtype=float) < alpha
+    # The interval check is implied by the TOST p for one configuration; kept so that a printed
+    # "same" is never beside an interval that leaves the band (rounding at the edge).
+    equivalent = (
+        (np.asarray(p_equivalence_holm, dtype=float) < alpha / 2) & (ci_low >= lower) & (ci_high <= upper)
+    )
+    codes = np.full(np.broadcast(ci_low, ci_high).shape, INCONCLUSIVE, dtype=object)
+    codes[equivalent] = SAME
+    codes[significant & (ci_low > upper)] = LARGER
+    codes[significant & (ci_high < lower)] = SMALLER
+    return codes
+
+
+# Gauss-Legendre nodes on (0, 1) for the two run-variance probabilities: 64 a side keep the MDE
+# within 1e-5 (relative) of the exact noncentral t where Welch's df is fixed, from 2 to 100 runs.
+QUADRATURE_NODES = 64
+
+
+@dataclass(frozen=True)
+class Design:
+    """What the power of one comparison depends on: each side's SD of log figures and run count."""
+
+    sd_a: float
+    n_a: int
+    sd_b: float
+    n_b: int
+
+
+@functools.lru_cache(maxsize=64)
+def _variance_quantiles(n_runs: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """s^2 / sigma^2 for n_runs runs (chi-square over its df) at Gauss-Legendre nodes in
+    probability, with the nodes' weights. Cached: a sweep has few distinct run counts."""
+    x, weights = np.polynomial.legendre.leggauss(nodes)
+    return stats.chi2.ppf((x + 1) / 2, n_runs - 1) / (n_runs - 1), weights / 2
+
+
+def _variance_grid(design: Design) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Welch's standard error and df over the grid of both sides' sample variances, and each grid
+    point's weight."""
+    ratio_a, w_a = _variance_quantiles(design.n_a, QUADRATURE_NODES)
+    ratio_b, w_b = _variance_quantiles(design.n_b, QUADRATURE_NODES)
+    var_a = (design.sd_a**2 / design.n_a * ratio_a)[:, None]
+    var_b = (design.sd_b**2 / design.n_b * ratio_b)[None, :]
+    df = (var_a + var_b) ** 2 / (var_a**2 / (design.n_a - 1) + var_b**2 / (design.n_b - 1))
+    return np.sqrt(var_a + var_b), df, w_a[:, None] * w_b[None, :]
+
+
+def slower_power_curve(design: Design, *, threshold: float, level: float, alpha_test: float):
+    """power(log_ratio): the probability that compare calls B slower (higher) when the true
+    difference of mean logs is log_ratio, for normal log figures with these SDs. "Slower" is
+    d > max(c_test * se, log(1+t) + c_ci * se), with se and Welch's df estimated: c_ci the
+    interval's t quantile (level) and c_test the test's at alpha_test (Holm's first step, which
+    every later step implies). d is independent of the sample variances, so the power is the
+    normal probability of that event averaged over the two variances' chi-square laws (a 2-D
+    quadrature): Welch's df is random, which a noncentral t with a fixed df leaves out."""
+    se, df, weight = _variance_grid(design)
+    # -stdtrit(df, q) is t's upper q quantile (scipy.special: stats.t.isf without its overhead)
+    c_ci = -special.stdtrit(df, (1 - level) / 2)
+    c_test = c_ci if alpha_test >= 1 - level else -special.stdtrit(df, alpha_test / 2)
+    bar = np.maximum(c_test * se, math.log1p(threshold) + c_ci * se).ravel()
+    sd_d = math.sqrt(design.sd_a**2 / design.n_a + design.sd_b**2 / design.n_b)
+    weight = weight.ravel()
+
+    def power(log_ratio: float) -> float:
+        return float(weight @ special.ndtr((log_ratio - bar) / sd_d))
+
+    return power
+
+
+def min_detectable_pct(
+    design: Design, *, threshold: float, level: float, alpha_test: float, power: float = DETECT_POWER
+) -> float | None:
+    """The smallest true increase of B over A, in %, that compare calls slower (higher) with
+    probability `power`, at these SDs and run counts (`slower_power_curve` solved for the ratio).
+    None where no finite change reaches that power (too few runs for the test's level)."""
+    if not (design.sd_a > 0 or design.sd_b > 0) or min(design.n_a, design.n_b) < 2:
+        return None
+    curve = slower_power_curve(design, threshold=threshold, level=level, alpha_test=alpha_test)
+    high = math.log1p(threshold) + 4 * math.sqrt(design.sd_a**2 / design.n_a + design.sd_b**2 / design.n_b)
+    while curve(high) < power:  # 2 runs a side have heavy tails: widen until the bracket holds it
+        high *= 2
+        if high > 700:  # exp would overflow: no change of any size is found that often
+            return None
+    log_ratio = optimize.brentq(lambda x: curve(x) - power, 0.0, high, xtol=1e-12, rtol=1e-12)
+    return 100.0 * math.expm1(log_ratio)

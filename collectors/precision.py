@@ -7,16 +7,19 @@ median, so precision comes from more runs, not longer ones. Runs go in rounds: r
 repeat k of every configuration still open, in a shuffled order, so drift (heat, background load)
 is spread over all configurations instead of landing on the ones measured last.
 
-After each run, before it is stored, the configuration's median interval (the run as unit, over
-its stored runs and this one) decides: continue, `precise` (half-width within the target, after
-at least the minimum number of runs), `max-repeat`, or `failed` (a run that did not end ok: a
-repeat would measure nothing more). The decision is stored with the run, in
-runs.environment.precision, so the last run of each configuration says why it stopped; the
-record travels with the run through merge, export and lakes.
+After each run, before it is stored, a stopping rule decides from the configuration's runs so far:
+continue, `precise`, `max-repeat`, or `failed` (a run that did not end ok: a repeat would measure
+nothing more). The rule is Stein's two-stage procedure (Stein 1945) on the runs' medians: a pilot
+of `min_repeat` runs (at least 5) measures the spread once, plans the number of runs that makes
+the median's interval at most the target, and the configuration stops when that many runs are
+stored (`precise`) or at --max-repeat. Stopping as soon as the observed interval looked narrow
+enough, as this loop once did, stops on luck: coverage fell to 90-92 % at ±2 % and ±3 % with
+run medians 5 % apart (docs/methodology.md, "Stopping rule"). The decision is stored with the run, in
+runs.environment.precision (with the rule that fired), so the last run of each configuration
+says why it stopped; the record travels with the run through merge, export and lakes.
 
-The interval is the analysis side's (edgestats.analysis.hierarchical, the same one `analyze`
-reports): device-side code cannot import the statistics stack, so the caller passes it in as
-`relative_half_width` (the CLI does).
+The rule is the analysis side's (edgestats.analysis.stopping.stein_rule): device-side code
+cannot import the statistics stack, so the caller passes it in as `rule` (the CLI does).
 """
 
 from __future__ import annotations
@@ -37,20 +40,21 @@ from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.storeaccess import store_waiting
 
 DEFAULT_MAX_REPEAT = 20
-# Fewer runs than this give a t interval with one or two degrees of freedom: a half-width that
-# happens to be small says little about the next run.
-MIN_REPEAT = 3
+# Stein's pilot: the runs whose spread plans the rest. Fewer than 5 give a t quantile with 3 or
+# fewer degrees of freedom, and a plan that swings with every run.
+PILOT_RUNS = 5
 
-# latencies (ns) of each run of one configuration -> half-width of its median's interval as a
-# fraction of the median; None when no interval can be made
-HalfWidth = Callable[[Sequence[Sequence[int]]], float | None]
+# latencies (ns) of each ok run of one configuration so far, in repeat order -> the decision: a
+# dict with at least `decision` (continue | precise | max-repeat), `detail` and `rel_half_width`
+# (None: no interval), stored as it is in runs.environment.precision
+StopRule = Callable[[Sequence[Sequence[int]]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class PrecisionGoal:
     rel_half_width: float  # 0.02: the median known to ±2 %
     max_repeat: int = DEFAULT_MAX_REPEAT
-    min_repeat: int = MIN_REPEAT
+    min_repeat: int = PILOT_RUNS  # Stein's pilot, n0: no decision but max-repeat before it
     level: float = 0.95
 
 
@@ -60,7 +64,7 @@ class ConfigStop:
 
     config: RunConfig  # repeat_index 0: the configuration, not one run of it
     n_runs: int
-    rel_half_width: float | None  # at the stop (None: no interval could be made)
+    rel_half_width: float | None  # the rule's interval at the stop (None: no interval could be made)
     reason: str  # precise | max-repeat | failed
     detail: str
 
@@ -68,11 +72,8 @@ class ConfigStop:
 class PrecisionLoop:
     """Interleaved rounds of `configs` until each one stops (see the module docstring)."""
 
-    def __init__(
-        self, db_path: Path, orchestrator: Orchestrator, goal: PrecisionGoal, relative_half_width: HalfWidth
-    ):
-        self.db_path, self.orchestrator, self.goal = db_path, orchestrator, goal
-        self.relative_half_width = relative_half_width
+    def __init__(self, db_path: Path, orchestrator: Orchestrator, goal: PrecisionGoal, rule: StopRule):
+        self.db_path, self.orchestrator, self.goal, self.rule = db_path, orchestrator, goal, rule
         self.stops: dict[str, ConfigStop] = {}  # by the config_hash of the configuration's repeat 0
         self.outcomes: list[RunOutcome] = []
 
@@ -133,31 +134,26 @@ class PrecisionLoop:
 
     def _decision(self, config: RunConfig, status: str, runs: list[list[int]]) -> dict[str, Any]:
         goal, n = self.goal, config.repeat_index + 1
-        width = self.relative_half_width(runs) if len(runs) >= 2 else None
-        shown = f"±{width * 100:.2f} %" if width is not None else "no interval"
-        target = f"±{goal.rel_half_width * 100:g} %"
         if status != "ok":
-            reason, detail = (
-                "failed",
-                f"run #{config.repeat_index} ended {status}: a repeat would measure nothing more",
-            )
-        elif n >= goal.min_repeat and width is not None and width <= goal.rel_half_width:
-            reason, detail = "precise", f"{shown} after {n} runs (target {target})"
-        elif n >= goal.max_repeat:
-            reason, detail = (
-                "max-repeat",
-                f"{shown} after {n} runs, the --max-repeat; target {target} not reached",
-            )
+            found: dict[str, Any] = {
+                "decision": "failed",
+                "detail": f"run #{config.repeat_index} ended {status}: a repeat would measure nothing more",
+                "rule": "failed",
+                "rel_half_width": None,
+            }
         else:
-            reason, detail = "continue", f"{shown} after {n} runs (target {target})"
-        if reason != "continue":
+            found = dict(self.rule(runs))
+        if found["decision"] == "continue" and n >= goal.max_repeat:
+            # the rule saw fewer runs than were made (a stored run without latencies): the loop ends here
+            found.update(decision="max-repeat", detail=f"{n} runs, the --max-repeat; {found['detail']}")
+        if found["decision"] != "continue":
             base = dataclasses.replace(config, repeat_index=0)
-            self.stops[_key(base)] = ConfigStop(base, n, width, reason, detail)
+            self.stops[_key(base)] = ConfigStop(
+                base, n, found["rel_half_width"], found["decision"], found["detail"]
+            )
         return {
-            "decision": reason,
-            "detail": detail,
+            **found,
             "n_runs": n,
-            "rel_half_width": width,
             "target_rel_half_width": goal.rel_half_width,
             "level": goal.level,
             "max_repeat": goal.max_repeat,

@@ -62,7 +62,7 @@ from edgestats.cli.collect_progress import (
 )
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import open_orchestrator, plan
-from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, MIN_REPEAT, PrecisionGoal
+from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, PILOT_RUNS, PrecisionGoal
 from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
 
@@ -233,7 +233,8 @@ def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
 
 def precision_goal(text: str, max_repeat: int, sweep: Sweep) -> PrecisionGoal:
     """--until-precise PCT ("2%" or "2": ±2 % of the median) and --max-repeat, checked; the
-    sweep's repeat, when larger than 3, is the minimum number of runs."""
+    pilot of the stopping rule (Stein's two-stage, edgestats/analysis/stopping.py) is 5 runs, or
+    the sweep's repeat when larger."""
     number = text.strip().removesuffix("%").strip()
     try:
         pct = float(number)
@@ -244,11 +245,11 @@ def precision_goal(text: str, max_repeat: int, sweep: Sweep) -> PrecisionGoal:
             f"{text!r}: give the target half-width in percent of the median, e.g. 2%",
             param_hint="--until-precise",
         )
-    min_repeat = max(MIN_REPEAT, sweep.settings.get("repeat", 1))
+    min_repeat = max(PILOT_RUNS, sweep.settings.get("repeat", 1))
     if max_repeat < min_repeat:
         raise typer.BadParameter(
-            f"{max_repeat}: at least {min_repeat} runs are needed before a configuration can be "
-            "judged precise",
+            f"{max_repeat}: the stopping rule's pilot is {min_repeat} runs, all made before a "
+            "configuration can be judged precise",
             param_hint="--max-repeat",
         )
     return PrecisionGoal(pct / 100, max_repeat=max_repeat, min_repeat=min_repeat)

@@ -36,12 +36,31 @@ NOISY_EXIT = 3  # --on-noise fail stopped the sweep (docs/cli/collect.md "Noise 
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
 
+# Steady latencies a run needs before summary counts its p90 / p99 (edgestats/analysis/tails.py
+# MIN_LATENCIES, which this module cannot import on a device without the analysis extra)
+TAIL_MIN_LATENCIES = {"p90": 20, "p99": 100}
+
+
+def tail_warning(configs: list[RunConfig]) -> str | None:
+    """Which tails the planned inference runs will be too short for, or None."""
+    fewest = min((c.iterations for c in configs if c.kind == "inference"), default=None)
+    short = {name: need for name, need in TAIL_MIN_LATENCIES.items() if fewest is not None and fewest < need}
+    if not short:
+        return None
+    needs = " and ".join(f"{need} steady latencies for {name}" for name, need in short.items())
+    return (
+        f"--iterations {fewest}: a run needs {needs}; summary will mark "
+        f"{' and '.join(short)} 'too few latencies' (docs/methodology.md)"
+    )
+
+
 def print_plan(
     console: Console, the_plan: Plan, orchestrator: Orchestrator, unit: str = "runs", *, verbose: bool = False
 ) -> None:
     """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
-    for warning in orchestrator.warnings:
-        console.print(f"warning: {warning}", markup=False)
+    for warning in [*orchestrator.warnings, tail_warning(the_plan.to_run)]:
+        if warning:
+            console.print(f"warning: {warning}", markup=False)
     for outcome in the_plan.recovered:
         console.print(
             f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} "
@@ -105,14 +124,17 @@ def run_until_precise(
     """Rounds of runs until each configuration stops (collectors/precision.py); a line per run
     and one per configuration as it stops."""
     try:
-        from edgestats.analysis.hierarchical import relative_half_width
+        from edgestats.analysis.stopping import stein_rule
     except ImportError as exc:
         raise EdgestatsError(
             f"--until-precise needs the analysis extra ({exc.name} is missing): "
             "pip install 'edgestats[analyze]'"
         ) from None
     configs, _ = feasibility(Sweep(dict(sweep.axes), dict(sweep.settings), dict(sweep.options)).configs())
-    loop = PrecisionLoop(db, orchestrator, goal, relative_half_width(goal.level))
+    rule = stein_rule(
+        goal.rel_half_width, level=goal.level, pilot_runs=goal.min_repeat, max_repeat=goal.max_repeat
+    )
+    loop = PrecisionLoop(db, orchestrator, goal, rule)
 
     def on_done(outcome: RunOutcome) -> None:
         counts[outcome.status] += 1

@@ -1,10 +1,11 @@
 """collect --precision: interleaved rounds of fresh runs until each configuration's median is
 precise enough, with the reason each one stopped stored with its last run.
 
-The loop is driven through the real store and the analysis side's run-level interval; the runs
-come from a stand-in orchestrator whose latencies have a known between-run spread, so "stable"
-and "high-variance" are facts of the test, not of the machine's load. One end-to-end test runs
-real ONNX Runtime workers through the CLI."""
+The loop is driven through the real store and the analysis side's stopping rule (Stein's
+two-stage procedure, edgestats/analysis/stopping.py; its coverage is simulated in
+tests/analysis/test_stopping.py); the runs come from a stand-in orchestrator whose latencies have
+a known between-run spread, so "stable" and "high-variance" are facts of the test, not of the
+machine's load. One end-to-end test runs real ONNX Runtime workers through the CLI."""
 
 from __future__ import annotations
 
@@ -19,12 +20,17 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+import typer
+from scipy import stats
 
-from edgestats.analysis.hierarchical import median_over_runs, relative_half_width
+from edgestats.analysis.hierarchical import median_over_runs
+from edgestats.analysis.stopping import stein_rule
+from edgestats.cli.collect import precision_goal
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunEnd, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.spool import SpoolContents
+from edgestats.collectors.sweep import Sweep
 from edgestats.store.results import Store
 
 STABLE = RunConfig(framework="onnxruntime", model="cnn9", batch_size=1, iterations=200)
@@ -85,7 +91,10 @@ class StandInOrchestrator:
 
 
 def run_loop(db: Path, goal: PrecisionGoal, orchestrator: StandInOrchestrator):
-    loop = PrecisionLoop(db, orchestrator, goal, relative_half_width(goal.level))
+    rule = stein_rule(
+        goal.rel_half_width, level=goal.level, pilot_runs=goal.min_repeat, max_repeat=goal.max_repeat
+    )
+    loop = PrecisionLoop(db, orchestrator, goal, rule)
     stops = loop.run([STABLE, NOISY], sweep_id=uuid.uuid4(), seed=1, sweep_info={})
     return loop.outcomes, {stop.config.batch_size: stop for stop in stops}
 
@@ -104,46 +113,64 @@ def test_a_stable_configuration_stops_before_a_high_variance_one_and_each_says_w
     orchestrator = StandInOrchestrator(db)
     outcomes, stops = run_loop(db, PrecisionGoal(rel_half_width=0.02, max_repeat=8), orchestrator)
     stable, noisy = stops[1], stops[2]
-    assert stable.reason == "precise" and stable.n_runs == 3 and stable.rel_half_width <= 0.02
+    # the stable one stops after Stein's pilot of 5 runs, whose spread plans no more
+    assert stable.reason == "precise" and stable.n_runs == 5 and stable.rel_half_width <= 0.02
     assert noisy.reason == "max-repeat" and noisy.n_runs == 8 and noisy.rel_half_width > 0.02
     assert "after 8 runs" in noisy.detail and "not reached" in noisy.detail
-    assert len(outcomes) == 3 + 8
+    assert len(outcomes) == 5 + 8
     # interleaved: round k ran repeat k of both configurations before any repeat k + 1
-    first_rounds = [sorted(orchestrator.order[2 * k : 2 * k + 2]) for k in range(3)]
+    first_rounds = [sorted(orchestrator.order[2 * k : 2 * k + 2]) for k in range(5)]
     assert first_rounds == [
-        sorted([dataclasses.replace(c, repeat_index=k).label() for c in (STABLE, NOISY)]) for k in range(3)
+        sorted([dataclasses.replace(c, repeat_index=k).label() for c in (STABLE, NOISY)]) for k in range(5)
     ]
     decisions = stored_decisions(db)
-    assert [(d["b"], d["k"], d["decision"]) for d in decisions if d["decision"] != "continue"] == [
-        (1, 2, "precise"),
-        (2, 7, "max-repeat"),
-    ]
+    stops = [d for d in decisions if d["decision"] != "continue"]
+    assert [(d["b"], d["k"], d["decision"]) for d in stops] == [(1, 4, "precise"), (2, 7, "max-repeat")]
+    # the rule that fired, in the record
+    assert stops[0]["rule"].startswith("stein two-stage: pilot 5 runs, s0 ") and stops[0]["planned_runs"] == 5
+    assert stops[1]["rule"].startswith("max-repeat: stein two-stage") and stops[1]["planned_runs"] > 8
     assert all(d["target_rel_half_width"] == 0.02 and d["n_runs"] == d["k"] + 1 for d in decisions)
+    assert [d["rule"] for d in decisions if d["b"] == 1][:4] == [f"pilot: {k} of 5 runs" for k in range(1, 5)]
 
 
-def test_the_stopping_width_is_the_analysis_interval(tmp_path):
-    """The loop decides with the interval `analyze` reports, not a cheaper stand-in."""
+def test_the_stopping_interval_is_steins_and_the_run_level_one_is_analyzes(tmp_path):
+    """The stop records Stein's interval (the pilot's spread, t with 4 degrees of freedom) computed
+    from the stored runs, and beside it the interval `analyze` reports over all of them."""
     db = tmp_path / "r.duckdb"
     _, stops = run_loop(
-        db, PrecisionGoal(rel_half_width=0.001, max_repeat=3), StandInOrchestrator(db, seed=3)
+        db, PrecisionGoal(rel_half_width=0.001, max_repeat=6), StandInOrchestrator(db, seed=3)
     )
     with Store.open(db, read_only=True) as store:
         runs = store.steady_latencies_ns(
-            [dataclasses.replace(NOISY, repeat_index=k).config_hash() for k in range(3)]
+            [dataclasses.replace(NOISY, repeat_index=k).config_hash() for k in range(6)]
         )
+    logs = np.log([np.median(r) for r in runs])
+    stein = np.sinh(stats.t.ppf(0.975, 4) * np.std(logs[:5], ddof=1) / np.sqrt(6))
+    assert stops[2].reason == "max-repeat" and stops[2].rel_half_width == pytest.approx(stein)
     estimate = median_over_runs([np.asarray(r, float) for r in runs], level=0.95)
-    expected = (estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate
-    assert stops[2].reason == "max-repeat" and stops[2].rel_half_width == pytest.approx(expected)
+    run_level = (estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate
+    last = [d for d in stored_decisions(db) if d["b"] == 2][-1]
+    assert last["run_level_rel_half_width"] == pytest.approx(run_level)
+    assert last["rel_half_width"] == pytest.approx(stein)
 
 
 def test_a_resumed_collect_counts_the_runs_already_stored(tmp_path):
     db = tmp_path / "r.duckdb"
-    goal = PrecisionGoal(rel_half_width=0.02, max_repeat=4)
+    goal = PrecisionGoal(rel_half_width=0.02, max_repeat=6)
     run_loop(db, goal, StandInOrchestrator(db))
     again = StandInOrchestrator(db, seed=8)
     outcomes, stops = run_loop(db, goal, again)
     assert outcomes == [] and again.order == [], "every run was already stored"
     assert (stops[1].reason, stops[2].reason) == ("precise", "max-repeat")
+
+
+def test_max_repeat_must_leave_room_for_the_pilot():
+    """--until-precise's goal: a pilot of 5 runs (or the sweep's repeat, when larger), which
+    --max-repeat may not cut short."""
+    assert precision_goal("2%", 20, Sweep({}, {}, {})).min_repeat == 5
+    assert precision_goal("2", 20, Sweep({}, {"repeat": 8}, {})).min_repeat == 8
+    with pytest.raises(typer.BadParameter, match="pilot is 5 runs"):
+        precision_goal("2%", 4, Sweep({}, {}, {}))
 
 
 @pytest.mark.frameworks  # real ONNX Runtime workers
@@ -171,15 +198,16 @@ def test_collect_precision_end_to_end(tmp_path, model_cache):
         "--until-precise",
         "99%",
         "--max-repeat",
-        "4",
+        "6",
     ]
-    # A target any sane machine meets in 3 runs (their spread would have to pass ~40 %): this test is
-    # about the wiring (CLI, loop, stored decision); which configuration stops first is tested above.
+    # A target any sane machine meets with Stein's pilot of 5 runs (their spread would have to pass
+    # ~70 % to plan a 6th): this test is about the wiring (CLI, loop, stored decision); which
+    # configuration stops first is tested above.
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "precise" in result.stderr and "after 3 runs" in result.stderr, result.stderr
+    assert "precise" in result.stderr and "after 5 runs" in result.stderr, result.stderr
     decisions = stored_decisions(db)
-    assert [d["decision"] for d in decisions] == ["continue", "continue", "precise"], (
+    assert [d["decision"] for d in decisions] == ["continue"] * 4 + ["precise"], (
         decisions,
         result.stderr,
     )

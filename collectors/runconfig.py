@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -28,7 +29,9 @@ class RunConfig:
     precision: str = "fp32"
     accelerator: str = "cpu"
     iterations: int = 100  # steady-state inferences
-    warmup: int = 5  # inferences before steady state, stored and marked
+    # inferences before steady state, stored and marked: a count, or "auto:MAX" (--warmup auto:
+    # until a steady state is detected, at most MAX; collectors/steady_state.py)
+    warmup: int | str = 5
     input: str | None = None  # an image file, decoded and resized; None: synthetic
     seed: int = 0  # model weights and synthetic input
     repeat_index: int = 0  # k of --repeat K: the same configuration, a fresh process
@@ -80,6 +83,42 @@ class RunConfig:
             f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} "
             f"{self.precision} #{self.repeat_index}"
         )
+
+
+WARMUP_AUTO = "auto"
+WARMUP_AUTO_LIMIT = 1000  # `--warmup auto`'s most warm-up inferences; auto:MAX sets another
+
+
+def parse_warmup(value: int | str) -> int | str:
+    """A warm-up setting as a sweep or --warmup gives it: a count (an int, or its digits), "auto" or
+    "auto:MAX", returned as the count or as "auto:MAX" (auto's limit spelled out, so the stored
+    configuration and its hash say it). Raises ValueError with what is wrong."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f'expected a count or "auto", got {type(value).__name__} {value!r}')
+    text = value.strip().lower()
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        return int(text)
+    name, _, limit = text.partition(":")
+    if name != WARMUP_AUTO:
+        raise ValueError(
+            f'{value!r}: give a count of warm-up inferences, "auto" or "auto:MAX" (e.g. auto:500)'
+        )
+    if not limit:
+        return f"{WARMUP_AUTO}:{WARMUP_AUTO_LIMIT}"
+    if not re.fullmatch(r"[0-9]+", limit) or not 1 <= int(limit) <= 2**31 - 1:
+        raise ValueError(
+            f"{value!r}: auto's limit MAX must be a whole number of inferences from 1 to 2147483647"
+        )
+    return f"{WARMUP_AUTO}:{int(limit)}"
+
+
+def auto_warmup_limit(warmup: int | str) -> int | None:
+    """The most warm-up inferences of an "auto:MAX" warm-up; None for a fixed count."""
+    if isinstance(warmup, str) and warmup.startswith(WARMUP_AUTO + ":"):
+        return int(warmup.partition(":")[2])
+    return None
 
 
 # Fields added after the first release, with their defaults: left out of config_hash() while at

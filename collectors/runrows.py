@@ -12,7 +12,9 @@ from typing import Any
 import pyarrow as pa
 
 from edgestats.collectors.record import RunEnd, RunRecord
+from edgestats.collectors.runconfig import auto_warmup_limit
 from edgestats.collectors.spool import SpoolContents
+from edgestats.collectors.steady_state import detect
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.session import RunTelemetry, Telemetry, run_telemetry, with_epoch_energy
@@ -45,14 +47,15 @@ def run_row(
         "precision": config.precision,
         "accelerator": config.accelerator,
         "iterations": config.iterations,
-        "warmup": config.warmup,
+        "warmup": warmup_count(record, spool),
         "seed": config.seed,
         "repeat_index": config.repeat_index,
         "config": {**asdict(config), "sweep": record.sweep},
         "config_hash": config.config_hash(),
         "environment": {
             "versions": versions,
-            "runtime_detail": spool.environment,
+            # the adapter's environment; --warmup auto's decision goes beside it (store_run)
+            "runtime_detail": {k: v for k, v in spool.environment.items() if k != "warmup_auto"},
             "model": spool.model,
             "thread_env": record.thread_env,
             "python": sys.version.split()[0],
@@ -68,6 +71,35 @@ def run_row(
         "edgestats_version": __version__,
         "source": "collect",
     }
+
+
+def warmup_count(record: RunRecord, spool: SpoolContents) -> int:
+    """The warm-up inferences of the run: the configured count, or with --warmup auto the count the
+    detection decided (the warm-up latencies in the spool)."""
+    if auto_warmup_limit(record.config.warmup) is None:
+        return record.config.warmup
+    return sum(1 for r in spool.latencies if r["w"])
+
+
+def steady_state_columns(spool: SpoolContents) -> tuple[dict[str, Any], dict[str, Any]]:
+    """runs.steady_from and runs.no_steady_state from the change-point analysis of all the run's
+    latencies, warm-up included, in iteration order (collectors/steady_state.py); and what
+    environment.steady_state keeps of it. steady_from is an iteration index (latencies.iteration);
+    both are NULL where there are too few latencies to judge (and for training runs)."""
+    lat = sorted(spool.latencies, key=lambda r: r["i"])
+    verdict = detect([r["ns"] for r in lat])
+    columns = {
+        "steady_from": lat[verdict.steady_from]["i"] if verdict.steady_from is not None else None,
+        "no_steady_state": verdict.no_steady_state,
+    }
+    if verdict.no_steady_state is None:
+        return columns, {}
+    detail: dict[str, Any] = {"block_latencies": verdict.block}
+    if verdict.drift is not None:  # the trend left in the steady segment (or the last one tested)
+        detail["steady_drift_pct"] = round(100 * verdict.drift, 3)
+    if verdict.slope is not None and verdict.slope_se:
+        detail["steady_drift_t"] = round(verdict.slope / verdict.slope_se, 2)
+    return columns, detail
 
 
 def phase_list(spool: SpoolContents) -> list[dict[str, Any]]:
@@ -140,6 +172,12 @@ def store_run(
     }
     run = run_row(record, end, spool, tele)
     run["environment"].update(environment or {})
+    if "warmup_auto" in spool.environment:  # as the worker decided it (collectors/worker.py)
+        run["environment"]["warmup_auto"] = spool.environment["warmup_auto"]
+    steady, steady_detail = steady_state_columns(spool)
+    run.update(steady)
+    if steady_detail:
+        run["environment"]["steady_state"] = steady_detail
     # A run without the sentinel's figures (recovered after its collect died) is not judged: NULL
     run["noisy"], run["noise_reason"] = noise_columns(run["environment"].get("noise"))
     if record.config.kind == "training":  # epochs, batches and per-run totals (training/rows.py)

@@ -5,6 +5,7 @@
     model = ["squeezenet", "mobilenet_v2"]
     batch_size = [1, 8]
     iterations = 100                      # a scalar is fixed
+    warmup = "auto"                       # a count, or auto[:MAX]: until a steady state is detected
     repeat = 3                            # settings: repeat, timeout, cooldown, shuffle_seed
     on_noise = "wait"                     # noise sentinel: on_noise, noise_wait, noise_cpu_pct, noise_load
 
@@ -29,6 +30,7 @@ from edgestats.collectors.runconfig import (
     PRECISIONS,
     TRAINING_FRAMEWORKS,
     RunConfig,
+    parse_warmup,
 )
 from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
@@ -169,12 +171,20 @@ def _type_name(t: type) -> str:
 
 
 def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, where: str) -> Any:
+    if key == "warmup" and isinstance(value, str):  # "auto" / "auto:MAX" (collectors/steady_state.py)
+        try:
+            value = parse_warmup(value)
+        except ValueError as exc:
+            raise SweepError(f"{where}warmup: {exc}") from None
+        if isinstance(value, str):
+            return value
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
         lists = "" if key in SETTINGS else " (or a list of them)"
+        expected_text = _type_name(expected) + (' or "auto"' if key == "warmup" else "")
         raise SweepError(
-            f"{where}{key}: expected {_type_name(expected)}{lists}, got {type(value).__name__} {value!r}"
+            f"{where}{key}: expected {expected_text}{lists}, got {type(value).__name__} {value!r}"
         )
     if allowed is not None and value not in allowed:
         raise SweepError(f"{where}{key}: {value!r} is not valid; use one of {', '.join(allowed)}")

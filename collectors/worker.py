@@ -10,7 +10,8 @@ orchestrator turns the spool into the run's rows.
 Phases, each on time.monotonic_ns() (CLOCK_MONOTONIC, shared with the orchestrator's sampler):
   import, load_model, [compile: runtimes that compile on first call, e.g. torch.compile],
   load_first_input, first_inference, load_second_input, second_inference,
-  warmup (--warmup inferences, stored and marked), steady (--iterations inferences), total.
+  warmup (--warmup inferences, stored and marked; with --warmup auto, until a steady state is
+  detected: collectors/steady_state.py), steady (--iterations inferences), total.
 Each inference's latency is time.perf_counter_ns() around adapter.infer(), which returns only
 when the work is done (GPU synchronised).
 
@@ -27,8 +28,9 @@ import time
 import traceback
 from pathlib import Path
 
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.runconfig import RunConfig, auto_warmup_limit
 from edgestats.collectors.spool import SpoolWriter
+from edgestats.collectors.steady_state import AUTO_FIRST_CHECK, auto_warmup_done, next_auto_check
 from edgestats.registry.runtimes import runtime
 
 
@@ -59,8 +61,16 @@ def spin_cpu_ns(cpu_ns: int) -> None:
 
 
 def run_inferences(
-    adapter, batch, spool: SpoolWriter, count: int, first_index: int, warmup: bool, added_delay_ns: int = 0
+    adapter,
+    batch,
+    spool: SpoolWriter,
+    count: int,
+    first_index: int,
+    warmup: bool,
+    added_delay_ns: int = 0,
+    kept: list[int] | None = None,
 ) -> None:
+    """`count` timed inferences, each latency written to the spool (and appended to `kept`)."""
     monotonic, perf = time.monotonic_ns, time.perf_counter_ns
     for i in range(first_index, first_index + count):
         started = monotonic()
@@ -70,6 +80,38 @@ def run_inferences(
             spin_cpu_ns(added_delay_ns)
         elapsed = perf() - t0
         spool.write("lat", i=i, w=warmup, s=started, ns=elapsed)  # after the timed region
+        if kept is not None:
+            kept.append(elapsed)
+
+
+def run_auto_warmup(
+    adapter, batch, spool: SpoolWriter, limit: int, iterations: int, added_delay_ns: int = 0
+) -> int:
+    """--warmup auto:MAX: warm-up inferences until the change-point analysis of those so far finds a
+    steady state that covers at least their second half and would drift by less than 2 % over the
+    `iterations` to come (collectors/steady_state.py, auto_warmup_done), checked after
+    AUTO_FIRST_CHECK inferences and then after every 10 % more, or until `limit`. Returns how many
+    ran; the decision goes to the spool's environment as warmup_auto."""
+    latencies: list[int] = []
+    check_at, verdict, checks = AUTO_FIRST_CHECK, None, 0
+    while verdict is None and len(latencies) < limit:
+        count = min(check_at, limit) - len(latencies)
+        run_inferences(adapter, batch, spool, count, len(latencies), True, added_delay_ns, latencies)
+        if len(latencies) >= check_at:  # between inferences, outside every timed region
+            checks += 1
+            verdict = auto_warmup_done(latencies, iterations)
+            check_at = next_auto_check(len(latencies))
+    spool.write(
+        "env",
+        warmup_auto={
+            "limit": limit,
+            "inferences": len(latencies),
+            "stopped_by": "steady state" if verdict is not None else "limit",
+            "steady_from": verdict.steady_from if verdict is not None else None,
+            "checks": checks,
+        },
+    )
+    return len(latencies)
 
 
 def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
@@ -87,10 +129,17 @@ def run(config: RunConfig, spool: SpoolWriter, artifact: Path | None) -> None:
     second = clock.run("load_second_input", adapter.load_input)
     clock.run("second_inference", lambda: adapter.infer(second))
     delay_ns = round(float(config.extra.get("added_delay_ms", 0.0)) * 1e6)
-    clock.run("warmup", lambda: run_inferences(adapter, second, spool, config.warmup, 0, True, delay_ns))
+    limit = auto_warmup_limit(config.warmup)
+    if limit is None:
+        warmed = config.warmup
+        clock.run("warmup", lambda: run_inferences(adapter, second, spool, warmed, 0, True, delay_ns))
+    else:
+        warmed = clock.run(
+            "warmup", lambda: run_auto_warmup(adapter, second, spool, limit, config.iterations, delay_ns)
+        )
     clock.run(
         "steady",
-        lambda: run_inferences(adapter, second, spool, config.iterations, config.warmup, False, delay_ns),
+        lambda: run_inferences(adapter, second, spool, config.iterations, warmed, False, delay_ns),
     )
     spool.write("phase", phase="total", seq=clock.seq, start_ns=total_start, end_ns=time.monotonic_ns())
     spool.write("env", **adapter.environment())

@@ -165,6 +165,8 @@ SELECT
     r.dataset, r.batch_size, r.threads, r.precision, r.accelerator, r.iterations, r.warmup,
     r.epochs, r.learning_rate, r.optimizer, r.num_workers, r.storage, r.repeat_index,
     r.started_at, r.ended_at, r.source, r.power_source, r.sample_hz, r.noisy, r.noise_reason,
+    -- the change-point analysis of the run's latencies (0008); NULL: not judged
+    r.steady_from, r.no_steady_state,
     coalesce(l.n_latencies, 0)                                   AS n_latencies,
     coalesce(t.n_samples, 0)                                     AS n_samples,
     -- an imported run: the median its tool printed (0007), else its one latency figure

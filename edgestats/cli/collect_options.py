@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from edgestats.cli.collect_progress import NOISY_EXIT
+from edgestats.collectors.runconfig import WARMUP_AUTO_LIMIT, parse_warmup
 from edgestats.collectors.telemetry.sentinel import DEFAULT_WAIT_S, NoiseThresholds
 from edgestats.registry import power as power_sources
 from edgestats.registry import runtimes
@@ -94,10 +95,24 @@ IterationsOpt = Annotated[
 ]
 
 # -- how each run goes --------------------------------------------------------------------------
+
+
+def warmup_value(text: str) -> int | str:
+    """--warmup N, auto or auto:MAX, as the sweep takes it (a count, or "auto:MAX")."""
+    try:
+        return parse_warmup(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 WarmupOpt = Annotated[
-    int | None,
+    str | None,
     typer.Option(
-        "--warmup", metavar="N", help="Warm-up inferences before steady state, stored and marked (default 5)."
+        "--warmup",
+        metavar="N|auto",
+        parser=warmup_value,
+        help="Warm-up inferences before steady state, stored and marked (default 5); auto or auto:MAX: "
+        f"until a steady state is detected, at most MAX (default {WARMUP_AUTO_LIMIT}).",
     ),
 ]
 RepeatOpt = Annotated[
@@ -242,7 +257,8 @@ UntilPreciseOpt = Annotated[
         "--until-precise",
         metavar="PCT",
         help="Repeat each configuration in fresh processes until its median latency's 95 % interval (the "
-        "run as unit) is within ±PCT, e.g. 2%; at least 3 runs (or --repeat), at most --max-repeat. Needs "
+        "run as unit) is within ±PCT, e.g. 2%; a pilot of 5 runs (or --repeat) plans the rest (Stein's "
+        "two-stage rule), at most --max-repeat. Needs "
         "the analyze extra.",
     ),
 ]

@@ -55,7 +55,11 @@ system-deps:
 # every edgestats module it imports again (about 7 % of a framework test module's time here).
 unexport PYTHONDONTWRITEBYTECODE
 
-FAST_LANE := not frameworks and not spark and not browser and not packaging and not quiet
+# The pure tests (no framework, Spark, Chromium or wheel build) run on the highest Python too; the fast
+# lane is those less the slow ones (many processes or much data: seconds of CPU each), for a quick
+# answer while working.
+PURE_LANE := not frameworks and not spark and not browser and not packaging and not quiet
+FAST_LANE := $(PURE_LANE) and not slow
 TEST_WORKERS ?= auto
 
 # Both lanes share one model cache (EDGESTATS_TEST_MODEL_CACHE, removed afterwards), so a model the
@@ -75,7 +79,7 @@ test-fast: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)"
 
 # The highest supported Python (3.13): its own venv with the test-pure install (no frameworks: the
-# CPU torch wheel is for 3.11 only), running the fast lane. PY_HIGHEST is found on PATH or under
+# CPU torch wheel is for 3.11 only), running the pure tests, slow ones included. PY_HIGHEST is found on PATH or under
 # pyenv; a machine without it fails here rather than skipping the check.
 PY_HIGHEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(shell command -v python3.13 2>/dev/null))
 HIGHEST_VENV := .venv-highest
@@ -85,7 +89,7 @@ test-highest:
 	test -x $(HIGHEST_VENV)/bin/python || "$(PY_HIGHEST)" -m venv $(HIGHEST_VENV)
 	$(HIGHEST_VENV)/bin/python -m pip install -q --upgrade pip
 	$(HIGHEST_VENV)/bin/python -m pip install -q -c constraints.txt -e '.[test-pure]'
-	$(HIGHEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST_LANE)" -p no:cacheprovider
+	$(HIGHEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(PURE_LANE)" -p no:cacheprovider
 
 demo: install-demo
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal

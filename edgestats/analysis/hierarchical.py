@@ -46,6 +46,8 @@ from edgestats.analysis.intervals import (
 )
 
 ONE_RUN_NOTE = "one run: the interval covers within-run variance only"
+# t with 1 degree of freedom is 12.7 at 95 %: two runs bound the spread between processes only loosely
+TWO_RUNS_NOTE = "two runs: the interval rests on one degree of freedom, so it is wide"
 RUN_LEVEL_METHOD = "run-level t on the log scale (geometric mean of per-run {what})"
 ANOVA_ESTIMATOR = "one-way random-effects ANOVA (method of moments) on log latency, truncated at 0"
 DEFAULT_TARGET_REL_HALF_WIDTH = 0.02  # the median known to ±2 %
@@ -62,6 +64,11 @@ def _usable_runs(latencies_by_run: Sequence[Any]) -> list[np.ndarray]:
             return runs
     runs = [clean_values(run) for run in runs]
     return [run[run > 0] for run in runs if np.any(run > 0)]
+
+
+def usable_runs(latencies_by_run: Sequence[Any]) -> list[np.ndarray]:
+    """Each run's finite, positive latencies as a float array; runs left with none are dropped."""
+    return _usable_runs(latencies_by_run)
 
 
 def per_run_quantiles(runs: list[np.ndarray], q: float) -> np.ndarray:
@@ -108,7 +115,7 @@ def quantile_over_runs(
     per_run = per_run_quantiles(runs, q)
     estimate = geometric_mean_t(per_run, level, n_unit="runs")
     estimate.method = RUN_LEVEL_METHOD.format(what="medians" if q == 0.5 else f"{q:.0%} quantiles")
-    return estimate
+    return _with_note(estimate, TWO_RUNS_NOTE) if len(runs) == 2 and estimate.has_interval else estimate
 
 
 def median_over_runs(

@@ -2,16 +2,21 @@
 per inference, each with its interval.
 
 Collected runs have every steady-state latency. The run is the unit (edgestats.analysis.hierarchical):
-each run gives its own median / p90 / p99 / mean, and a configuration's figure is the geometric
-mean of its runs' quantiles (the mean of their means) with a t interval on the log scale, n
-counting runs; with one run the interval is the within-run one over its latencies and its note
-says it covers within-run variance only. Each entry also gives n_runs, n_latencies, the
-between-run and within-run variance components of log latency and their ratio, and how many
-runs a ±2 % median needs (Kalibera & Jones 2013); the `variance` frame tabulates them.
-Imported runs have one figure per run: then the intervals are across runs (n counts runs), and
-p90/p99 are not available (a per-run median says nothing about a run's tail). Memory, energy
-and throughput are per-run figures: their intervals are across runs, on the log scale, so they
-stay above 0.
+each run gives its own median and mean, and a configuration's median is the geometric mean of its
+runs' medians (its mean the mean of their means) with a t interval on the log scale, n counting
+runs; with one run the interval is the within-run one over its latencies and its note says it
+covers within-run variance only. p90 and p99 come twice (edgestats.analysis.tails):
+`latency_p90_ms` / `latency_p99_ms` are the configuration's, across processes (the two-level
+model of runs and latencies, with a pivotal interval), and `latency_p90_typical_run_ms` /
+`latency_p99_typical_run_ms` the typical run's (the geometric mean of the runs' own quantiles);
+a run counts towards p99 only with 100 steady latencies (p90: 20). Each entry also gives n_runs,
+n_latencies, the between-run and within-run variance components of log latency and their ratio,
+how many runs a ±2 % median needs (Kalibera & Jones 2013; the `variance` frame tabulates them),
+and whether the runs' medians form clusters (`multimodal`, edgestats.analysis.modality).
+Imported runs have one figure per run (edgestats.analysis.imported_runs): the median's interval is
+across runs, the same log-t; p90/p99 only as the typical run's, from what each run's tool printed.
+Memory, energy and throughput are per-run figures: their intervals are across runs, on the log
+scale, so they stay above 0.
 
 The `distribution` frame describes each configuration's latencies for a box plot: min, p1, p5,
 p25, median, p75, p95, p99, max (linear interpolation, as numpy.quantile). Whiskers are meant to
@@ -38,8 +43,10 @@ from edgestats.analysis.hierarchical import (
     recommended_runs,
     variance_components,
 )
-from edgestats.analysis.intervals import BootstrapSettings, Estimate, quantile_ci
+from edgestats.analysis.imported_runs import median_across_runs, reported_tails
+from edgestats.analysis.intervals import BootstrapSettings, Estimate
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, group_quantiles
+from edgestats.analysis.modality import Modality, run_modality_batch
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import (
     AnalysisResult,
@@ -49,10 +56,15 @@ from edgestats.analysis.result import (
     rows_frame,
     unavailable,
 )
-from edgestats.formatting import counted
+from edgestats.analysis.steadiness import with_steadiness
+from edgestats.analysis.tails import CONFIGURATION_TAILS, TYPICAL_RUN_TAILS, tails_over_runs
+from edgestats.formatting import counted, format_number
 
 NAME = "summary"
-QUANTILES = {"latency_median_ms": 0.5, "latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
+MEDIAN = "latency_median_ms"
+# The latency metrics in the order the JSON and the tables give them: p90 / p99 across processes
+# (the configuration's), then the typical run's (edgestats.analysis.tails)
+LATENCY_METRICS = (MEDIAN, *CONFIGURATION_TAILS, *TYPICAL_RUN_TAILS, "latency_mean_ms")
 # Columns of the `distribution` frame (ms) and their probabilities; the box is q25-q75, the
 # whiskers q05-q95 (see the module docstring).
 BOX_QUANTILES = {
@@ -66,6 +78,7 @@ BOX_QUANTILES = {
     "q99_ms": 0.99,
     "max_ms": 1.0,
 }
+MAX_CLUSTER_NOTES = 5  # notes on multimodal configurations; the JSON flags every one
 ECDF_POINTS = 51
 ECDF_GRID = [i / (ECDF_POINTS - 1) for i in range(ECDF_POINTS)]
 PROBABILITIES = sorted(set(BOX_QUANTILES.values()) | set(ECDF_GRID))
@@ -92,55 +105,24 @@ def run_latencies(latencies: LatencyIndex, run_idxs: list[int]) -> list[np.ndarr
 def latency_estimates(
     runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
 ) -> dict[str, Estimate]:
-    """Median, p90, p99 and mean latency of one configuration's runs, the run as unit."""
+    """Median, p90, p99 (across processes and of the typical run) and mean latency of one
+    configuration's runs, the run as unit."""
     by_run = run_latencies(latencies, runs["run_idx"].to_list())
     if by_run:
-        out = {
-            metric: quantile_over_runs(by_run, q, level=level, settings=settings, label=f"{label}|{metric}")
-            for metric, q in QUANTILES.items()
-        }
+        median = quantile_over_runs(by_run, 0.5, level=level, settings=settings, label=f"{label}|{MEDIAN}")
+        out = {MEDIAN: median, **tails_over_runs(by_run, level=level, settings=settings, label=label)}
         out["latency_mean_ms"] = mean_over_runs(by_run, level=level)
         left_out = runs_left_out_note(runs)
         if left_out:
             for estimate in out.values():
                 estimate.note = f"{estimate.note}; {left_out}" if estimate.note else left_out
-        return out
-    per_run = runs["latency_median_ms"].to_numpy()
+        return {metric: out[metric] for metric in LATENCY_METRICS}
     out = {
-        "latency_median_ms": quantile_ci(
-            per_run, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|median-of-runs"
-        )
+        MEDIAN: median_across_runs(runs["latency_median_ms"].to_numpy(), level),
+        **reported_tails(runs, level),
     }
-    for metric in ("latency_p90_ms", "latency_p99_ms"):
-        out[metric] = reported_tail(runs, metric, level=level, settings=settings, label=label)
     out["latency_mean_ms"] = positive_mean(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
-    return out
-
-
-def reported_tail(
-    runs: pl.DataFrame, metric: str, *, level: float, settings: BootstrapSettings, label: str
-) -> Estimate:
-    """An imported configuration's p90 or p99: the median across runs of each run's own figure,
-    as its benchmark tool printed it (run_results, 0007), with the same interval as the median's;
-    unknown (NULL, said in the note) where no run reported one."""
-    values = runs[metric].to_numpy().astype(float) if metric in runs.columns else np.empty(0)
-    reported = values[np.isfinite(values)]
-    if len(reported) == 0:
-        return _no_value(
-            level,
-            runs.height,
-            "runs",
-            "none",
-            "one figure per run (imported): a run's tail latency is not known",
-        )
-    estimate = quantile_ci(
-        reported, 0.5, level=level, settings=settings, n_unit="runs", label=f"{label}|{metric}-of-runs"
-    )
-    note = f"imported: the median of the runs' own {metric.split('_')[1]}, as their tool reported it"
-    if len(reported) < runs.height:
-        note += f"; {counted(runs.height - len(reported), 'runs')} without one left out"
-    estimate.note = f"{note}; {estimate.note}" if estimate.note else note
-    return estimate
+    return {metric: out[metric] for metric in LATENCY_METRICS}
 
 
 def variance_entry(by_run: list[np.ndarray], level: float) -> dict:
@@ -234,6 +216,44 @@ def energy_estimate(runs: pl.DataFrame, level: float) -> Estimate:
     return positive_mean(measured, level, n_unit="runs")
 
 
+def group_estimates(
+    sub: pl.DataFrame, index: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
+) -> dict[str, Estimate]:
+    """Every metric of one configuration's runs."""
+    estimates = latency_estimates(sub, index, level=level, settings=settings, label=label)
+    estimates["throughput_per_s"] = throughput_estimate(sub, estimates["latency_mean_ms"], level)
+    estimates["rss_peak_bytes"] = positive_mean(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
+    estimates["rss_mean_bytes"] = positive_mean(sub["rss_mean_bytes"].to_numpy(), level, n_unit="runs")
+    estimates["energy_per_inference_j"] = energy_estimate(sub, level)
+    return estimates
+
+
+def modality_entry(modality: Modality) -> dict:
+    """Whether the runs' medians form clusters (edgestats.analysis.modality), for the JSON:
+    `multimodal`, the test's p-value (null: too few runs to test) and, when multimodal, `clusters`."""
+    entry = {"multimodal": modality.multimodal, "multimodal_p_value": modality.p_value}
+    return {**entry, "clusters": modality.clusters} if modality.multimodal else entry
+
+
+def cluster_notes(entries: list[dict]) -> list[str]:
+    """One line per multimodal configuration, at most MAX_CLUSTER_NOTES (--json has all)."""
+    lines = []
+    for entry in (e for e in entries if e.get("multimodal")):
+        where = ", ".join(f"{k} {v}" for k, v in entry["group"].items())
+        parts = ", ".join(f"{c['n_runs']} at {format_number(c['centre'])} ms" for c in entry["clusters"])
+        lines.append(
+            f"({where}) runs form {len(entry['clusters'])} clusters: {parts}; "
+            "its figures average over processes in different states"
+        )
+    if len(lines) > MAX_CLUSTER_NOTES:
+        more = len(lines) - MAX_CLUSTER_NOTES
+        lines = [
+            *lines[:MAX_CLUSTER_NOTES],
+            f"{more} more configurations with clustered runs (--json has them)",
+        ]
+    return lines
+
+
 def summarise(
     runs: pl.DataFrame,
     latencies: pl.DataFrame | None,
@@ -249,14 +269,11 @@ def summarise(
             NAME, level, "no selected run has a latency (summary needs inference runs)", n=runs.height
         )
     index = LatencyIndex(latencies)
-    entries, rows, members, variance_rows = [], [], [], []
+    entries, rows, members, variance_rows, run_medians = [], [], [], [], []
     for g, (group, sub) in enumerate(iter_groups(measured, by)):
-        label = group_label(NAME, group)
-        estimates = latency_estimates(sub, index, level=level, settings=settings, label=label)
-        estimates["throughput_per_s"] = throughput_estimate(sub, estimates["latency_mean_ms"], level)
-        estimates["rss_peak_bytes"] = positive_mean(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
-        estimates["rss_mean_bytes"] = positive_mean(sub["rss_mean_bytes"].to_numpy(), level, n_unit="runs")
-        estimates["energy_per_inference_j"] = energy_estimate(sub, level)
+        estimates = group_estimates(
+            sub, index, level=level, settings=settings, label=group_label(NAME, group)
+        )
         n_latencies = index.count(sub["run_idx"].to_list())
         by_run = run_latencies(index, sub["run_idx"].to_list())
         variance = variance_entry(by_run, level) if by_run else {}
@@ -272,23 +289,26 @@ def summarise(
                 **variance,
             }
         )
+        run_medians.append(sub["latency_median_ms"].to_numpy())
         if variance:
             variance_rows.append(variance_row(group, variance))
         rows += [estimate_row(group, e, metric=m, n_runs=sub.height) for m, e in estimates.items()]
+        note = IMPORTED_NOTE if n_latencies == 0 else runs_left_out_note(sub)
         members.append(
             sub.select("run_idx", "latency_median_ms").with_columns(
                 pl.lit(g, pl.Int32).alias("g"),
                 pl.lit(n_latencies > 0).alias("pooled"),
-                pl.lit(IMPORTED_NOTE if n_latencies == 0 else runs_left_out_note(sub), pl.String).alias(
-                    "note"
-                ),
+                pl.lit(note, pl.String).alias("note"),
             )
         )
+    for entry, modality in zip(entries, run_modality_batch(run_medians)):  # one test per run count
+        entry.update(modality_entry(modality))
     distribution, ecdf = latency_distribution(entries, pl.concat(members), latencies)
     frames = {"metrics": rows_frame(rows), "distribution": distribution, "ecdf": ecdf}
     if variance_rows:
         frames["variance"] = rows_frame(variance_rows)
-    return AnalysisResult(NAME, level, entries, frames, chart_only={"ecdf"})
+    result = AnalysisResult(NAME, level, entries, frames, notes=cluster_notes(entries), chart_only={"ecdf"})
+    return with_steadiness(result, measured, by)  # runs that never settled (edgestats.analysis.steadiness)
 
 
 def latency_distribution(

@@ -13,12 +13,22 @@ from analysis_builders import latencies_frame, runs_frame
 from scipy import stats
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks, quantile_ci
+from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks
 from edgestats.analysis.summary import summarise
+from edgestats.formatting import format_number
 from edgestats.store.results import Store
 
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=3)
 CONFIG = ["device", "framework", "model"]
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """An independent weighted quantile: numpy's linear rule on the weighted mid-ranks (with equal
+    weights, np.quantile itself)."""
+    order = np.argsort(values)
+    x, w = values[order], weights[order]
+    mid = np.cumsum(w) - w / 2
+    return float(np.interp(q, (mid - mid[0]) / (mid[-1] - mid[0]), x))
 
 
 def metrics_of(entry: dict) -> dict:
@@ -59,8 +69,13 @@ def test_collected_runs_take_the_run_as_unit():
     )
     low, high = stats.t.interval(0.95, 1, loc=logs.mean(), scale=stats.sem(logs))
     assert (median["ci_low"], median["ci_high"]) == pytest.approx((np.exp(low), np.exp(high)))
-    p99 = np.log([np.quantile(a, 0.99), np.quantile(b, 0.99)])
-    assert metrics["latency_p99_ms"]["estimate"] == pytest.approx(np.exp(p99.mean()))
+    # the typical run's p90: the geometric mean of the runs' own p90 (p99 needs 100 latencies a run:
+    # run b's 90 leave it out, and the note says so)
+    p90 = np.log([np.quantile(a, 0.9), np.quantile(b, 0.9)])
+    assert metrics["latency_p90_typical_run_ms"]["estimate"] == pytest.approx(np.exp(p90.mean()))
+    assert metrics["latency_p99_typical_run_ms"]["estimate"] == pytest.approx(np.quantile(a, 0.99))
+    assert "1 run with fewer than 100 steady latencies left out of p99" in metrics["latency_p99_ms"]["note"]
+    assert metrics["latency_p90_ms"]["method"].startswith("across processes: ")
     # mean latency: the mean of the runs' means; throughput = batch_size / it, its interval mapped from
     # the mean's
     mean = metrics["latency_mean_ms"]
@@ -117,16 +132,23 @@ def test_imported_runs_give_intervals_across_runs():
     (entry,) = summarise(runs, None, by=CONFIG, settings=SETTINGS).to_json()
     metrics = metrics_of(entry)
     assert metrics["latency_median_ms"]["n_unit"] == "runs" and metrics["latency_median_ms"]["n"] == 4
-    assert metrics["latency_median_ms"]["estimate"] == pytest.approx(11.5)
+    # the geometric mean of the runs' medians with the t interval of their logs, as collected runs
+    logs = np.log([10.0, 12.0, 11.0, 13.5])
+    low, high = stats.t.interval(0.95, 3, loc=logs.mean(), scale=stats.sem(logs))
+    median = metrics["latency_median_ms"]
+    assert median["estimate"] == pytest.approx(np.exp(logs.mean()))
+    assert (median["ci_low"], median["ci_high"]) == pytest.approx((np.exp(low), np.exp(high)))
     assert metrics["latency_p90_ms"]["estimate"] is None and "tail" in metrics["latency_p90_ms"]["note"]
     assert metrics["energy_per_inference_j"]["estimate"] == pytest.approx(0.5875)
     assert metrics["energy_per_inference_j"]["ci_low"] < 0.5875 < metrics["energy_per_inference_j"]["ci_high"]
 
 
-def test_imported_tails_are_the_median_of_what_each_run_reported():
-    """A benchmark tool's own p90 per run (run_results, 0007): the configuration's p90 is their
-    median with the same interval as the median latency's; a run that printed none is left out
-    and counted in the note; with no run reporting one it stays unknown."""
+def test_imported_tails_are_the_typical_runs_from_what_each_run_reported():
+    """A benchmark tool's own p90 per run (run_results, 0007): the typical run's p90 is their
+    geometric mean with the log-t interval across runs; a run that printed none is left out and
+    counted in the note; the configuration's p90 across processes stays null (it needs the runs'
+    latencies) and its note gives the range of the runs' p90; with no run reporting one both are
+    unknown."""
     p90 = [10.9, 13.1, None, 12.0, 14.2]
     runs = runs_frame(
         [
@@ -135,14 +157,19 @@ def test_imported_tails_are_the_median_of_what_each_run_reported():
         ]
     )
     (entry,) = summarise(runs, None, by=CONFIG, settings=SETTINGS).to_json()
-    metric = metrics_of(entry)["latency_p90_ms"]
-    reported = [v for v in p90 if v is not None]
-    expected = quantile_ci(reported, 0.5, settings=SETTINGS, n_unit="runs", label="x")
-    assert metric["estimate"] == pytest.approx(np.median(reported)) == pytest.approx(expected.estimate)
-    assert metric["n"] == 4 and metric["n_unit"] == "runs" and metric["method"] == expected.method
-    assert metric["ci_low"] <= metric["estimate"] <= metric["ci_high"]
-    assert "the runs' own p90" in metric["note"] and "1 run without one left out" in metric["note"]
+    typical = metrics_of(entry)["latency_p90_typical_run_ms"]
+    logs = np.log([v for v in p90 if v is not None])
+    low, high = stats.t.interval(0.95, 3, loc=logs.mean(), scale=stats.sem(logs))
+    assert typical["estimate"] == pytest.approx(np.exp(logs.mean()))
+    assert (typical["ci_low"], typical["ci_high"]) == pytest.approx((np.exp(low), np.exp(high)))
+    assert (
+        typical["n"] == 4 and typical["n_unit"] == "runs" and typical["method"].startswith("the typical run")
+    )
+    assert "each run's own p90" in typical["note"] and "1 run without one left out" in typical["note"]
+    across = metrics_of(entry)["latency_p90_ms"]
+    assert across["estimate"] is None and across["ci_low"] is None and "10.9–14.2 ms" in across["note"]
     assert metrics_of(entry)["latency_p99_ms"]["estimate"] is None
+    assert metrics_of(entry)["latency_p99_typical_run_ms"]["estimate"] is None
 
 
 def test_one_run_with_one_latency_is_reported_without_an_interval():
@@ -238,12 +265,20 @@ def test_distribution_matches_numpy_quantiles_of_the_steady_latencies(tmp_path):
         runs_of_model = {"squeezenet": [a1, a2], "cnn9": [b]}[model]
         for column, metric, q in (
             ("median_ms", "latency_median_ms", 0.5),
-            ("q99_ms", "latency_p99_ms", 0.99),
+            ("q99_ms", "latency_p99_typical_run_ms", 0.99),
         ):
             expected = np.exp(np.mean([np.log(np.quantile(run, q)) for run in runs_of_model]))
             assert metrics_of(entry)[metric]["estimate"] == pytest.approx(expected, rel=1e-9)
             if len(runs_of_model) == 1:
                 assert entry["distribution"][column] == pytest.approx(metrics_of(entry)[metric]["estimate"])
+        # no run has 100 latencies: the p99 across processes is the sample quantile of the runs'
+        # equal-weight mixture, without an interval, marked
+        p99 = metrics_of(entry)["latency_p99_ms"]
+        weights = np.concatenate([np.full(len(run), 1 / len(run)) for run in runs_of_model])
+        assert p99["estimate"] == pytest.approx(
+            weighted_quantile(np.concatenate(runs_of_model), weights, 0.99)
+        )
+        assert p99["ci_low"] is None and p99["note"].startswith("too few latencies for p99")
 
 
 @pytest.mark.parametrize("values", [[4.25], [3.0] * 40], ids=["one latency", "all equal"])
@@ -275,3 +310,55 @@ def test_distribution_of_imported_runs_is_across_their_medians():
     mixed = rows["cnn9"]  # pooled latencies only; the run without rows is left out, as the median does
     assert mixed["n"] == 3 and mixed["n_unit"] == "latencies" and mixed["max_ms"] == 3.0
     assert "1 run without per-inference rows left out" in mixed["note"]
+
+
+# -- split runs (edgestats/analysis/modality.py) ---------------------------------------------------
+
+
+def imported(medians: list[float], model: str = "squeezenet") -> list[dict]:
+    return [{"model": model, "latency_median_ms": v, "latency_mean_ms": v} for v in medians]
+
+
+def test_clustered_runs_are_flagged_with_their_clusters_and_a_note():
+    rng = np.random.default_rng(8)
+    medians = np.concatenate([8.1 * np.exp(rng.normal(0, 0.003, 7)), 8.8 * np.exp(rng.normal(0, 0.003, 3))])
+    steady = 8.0 * np.exp(rng.normal(0, 0.01, 10))
+    runs = runs_frame(imported(medians.round(4).tolist()) + imported(steady.round(4).tolist(), "cnn9"))
+    result = summarise(runs, None, by=CONFIG, settings=SETTINGS)
+    entries = {e["group"]["model"]: e for e in result.to_json()}
+    split = entries["squeezenet"]
+    assert split["multimodal"] is True and split["multimodal_p_value"] < 0.05
+    assert [c["n_runs"] for c in split["clusters"]] == [7, 3]
+    assert [round(c["centre"], 1) for c in split["clusters"]] == [8.1, 8.8]
+    assert entries["cnn9"]["multimodal"] is False and "clusters" not in entries["cnn9"]
+    (note,) = result.notes
+    slow, fast = (format_number(c["centre"]) for c in split["clusters"])
+    assert note.startswith("(device dev, framework pytorch, model squeezenet) runs form 2 clusters: ")
+    assert f"7 at {slow} ms, 3 at {fast} ms" in note
+
+
+def test_too_few_runs_are_not_tested():
+    (entry,) = summarise(runs_frame(imported([8.0, 8.2, 8.1])), None, by=CONFIG).to_json()
+    assert entry["multimodal"] is False and entry["multimodal_p_value"] is None
+
+
+def test_cluster_notes_are_capped(monkeypatch):
+    """A stub of modality's interface: every configuration split; five notes, then a count."""
+    from edgestats.analysis import summary
+    from edgestats.analysis.modality import Modality
+
+    clusters = [{"n_runs": 4, "centre": 8.1}, {"n_runs": 3, "centre": 8.8}]
+    monkeypatch.setattr(
+        summary,
+        "run_modality_batch",
+        lambda medians: [Modality(True, 0.01, clusters, "stub", None) for _ in medians],
+    )
+    rows = [row for m in range(7) for row in imported([8.0, 8.1], f"m{m}")]
+    result = summarise(runs_frame(rows), None, by=CONFIG)
+    assert all(e["multimodal"] and e["clusters"] == clusters for e in result.to_json())
+    assert len(result.notes) == summary.MAX_CLUSTER_NOTES + 1
+    assert result.notes[0].endswith(
+        "runs form 2 clusters: 4 at 8.10 ms, 3 at 8.80 ms; its figures average over processes in "
+        "different states"
+    )
+    assert result.notes[-1] == "2 more configurations with clustered runs (--json has them)"

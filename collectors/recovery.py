@@ -24,6 +24,7 @@ from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import read_batch
 from edgestats.collectors.telemetry.session import Telemetry
 from edgestats.formatting import counted
+from edgestats.store.results import RunExistsError
 
 WORKER_MARKER = b"edgestats.collectors.worker"
 DAMAGED = "damaged"
@@ -60,7 +61,13 @@ def recover_orphans(
                     else "none (the sampler's batch was not written)",
                 }
             }
-            store_run(db_path, telemetry, record, end, spool, batch, environment=note)
+            try:
+                store_run(db_path, telemetry, record, end, spool, batch, environment=note)
+            except RunExistsError:
+                # Two collects that start together after a crash may both find this orphan: the run id
+                # is the key, so the second store is refused whole; the run is stored once.
+                cleanup_run_files(paths)
+                continue
             recovered.append(
                 RunOutcome(
                     record.run_id, record.config, end.status, end.error_text, len(spool.latencies), 0.0

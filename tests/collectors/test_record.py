@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from recovery_fakes import died, ended_process_pid, make_orchestrator, write_spool
 
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.power.meter_csv import ClockAnchor
@@ -26,27 +27,11 @@ from edgestats.collectors.record import (
     classify_exit,
 )
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents, SpoolWriter
+from edgestats.collectors.spool import SpoolContents
 from edgestats.store.results import Store
 
 CONFIG = RunConfig(framework="onnxruntime", model="cnn9", iterations=5, warmup=1, threads=2)
 NOW = dt.datetime(2024, 5, 1, 12, 0, tzinfo=dt.UTC)
-
-
-def make_orchestrator(tmp_path: Path, memory_limit_bytes: int | None = None) -> Orchestrator:
-    db = tmp_path / "r.duckdb"
-    with Store.open(db) as store:
-        device_id = store.register_device({"name": "test-device"})
-    return Orchestrator(
-        db, device_id=device_id, cache_dir=tmp_path / "cache", memory_limit_bytes=memory_limit_bytes
-    )
-
-
-def died(orchestrator: Orchestrator) -> Orchestrator:
-    """The collect that owned `orchestrator`'s runs is gone: its ownership lock is released, as
-    the kernel releases it when a process dies. Returns the next collect on the same DB."""
-    orchestrator.close()
-    return make_orchestrator(orchestrator.db_path.parent)
 
 
 def stored_runs(orchestrator: Orchestrator) -> list[dict]:
@@ -57,25 +42,6 @@ def stored_runs(orchestrator: Orchestrator) -> list[dict]:
             "environment->>'$.thread_env.OMP_NUM_THREADS' AS omp, "
             "config->>'$.sweep.shuffle_seed' AS shuffle_seed FROM runs"
         ).to_dicts()
-
-
-def write_spool(path: Path, pid: int, *, n_latencies: int, finished: bool = False) -> None:
-    """What a worker flushes as it goes: start, the phases it finished, latencies, maybe end."""
-    spool = SpoolWriter(path)
-    t0 = time.monotonic_ns()
-    spool.write("start", pid=pid, spawn_ns=t0 - 1_000_000, start_ns=t0)
-    spool.write("phase", phase="import", seq=0, start_ns=t0, end_ns=t0 + 1_000)
-    for i in range(n_latencies):
-        spool.write("lat", i=i, w=False, s=t0 + 2_000 + i * 10, ns=5)
-    if finished:
-        spool.write("end", end_ns=t0 + 10_000)
-    spool.close()
-
-
-def ended_process_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
 
 
 # -- the record -------------------------------------------------------------------------------
@@ -388,3 +354,27 @@ def test_a_record_deleted_between_listing_and_reading_is_skipped_quietly(tmp_pat
     )
     assert other.recover_orphans() == [] and other.warnings == [] and not meta.exists()
     assert not (other.spool_dir / "damaged").exists() and stored_runs(other) == []
+
+
+def test_an_orphan_two_collects_recover_at_once_is_stored_once(tmp_path, monkeypatch):
+    """Two collects starting together after a crash both see the orphan not yet stored: the
+    second store is refused by the run id (the key) and that collect moves on quietly."""
+    orchestrator = make_orchestrator(tmp_path)
+    record = orchestrator.begin(CONFIG)
+    spool = orchestrator.spool_dir / f"{record.run_id}.jsonl"
+    write_spool(spool, ended_process_pid(), n_latencies=5, finished=True)
+    first = died(orchestrator)
+    [outcome] = first.recover_orphans()
+    # what the second collect saw: the dead collect's files, before the first one cleaned them up
+    record.write(first.spool_dir / f"{record.run_id}.meta.json")
+    write_spool(spool, ended_process_pid(), n_latencies=5, finished=True)
+    real_has_run, asked = Store.has_run, []
+
+    def not_yet_the_first_time(self, run_id):  # recovery's own check ran before the first collect stored
+        asked.append(run_id)
+        return len(asked) > 1 and real_has_run(self, run_id)
+
+    monkeypatch.setattr(Store, "has_run", not_yet_the_first_time)
+    assert died(first).recover_orphans() == []
+    assert [run["run_id"] for run in stored_runs(orchestrator)] == [str(record.run_id)]
+    assert not (first.spool_dir / f"{record.run_id}.meta.json").exists()

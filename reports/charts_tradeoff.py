@@ -161,7 +161,7 @@ WINNER_KEYS = {
     "best",
     "runner_up",
     "runner_up_estimate",
-    "ratio_of_medians",
+    "runner_up_over_best",
     "p_value",
     "p_holm",
     "significant",

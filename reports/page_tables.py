@@ -43,7 +43,9 @@ NOTE_COLUMNS = ("note", "reason")
 METRIC_ORDER = (
     "latency_median_ms",
     "latency_p90_ms",
+    "latency_p90_typical_run_ms",
     "latency_p99_ms",
+    "latency_p99_typical_run_ms",
     "latency_mean_ms",
     "throughput_per_s",
     "rss_peak_bytes",

@@ -6,7 +6,8 @@ have only load_time_s / total_time_s / latency_ms: their steady time is latency 
 when iterations is known. Per configuration: the mean seconds of each phase with a t interval
 across runs on the log scale (edgestats.analysis.bounded: a time's interval stays above 0), its
 share of the mean total, and the ratio load_model / steady (ratio of means
-over runs, paired bootstrap) with its interval.
+over runs, paired: a bootstrap from 10 runs, the log-scale delta-method t below; edgestats.analysis.ratios)
+with its interval.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def _phase_means(
 def _load_over(
     sub: pl.DataFrame, column: str, level: float, settings: BootstrapSettings, label: str
 ) -> Estimate:
-    """load_model over `column` (a ratio of means over the runs, paired bootstrap)."""
+    """load_model over `column` (a ratio of means over the runs, paired; edgestats.analysis.ratios)."""
     return paired_ratio_of_means(
         sub["load_model_s"].to_numpy(),
         sub[column].to_numpy(),

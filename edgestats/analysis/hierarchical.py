@@ -16,7 +16,8 @@ needs no resampling, stays > 0, and is honest with few runs, where a two-stage (
 bootstrap of 3-5 runs is known to undercover (its percentile interval of 5 runs is at most as
 wide as their range). The mean latency is the mean of the runs' means with its log-scale t
 interval (`positive_mean`). With ONE run nothing measures run-to-run variance: the interval is
-the within-run one (order statistics / BCa over its latencies) and the note says so.
+the within-run one (BCa over 10 to --bca-max-n latencies, order statistics over fewer or more)
+and the note says so.
 
 `variance_components` splits the log-latency variance into between-run and within-run parts
 (one-way random-effects ANOVA, method of moments; Searle, Casella & McCulloch 1992, §3.6), and
@@ -41,9 +42,14 @@ from edgestats.analysis.intervals import (
     Estimate,
     clean_values,
     finite_or_none,
+    no_interval,
+    order_statistic_ci,
     quantile_ci,
+    sample_quantile,
+    spread_problem,
     t_quantile,
 )
+from edgestats.analysis.ratios import MIN_RESAMPLED
 
 ONE_RUN_NOTE = "one run: the interval covers within-run variance only"
 # t with 1 degree of freedom is 12.7 at 95 %: two runs bound the spread between processes only loosely
@@ -88,6 +94,22 @@ def _with_note(estimate: Estimate, note: str) -> Estimate:
     return estimate
 
 
+def _within_run(
+    latencies: np.ndarray, q: float, *, level: float, settings: BootstrapSettings | None, label: str
+) -> Estimate:
+    """Quantile q of one run's latencies: BCa from MIN_RESAMPLED latencies (order statistics above
+    --bca-max-n), the distribution-free order-statistic interval below it (a bootstrap of a few
+    values is their range)."""
+    if len(latencies) >= MIN_RESAMPLED:
+        return quantile_ci(latencies, q, level=level, settings=settings, n_unit="latencies", label=label)
+    problem = spread_problem(latencies, "latencies")
+    if problem:
+        return no_interval(
+            sample_quantile(latencies, q), len(latencies), "latencies", level, "order-statistic", problem
+        )
+    return order_statistic_ci(latencies, q, level, "latencies")
+
+
 def quantile_over_runs(
     latencies_by_run: Sequence[Any],
     q: float,
@@ -110,8 +132,7 @@ def quantile_over_runs(
             "not enough data: no run has a latency",
         )
     if len(runs) == 1:
-        within = quantile_ci(runs[0], q, level=level, settings=settings, n_unit="latencies", label=label)
-        return _with_note(within, ONE_RUN_NOTE)
+        return _with_note(_within_run(runs[0], q, level=level, settings=settings, label=label), ONE_RUN_NOTE)
     per_run = per_run_quantiles(runs, q)
     estimate = geometric_mean_t(per_run, level, n_unit="runs")
     estimate.method = RUN_LEVEL_METHOD.format(what="medians" if q == 0.5 else f"{q:.0%} quantiles")

@@ -35,6 +35,16 @@ TRAINING_COLUMNS = ("n_epochs", "training_time_s", "testing_time_s", "accuracy_p
 
 RESULT_COLUMNS = ("load_time_s", "total_time_s", "fetch_stall_s", "compute_s", "e2e_s")
 
+# `collect --until-precise`'s stop record of each run (runs.environment.precision) as JSON text, for
+# the median's interval after Stein's rule (edgestats.analysis.until_precise); NULL for other runs.
+# The leading underscore keeps it apart from every column an import can add (their names are
+# normalised without one) and marks it as the analysis' own.
+STOP_RECORD_COLUMN = "_until_precise"
+STOP_RECORD_JOIN = (
+    "LEFT JOIN (SELECT run_id, CAST(json_extract(environment, '$.precision') AS VARCHAR) "
+    f'AS "{STOP_RECORD_COLUMN}" FROM runs) stop USING (run_id)'
+)
+
 
 def sql_literal(value: object) -> str:
     if isinstance(value, bool):
@@ -91,10 +101,12 @@ SELECT
     s.* EXCLUDE (cpu_total_mean_pct),
     coalesce({cpu_source}, res.cpu_total_pct) AS cpu_total_mean_pct,
     {training},
-    {results}
+    {results},
+    stop."{STOP_RECORD_COLUMN}"
 FROM selected s
 LEFT JOIN training_summary t USING (run_id)
 LEFT JOIN run_results res USING (run_id)
+{STOP_RECORD_JOIN}
 {cpu_join}
 ORDER BY run_idx"""
 

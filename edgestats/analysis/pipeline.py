@@ -4,21 +4,33 @@ size (the DLaaS study's Table XXII).
 - workers: per group (default device × storage) and num_workers, the median fetch stall and
   the median end-to-end time per epoch with intervals. Collected runs give one value per epoch
   (cumulative over its batches; n counts epochs); imported runs one per run (n counts runs).
+  From 10 values a BCa interval of the median; fewer are not resampled (a bootstrap of 3 values
+  is [min, max]): the geometric mean with its log-scale t interval (edgestats.analysis.ratios).
 - reduction: how many times smaller the median stall (and E2E time) gets from 0 to 1 worker
-  (pipelining) and from 1 to 2 (parallel fetch), with a bootstrap interval of the ratio.
+  (pipelining) and from 1 to 2 (parallel fetch): a bootstrap interval of the ratio of medians
+  from 10 values a side, else the ratio of geometric means with Welch's log-t interval.
 - resources: Spearman's rank correlation of CPU use and memory with batch size, per group
   (default device × framework), with the Bonett–Wright Fisher-z interval.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
+from edgestats.analysis.bounded import geometric_mean_t
 from edgestats.analysis.correlations import correlation
-from edgestats.analysis.intervals import BootstrapSettings, Estimate, finite_or_none, quantile_ci
+from edgestats.analysis.intervals import (
+    BootstrapSettings,
+    Estimate,
+    clean_values,
+    finite_or_none,
+    order_statistic_ci,
+    quantile_ci,
+)
 from edgestats.analysis.load import AnalysisData
 from edgestats.analysis.options import AnalysisOptions
-from edgestats.analysis.ratios import ratio_of_medians
+from edgestats.analysis.ratios import MAX_LOG_SPAN, MIN_RESAMPLED, ratio_of_medians
 from edgestats.analysis.result import (
     AnalysisResult,
     estimate_row,
@@ -114,7 +126,26 @@ def _worker_medians(
 
 
 def _median(values: pl.Series, unit: str, level: float, settings: BootstrapSettings, label: str) -> Estimate:
-    return quantile_ci(values.to_numpy(), 0.5, level=level, settings=settings, n_unit=unit, label=label)
+    """The median of epochs' or runs' figures: BCa (or order statistics) over at least
+    MIN_RESAMPLED values; below that, no bootstrap (ratios.py's docstring): the geometric mean
+    with the log-scale t interval (the median of a log-normal, as an imported configuration's
+    median latency gets), or where a value is 0 the distribution-free order-statistic interval."""
+    x = clean_values(values.to_numpy())
+    if len(x) >= MIN_RESAMPLED:
+        return quantile_ci(x, 0.5, level=level, settings=settings, n_unit=unit, label=label)
+    if len(x) and np.all(x > 0) and np.ptp(np.log(x)) < MAX_LOG_SPAN:
+        estimate = geometric_mean_t(x, level, n_unit=unit)
+        if np.ptp(x) == 0:  # one value, or all equal: that value, not exp(log(x)) a rounding away
+            estimate.estimate = float(x[0])
+        if len(x) == 2 and estimate.has_interval:
+            estimate.note = "two values: the interval rests on one degree of freedom, so it is wide"
+        return estimate
+    if len(x) == 0:
+        return quantile_ci(x, 0.5, level=level, settings=settings, n_unit=unit, label=label)
+    estimate = order_statistic_ci(x, 0.5, level, unit)
+    why = "a value of 0, or values orders of magnitude apart: no interval on the log scale"
+    estimate.note = f"{why}; {estimate.note}" if estimate.note else f"{why}; the order-statistic interval"
+    return estimate
 
 
 def _reductions(

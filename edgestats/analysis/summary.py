@@ -5,7 +5,9 @@ Collected runs have every steady-state latency. The run is the unit (edgestats.a
 each run gives its own median and mean, and a configuration's median is the geometric mean of its
 runs' medians (its mean the mean of their means) with a t interval on the log scale, n counting
 runs; with one run the interval is the within-run one over its latencies and its note says it
-covers within-run variance only. p90 and p99 come twice (edgestats.analysis.tails):
+covers within-run variance only. A configuration that `collect --until-precise` stopped by Stein's
+rule gets Stein's interval for its median instead (edgestats.analysis.until_precise: the usual
+one covers less after a data-dependent stop). p90 and p99 come twice (edgestats.analysis.tails):
 `latency_p90_ms` / `latency_p99_ms` are the configuration's, across processes (the two-level
 model of runs and latencies, with a pivotal interval), and `latency_p90_typical_run_ms` /
 `latency_p99_typical_run_ms` the typical run's (the geometric mean of the runs' own quantiles);
@@ -39,8 +41,10 @@ import polars as pl
 from edgestats.analysis.bounded import clip_at_zero, positive_mean
 from edgestats.analysis.hierarchical import (
     mean_over_runs,
+    per_run_quantiles,
     quantile_over_runs,
     recommended_runs,
+    usable_runs,
     variance_components,
 )
 from edgestats.analysis.imported_runs import median_across_runs, reported_tails
@@ -58,6 +62,7 @@ from edgestats.analysis.result import (
 )
 from edgestats.analysis.steadiness import with_steadiness
 from edgestats.analysis.tails import CONFIGURATION_TAILS, TYPICAL_RUN_TAILS, tails_over_runs
+from edgestats.analysis.until_precise import median_after_stopping
 from edgestats.formatting import counted, format_number
 
 NAME = "summary"
@@ -102,26 +107,49 @@ def run_latencies(latencies: LatencyIndex, run_idxs: list[int]) -> list[np.ndarr
     return [latencies.values[slice(*latencies.bounds[i])] for i in run_idxs if i in latencies.bounds]
 
 
+def median_estimate(
+    runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
+) -> Estimate:
+    """The configuration's median latency, the run as unit (the module docstring): tradeoff's
+    points and winners take it from here too, so a configuration has one median everywhere. After
+    `collect --until-precise`, Stein's interval (edgestats.analysis.until_precise)."""
+    by_run = run_latencies(latencies, runs["run_idx"].to_list())
+    if not by_run:
+        return median_across_runs(runs["latency_median_ms"].to_numpy(), level)
+    median = quantile_over_runs(by_run, 0.5, level=level, settings=settings, label=f"{label}|{MEDIAN}")
+    if len(by_run) == runs.height:
+        median = median_after_stopping(runs, per_run_quantiles(usable_runs(by_run), 0.5), median, level)
+    return _left_out(median, runs)
+
+
+def mean_latency_estimate(runs: pl.DataFrame, latencies: LatencyIndex, *, level: float) -> Estimate:
+    """The configuration's mean latency: the mean of its runs' means (log-scale t across runs)."""
+    by_run = run_latencies(latencies, runs["run_idx"].to_list())
+    if not by_run:
+        return positive_mean(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
+    return _left_out(mean_over_runs(by_run, level=level), runs)
+
+
+def _left_out(estimate: Estimate, runs: pl.DataFrame) -> Estimate:
+    left_out = runs_left_out_note(runs)
+    if left_out:
+        estimate.note = f"{estimate.note}; {left_out}" if estimate.note else left_out
+    return estimate
+
+
 def latency_estimates(
     runs: pl.DataFrame, latencies: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
 ) -> dict[str, Estimate]:
     """Median, p90, p99 (across processes and of the typical run) and mean latency of one
     configuration's runs, the run as unit."""
+    out = {MEDIAN: median_estimate(runs, latencies, level=level, settings=settings, label=label)}
     by_run = run_latencies(latencies, runs["run_idx"].to_list())
     if by_run:
-        median = quantile_over_runs(by_run, 0.5, level=level, settings=settings, label=f"{label}|{MEDIAN}")
-        out = {MEDIAN: median, **tails_over_runs(by_run, level=level, settings=settings, label=label)}
-        out["latency_mean_ms"] = mean_over_runs(by_run, level=level)
-        left_out = runs_left_out_note(runs)
-        if left_out:
-            for estimate in out.values():
-                estimate.note = f"{estimate.note}; {left_out}" if estimate.note else left_out
-        return {metric: out[metric] for metric in LATENCY_METRICS}
-    out = {
-        MEDIAN: median_across_runs(runs["latency_median_ms"].to_numpy(), level),
-        **reported_tails(runs, level),
-    }
-    out["latency_mean_ms"] = positive_mean(runs["latency_mean_ms"].to_numpy(), level, n_unit="runs")
+        tails = tails_over_runs(by_run, level=level, settings=settings, label=label)
+        out.update({metric: _left_out(estimate, runs) for metric, estimate in tails.items()})
+    else:
+        out.update(reported_tails(runs, level))
+    out["latency_mean_ms"] = mean_latency_estimate(runs, latencies, level=level)
     return {metric: out[metric] for metric in LATENCY_METRICS}
 
 

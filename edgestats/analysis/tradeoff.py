@@ -6,15 +6,17 @@
 - winners: per stratum (default device × model × batch size: only like is compared with like),
   for every metric the best candidate (framework/runtime) and the runner-up, a two-sided
   Mann–Whitney U test between them (rank-based: latencies are skewed), Holm-corrected across
-  every test in the table, with the probability of superiority and the ratio of medians as
-  effect sizes. A stratum has a single winner only when one candidate is significantly best on
-  every metric measured.
+  every test in the table, with the probability of superiority and the runner-up's estimate over
+  the best's as effect sizes. A stratum has a single winner only when one candidate is
+  significantly best on every metric measured.
 
-Every metric is compared with the run as unit: latency by each run's median latency (latencies
+Every metric is tested with the run as unit: latency by each run's median latency (latencies
 within one run share its process and are not independent: pooling them declared winners that a
-re-run would not confirm), the others by their per-run figures. Latency medians and their
-intervals are summary's (edgestats.analysis.hierarchical: run-level, on the log scale); memory
-means have log-scale intervals, so neither leaves the positive range.
+re-run would not confirm), the others by their per-run figures. Every estimate and interval, in
+the points and the winners alike, is the one summary gives the same runs (the same functions,
+seeded alike): the median latency run-level on the log scale (Stein's interval after `collect
+--until-precise`), memory and energy means and throughput with log-scale intervals; none leaves
+the positive range, and none bootstraps a handful of run figures.
 """
 
 from __future__ import annotations
@@ -23,14 +25,12 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from edgestats.analysis.bounded import positive_mean
-from edgestats.analysis.hierarchical import median_over_runs
-from edgestats.analysis.intervals import BootstrapSettings, Estimate, finite_or_none, quantile_ci
+from edgestats.analysis.intervals import BootstrapSettings, finite_or_none
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config, present_columns
 from edgestats.analysis.multiplicity import holm
 from edgestats.analysis.options import AnalysisOptions
 from edgestats.analysis.result import AnalysisResult, group_label, iter_groups, not_enough_entry, rows_frame
-from edgestats.analysis.summary import run_latencies
+from edgestats.analysis.tradeoff_points import pareto_points, summary_estimate, summary_label
 
 NAME = "tradeoff"
 # metric -> True when lower is better
@@ -43,82 +43,6 @@ METRICS = {
 CANDIDATE_COLUMNS = ("framework", "runtime")
 # Keys whose values are compared as like with like when naming a winner (unless --by says otherwise).
 STRATA = ("device", "model", "batch_size")
-
-
-def pareto_mask(latency: np.ndarray, memory: np.ndarray) -> np.ndarray:
-    """True for points that no other point beats on both (lower is better), ties kept."""
-    order = np.lexsort((memory, latency))
-    keep = np.zeros(len(latency), dtype=bool)
-    best_memory, last_kept = np.inf, None
-    for i in order:
-        if memory[i] < best_memory:
-            keep[i] = True
-            best_memory, last_kept = memory[i], (latency[i], memory[i])
-        elif last_kept == (latency[i], memory[i]):  # an exact tie with a Pareto point
-            keep[i] = True
-    return keep
-
-
-def pareto_points(
-    runs: pl.DataFrame,
-    index: LatencyIndex,
-    config: list[str],
-    device: list[str],
-    *,
-    level: float = 0.95,
-    settings: BootstrapSettings | None = None,
-) -> pl.DataFrame:
-    """One row per configuration: median latency and mean peak RSS, each with its interval
-    (`X_ci_low`, `X_ci_high`: the same intervals as summary's latency_median_ms and rss_peak_bytes),
-    n_runs, and the pareto flag."""
-    settings = settings or BootstrapSettings()
-    measured = runs.filter(pl.col("latency_median_ms").is_not_null() & pl.col("rss_peak_bytes").is_not_null())
-    rows = []
-    for group, sub in iter_groups(measured, list(dict.fromkeys([*device, *config]))):
-        latency = median_latency(
-            sub, index, level=level, settings=settings, label=group_label("summary", group)
-        )
-        memory = positive_mean(sub["rss_peak_bytes"].to_numpy(), level, n_unit="runs")
-        rows.append(
-            {
-                **group,
-                "latency_median_ms": latency.estimate,
-                "latency_median_ms_ci_low": latency.ci_low,
-                "latency_median_ms_ci_high": latency.ci_high,
-                "rss_peak_bytes": memory.estimate,
-                "rss_peak_bytes_ci_low": memory.ci_low,
-                "rss_peak_bytes_ci_high": memory.ci_high,
-                "level": level,
-                "n_runs": sub.height,
-            }
-        )
-    points = rows_frame(rows)
-    if points.height == 0:
-        return points
-    flags = []
-    for _, sub in iter_groups(points.with_row_index("_i"), device):
-        mask = pareto_mask(sub["latency_median_ms"].to_numpy(), sub["rss_peak_bytes"].to_numpy())
-        flags += list(zip(sub["_i"].to_list(), mask.tolist()))
-    flag_of = dict(flags)
-    return points.with_columns(pl.Series("pareto", [flag_of[i] for i in range(points.height)]))
-
-
-def median_latency(
-    runs: pl.DataFrame, index: LatencyIndex, *, level: float, settings: BootstrapSettings, label: str
-) -> Estimate:
-    """summary's latency_median_ms of these runs (the same seed label, so the same interval):
-    run-level over their latency rows, else across the runs' reported medians."""
-    by_run = run_latencies(index, runs["run_idx"].to_list())
-    if by_run:
-        return median_over_runs(by_run, level=level, settings=settings, label=f"{label}|latency_median_ms")
-    return quantile_ci(
-        runs["latency_median_ms"].to_numpy(),
-        0.5,
-        level=level,
-        settings=settings,
-        n_unit="runs",
-        label=f"{label}|median-of-runs",
-    )
 
 
 def _values(sub: pl.DataFrame, metric: str) -> np.ndarray:
@@ -134,16 +58,19 @@ def compare_metric(
     candidates: list[str],
     index: LatencyIndex,
     *,
+    config: list[str],
     level: float,
     settings: BootstrapSettings,
     label: str,
 ) -> dict | None:
     """Best vs runner-up on one metric in one stratum; None when fewer than two candidates have it."""
-    scored = _scored(stratum, metric, candidates, index, level=level, settings=settings, label=label)
+    scored = _scored(
+        stratum, metric, candidates, index, config=config, level=level, settings=settings, label=label
+    )
     if len(scored) < 2:
         return None
     scored.sort(key=lambda item: item[0] if lower_is_better else -item[0])
-    (best_median, best, best_values, best_centre), (runner_median, runner, runner_values, runner_centre) = (
+    (best_figure, best, best_values, best_centre), (runner_figure, runner, runner_values, runner_centre) = (
         scored[:2]
     )
     result = {
@@ -156,7 +83,7 @@ def compare_metric(
     for key, candidate, estimate in (("best", best, best_centre), ("runner_up", runner, runner_centre)):
         result[key] = {"candidate": candidate, **estimate.as_dict()}
     with np.errstate(divide="ignore", invalid="ignore"):
-        result["ratio_of_medians"] = finite_or_none(runner_median / best_median) if best_median else None
+        result["runner_up_over_best"] = finite_or_none(runner_figure / best_figure) if best_figure else None
     result.update(_rank_test(best_values, runner_values, lower_is_better))
     return result
 
@@ -167,29 +94,23 @@ def _scored(
     candidates: list[str],
     index: LatencyIndex,
     *,
+    config: list[str],
     level: float,
     settings: BootstrapSettings,
     label: str,
 ) -> list[tuple]:
-    """(median, candidate, per-run values, median's Estimate) of each candidate measured on the metric."""
+    """(estimate, candidate, per-run values, Estimate) of each candidate measured on the metric: the
+    estimate and interval summary gives the candidate's runs (seeded as summary seeds them where
+    the candidate is one configuration), the per-run values for the rank test."""
     scored = []
     for candidate, sub in iter_groups(stratum, candidates):
         values = _values(sub, metric)
         if len(values) == 0:
             continue
-        centre = (
-            median_latency(sub, index, level=level, settings=settings, label=f"{label}|{_text(candidate)}")
-            if metric == "latency_median_ms"
-            else quantile_ci(
-                values,
-                0.5,
-                level=level,
-                settings=settings,
-                n_unit="runs",
-                label=f"{label}|{metric}|{candidate}",
-            )
-        )
-        scored.append((centre.estimate, candidate, values, centre))
+        seed_label = summary_label(sub, config) or f"{label}|{_text(candidate)}"
+        centre = summary_estimate(sub, metric, index, level=level, settings=settings, label=seed_label)
+        if centre.estimate is not None:
+            scored.append((centre.estimate, candidate, values, centre))
     return scored
 
 
@@ -256,7 +177,7 @@ def tradeoff(
     points = pareto_points(measured, index, config, device, level=level, settings=settings)
     entries = _pareto_entries(points, device, level)
     winner_entries = [
-        _winners_entry(stratum, group, candidates, index, level=level, settings=settings)
+        _winners_entry(stratum, group, candidates, index, config=config, level=level, settings=settings)
         for group, stratum in iter_groups(measured, strata)
     ]
     holm_adjust(winner_entries, 1 - level)
@@ -291,6 +212,7 @@ def _winners_entry(
     candidates: list[str],
     index: LatencyIndex,
     *,
+    config: list[str],
     level: float,
     settings: BootstrapSettings,
 ) -> dict:
@@ -302,7 +224,15 @@ def _winners_entry(
         if metric in stratum.columns
         and (
             m := compare_metric(
-                stratum, metric, lower, candidates, index, level=level, settings=settings, label=label
+                stratum,
+                metric,
+                lower,
+                candidates,
+                index,
+                config=config,
+                level=level,
+                settings=settings,
+                label=label,
             )
         )
     ]
@@ -353,7 +283,7 @@ def _winner_row(group: dict, metric: dict, level: float) -> dict:
         "ci_low": metric["best"]["ci_low"],
         "ci_high": metric["best"]["ci_high"],
         "runner_up_estimate": metric["runner_up"]["estimate"],
-        "ratio_of_medians": metric["ratio_of_medians"],
+        "runner_up_over_best": metric["runner_up_over_best"],
         "p_value": metric["p_value"],
         "p_holm": metric["p_holm"],
         "significant": metric["significant"],

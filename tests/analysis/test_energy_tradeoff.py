@@ -12,7 +12,8 @@ from statsmodels.stats.multitest import multipletests
 
 from edgestats.analysis.energy import energy
 from edgestats.analysis.intervals import BootstrapSettings
-from edgestats.analysis.tradeoff import pareto_mask, tradeoff
+from edgestats.analysis.tradeoff import tradeoff
+from edgestats.analysis.tradeoff_points import pareto_mask
 
 CONFIG = ["device", "framework", "model"]
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=2)

@@ -12,6 +12,7 @@ from scipy import stats
 from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.analysis.intervals import BootstrapSettings
 from edgestats.analysis.pipeline import pipeline
+from edgestats.analysis.ratios import WELCH_LOG_METHOD
 from edgestats.store.results import Store
 
 
@@ -90,9 +91,10 @@ def write_training(db, stalls_by_workers: dict[int, list[list[int]]]) -> None:
 
 
 def test_collected_epochs_give_intervals_over_epochs(tmp_path):
+    """4 runs of 3 epochs: 12 epochs a worker count, enough to resample (from 10)."""
     rng = np.random.default_rng(3)
     data = {
-        w: [list((rng.normal(centre, centre * 0.1, 3) * 1e9).astype(np.int64)) for _ in range(3)]
+        w: [list((rng.normal(centre, centre * 0.1, 3) * 1e9).astype(np.int64)) for _ in range(4)]
         for w, centre in ((0, 40.0), (1, 4.0), (2, 3.8))
     }
     db = tmp_path / "t.duckdb"
@@ -101,7 +103,7 @@ def test_collected_epochs_give_intervals_over_epochs(tmp_path):
     entries = run_analyses(db, options)["pipeline"].to_json()
     zero = next(e for e in entries if e["part"] == "workers" and e["num_workers"] == 0)
     stalls_0 = np.array([s // 4 * 4 for run in data[0] for s in run]) / 1e9
-    assert zero["n"] == 9 and zero["n_unit"] == "epochs" and zero["n_runs"] == 3
+    assert zero["n"] == 12 and zero["n_unit"] == "epochs" and zero["n_runs"] == 4
     assert zero["stall_median_s"]["estimate"] == pytest.approx(np.median(stalls_0))
     ratio = reductions(entries)[("Xavier NX", "SSD", "stall_s", 0, 1)]
     stalls_1 = np.array([s // 4 * 4 for run in data[1] for s in run]) / 1e9
@@ -116,6 +118,37 @@ def test_collected_epochs_give_intervals_over_epochs(tmp_path):
     assert ratio["estimate"] == pytest.approx(np.median(stalls_0) / np.median(stalls_1))
     assert (ratio["ci_low"], ratio["ci_high"]) == pytest.approx(tuple(reference.confidence_interval))
     assert ratio["ci_low"] > 5  # pipelining helps, and the interval says so
+
+
+def test_few_runs_are_not_resampled_geometric_means_and_welch():
+    """Three imported runs at 0 workers, two at 1: no bootstrap of 2-3 values (it would be their
+    range). Each median is the geometric mean with the log-scale t interval, the reduction the
+    ratio of the two with Welch's t interval of the logs, both against scipy."""
+    stalls = {0: [40.0, 46.0, 43.0], 1: [4.1, 4.6]}
+    runs = runs_frame(
+        [
+            {"kind": "training", "storage": "SD", "num_workers": w, "fetch_stall_s": v, "e2e_s": 100 + v}
+            for w, values in stalls.items()
+            for v in values
+        ]
+    )
+    entries = pipeline(runs, None, level=0.95, settings=BootstrapSettings()).to_json()
+    zero = next(e for e in entries if e["part"] == "workers" and e["num_workers"] == 0)["stall_median_s"]
+    logs = np.log(stalls[0])
+    low, high = stats.t.interval(0.95, 2, loc=logs.mean(), scale=stats.sem(logs))
+    assert (zero["estimate"], zero["ci_low"], zero["ci_high"]) == pytest.approx(
+        (np.exp(logs.mean()), np.exp(low), np.exp(high))
+    )
+    assert zero["n_unit"] == "runs" and zero["method"] == "t of log values (geometric mean)"
+    one = next(e for e in entries if e["part"] == "workers" and e["num_workers"] == 1)["stall_median_s"]
+    assert "two values" in one["note"]
+    (ratio,) = [
+        e["reduction_factor"] for e in entries if e["part"] == "reduction" and e["metric"] == "stall_s"
+    ]
+    welch = stats.ttest_ind(np.log(stalls[0]), np.log(stalls[1]), equal_var=False).confidence_interval(0.95)
+    assert ratio["estimate"] == pytest.approx(zero["estimate"] / one["estimate"])
+    assert (ratio["ci_low"], ratio["ci_high"]) == pytest.approx((np.exp(welch.low), np.exp(welch.high)))
+    assert ratio["method"] == WELCH_LOG_METHOD
 
 
 def test_resources_vs_batch_size_match_scipy_spearman():

@@ -13,10 +13,11 @@ import polars as pl
 from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 from typer.testing import CliRunner
 
+from edgestats.analysis.tails import CONFIGURATION_TAILS, TYPICAL_RUN_TAILS
 from edgestats.cli import app
 from edgestats.reports.headline import headline_table
 from edgestats.reports.page import CONTENT_SECURITY_POLICY, script_json
-from edgestats.reports.page_tables import Footnotes, csv_link, page_table
+from edgestats.reports.page_tables import Footnotes, csv_link, page_table, pivot_names
 from edgestats.reports.tables import to_csv
 from edgestats.reports.units import label_of, number_cell
 
@@ -131,7 +132,21 @@ def test_units_and_labels_come_from_the_names():
     assert label_of("rss_peak_bytes") == "peak memory (MiB)"
     assert label_of("energy_per_inference_j") == "energy / inference (J)"
     assert label_of("fetch_stall_s") == "fetch stall (s)" and label_of("model") == "model"
+    assert label_of("latency_p90_typical_run_ms") == "p90 of the typical run (ms)"
+    assert label_of("latency_p99_typical_run_ms") == "p99 of the typical run (ms)"
     assert number_cell(77_873_152, "rss_peak_bytes") == "74.3", "memory in MiB, never raw bytes"
+
+
+def test_each_typical_run_tail_follows_its_across_processes_counterpart():
+    names = [*TYPICAL_RUN_TAILS, "latency_mean_ms", *CONFIGURATION_TAILS, "latency_median_ms"]
+    assert pivot_names(pl.DataFrame({"metric": names}), "metric") == [
+        "latency_median_ms",
+        "latency_p90_ms",
+        "latency_p90_typical_run_ms",
+        "latency_p99_ms",
+        "latency_p99_typical_run_ms",
+        "latency_mean_ms",
+    ]
     assert number_cell(1234.5, "latency_p99_ms") == "1,234"
 
 

@@ -97,10 +97,13 @@ def geometric_mean_t(values: Any, level: float = DEFAULT_LEVEL, n_unit: str = "r
     logs = np.log(x)
     sd = float(np.std(logs, ddof=1)) if len(x) > 1 and not np.all(x == x[0]) else 0.0
     on_log = t_interval(len(x), float(logs.mean()), sd, level, n_unit)
-    low, high = (math.exp(on_log.ci_low), math.exp(on_log.ci_high)) if on_log.has_interval else (None, None)
-    return Estimate(
-        math.exp(on_log.estimate), low, high, level, len(x), n_unit, GEOMETRIC_METHOD, on_log.note
-    )
+    low, high, note = None, None, on_log.note
+    if on_log.has_interval:
+        try:
+            low, high = math.exp(on_log.ci_low), math.exp(on_log.ci_high)
+        except OverflowError:  # values many orders of magnitude apart: a bound past the largest float
+            note = "no interval: the values span too many orders of magnitude for one"
+    return Estimate(math.exp(on_log.estimate), low, high, level, len(x), n_unit, GEOMETRIC_METHOD, note)
 
 
 def wilson_interval(successes: float, n: int, level: float = DEFAULT_LEVEL) -> tuple[float, float]:

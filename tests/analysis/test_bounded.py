@@ -130,3 +130,10 @@ def test_one_run_s_energy_interval_is_cut_at_zero_not_below():
     assert "cut at 0" in estimate.note and "idle baseline" in estimate.note
     below = clip_at_zero(Estimate(-0.001, -0.004, 0.002, 0.95, 1, "runs", "idle-baseline interval"))
     assert below.ci_low == -0.004  # an estimate below 0 (below idle) is a difference: left as it is
+
+
+def test_a_geometric_mean_of_values_orders_of_magnitude_apart_has_no_interval_rather_than_an_overflow():
+    """Two imported runs of 1e-300 and 1e300 ms: the log-t bounds lie past the largest float."""
+    estimate = geometric_mean_t([1e-300, 1e300])
+    assert estimate.estimate == 1.0 and estimate.ci_low is None and estimate.ci_high is None
+    assert "orders of magnitude" in estimate.note

@@ -10,13 +10,13 @@
     on_noise = "wait"                     # noise sentinel: on_noise, noise_wait, noise_cpu_pct, noise_load
 
 Everything is checked before any run starts; a mistake names the key and lists what is valid.
+Ranges, thread counts against the CPUs and the most runs of a sweep: collectors/sweep_limits.py.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
 import random
 import tomllib
 from dataclasses import dataclass, field
@@ -32,9 +32,16 @@ from edgestats.collectors.runconfig import (
     RunConfig,
     parse_warmup,
 )
+from edgestats.collectors.sweep_limits import (
+    SweepError,
+    check_auto_warmup,
+    check_name,
+    check_options,
+    check_plan_size,
+    check_range,
+)
 from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
-from edgestats.errors import EdgestatsError
 from edgestats.registry.runtimes import runtime, runtime_names
 from edgestats.textfiles import decode_utf8
 
@@ -93,44 +100,6 @@ SETTINGS: dict[str, type] = {
     "retry_failed": bool,
 }
 SETTING_CHOICES = {"kind": KINDS, "on_noise": ON_NOISE}
-MINIMUM = {
-    "noise_wait": 0,
-    "noise_cpu_pct": 0,
-    "noise_load": 0,
-    "memory_limit_mb": 1,
-    "batch_size": 1,
-    "threads": 1,
-    "iterations": 1,
-    "warmup": 0,
-    "repeat": 1,
-    "timeout": 0.001,
-    "cooldown": 0,
-    "sample_hz": 0,
-    "epochs": 1,
-    "num_workers": 0,
-    "learning_rate": 1e-12,
-}
-# The counts are stored in INTEGER columns of runs (schema/0001_initial.sql) and the seed in a
-# BIGINT: a run with a larger value could not be stored. The sampler runs at most 1000 Hz
-# (docs/cli/collect.md).
-INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
-MAXIMUM = {
-    "batch_size": INT32_MAX,
-    "threads": INT32_MAX,
-    "iterations": INT32_MAX,
-    "warmup": INT32_MAX,
-    "epochs": INT32_MAX,
-    "num_workers": INT32_MAX,
-    "repeat": INT32_MAX,
-    "seed": INT64_MAX,
-    "shuffle_seed": INT64_MAX,
-    "sample_hz": 1000,
-    "noise_cpu_pct": 100,
-}
-
-
-class SweepError(EdgestatsError):
-    """A sweep file or flag that cannot be run; raised before any run starts."""
 
 
 @dataclass
@@ -170,13 +139,16 @@ def _type_name(t: type) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}[t]
 
 
-def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, where: str) -> Any:
+def _check_value(
+    key: str, value: Any, expected: type, allowed: tuple | None, where: str, *, runs_here: bool = True
+) -> Any:
     if key == "warmup" and isinstance(value, str):  # "auto" / "auto:MAX" (collectors/steady_state.py)
         try:
             value = parse_warmup(value)
         except ValueError as exc:
             raise SweepError(f"{where}warmup: {exc}") from None
         if isinstance(value, str):
+            check_auto_warmup(value, where)
             return value
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
@@ -186,14 +158,11 @@ def _check_value(key: str, value: Any, expected: type, allowed: tuple | None, wh
         raise SweepError(
             f"{where}{key}: expected {expected_text}{lists}, got {type(value).__name__} {value!r}"
         )
+    if isinstance(value, str):
+        check_name(key, value, where)
     if allowed is not None and value not in allowed:
         raise SweepError(f"{where}{key}: {value!r} is not valid; use one of {', '.join(allowed)}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SweepError(f"{where}{key}: {value!r} is not a finite number")
-    if key in MINIMUM and value < MINIMUM[key]:
-        raise SweepError(f"{where}{key}: {value!r} must be at least {MINIMUM[key]}")
-    if key in MAXIMUM and value > MAXIMUM[key]:
-        raise SweepError(f"{where}{key}: {value!r} must be at most {MAXIMUM[key]}")
+    check_range(key, value, where, runs_here=runs_here)  # finite, and within its range
     if key == "model":
         _check_model(value, where)
     if key == "input" and not Path(value).is_file():
@@ -215,15 +184,20 @@ def _check_model(value: str, where: str) -> None:
     )
 
 
-def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
-    """Validate a {key: scalar or list} mapping (from a file's [sweep] table or from flags)."""
+def build_sweep(values: dict[str, Any], where: str = "", *, runs_here: bool = True) -> Sweep:
+    """Validate a {key: scalar or list} mapping (from a file's [sweep] table or from flags).
+    `runs_here`: the sweep runs on this machine (collect; not prepare, which builds models for
+    another), so its thread counts are checked against this machine's CPUs."""
     sweep = Sweep()
     for key, raw in values.items():
         if key == "options":
             sweep.options = _check_options(raw, where)
+            check_options(sweep.options, where, runs_here=runs_here)
             continue
         if key in SETTINGS:
-            sweep.settings[key] = _check_value(key, raw, SETTINGS[key], SETTING_CHOICES.get(key), where)
+            sweep.settings[key] = _check_value(
+                key, raw, SETTINGS[key], SETTING_CHOICES.get(key), where, runs_here=runs_here
+            )
             continue
         if key not in AXES:
             valid = ", ".join(list(AXES) + list(SETTINGS) + ["options"])
@@ -232,12 +206,13 @@ def build_sweep(values: dict[str, Any], where: str = "") -> Sweep:
         items = raw if isinstance(raw, list) else [raw]
         if not items:
             raise SweepError(f"{where}{key}: an empty list gives no runs; give at least one value")
-        sweep.axes[key] = [_check_value(key, v, expected, allowed, where) for v in items]
+        sweep.axes[key] = [_check_value(key, v, expected, allowed, where, runs_here=runs_here) for v in items]
     if "framework" not in sweep.axes or "model" not in sweep.axes:
         raise SweepError(
             f"{where}a sweep needs at least one framework and one model "
             f"(frameworks: {', '.join(runtime_names())}; zoo models: {', '.join(sorted(ZOO))})"
         )
+    check_plan_size(sweep.axes, sweep.settings.get("repeat", 1), where)  # before any list is built
     _check_kind(sweep, where)
     return sweep
 
@@ -332,11 +307,18 @@ def load_sweep_file(path: Path) -> dict[str, Any]:
     return data["sweep"]
 
 
-def combine(file_values: dict[str, Any] | None, flag_values: dict[str, Any], path: Path | None) -> Sweep:
-    """Flags override the file's keys of the same name."""
+def combine(
+    file_values: dict[str, Any] | None,
+    flag_values: dict[str, Any],
+    path: Path | None,
+    *,
+    runs_here: bool = True,
+) -> Sweep:
+    """Flags override the file's keys of the same name. `runs_here`: as build_sweep's."""
     merged = dict(file_values or {})
     merged.update({k: v for k, v in flag_values.items() if v not in (None, [], ())})
-    return build_sweep(merged, where=f"{path}: sweep." if path and file_values is not None else "")
+    where = f"{path}: sweep." if path and file_values is not None else ""
+    return build_sweep(merged, where=where, runs_here=runs_here)
 
 
 def shuffled(configs: list[RunConfig], seed: int) -> list[RunConfig]:

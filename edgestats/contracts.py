@@ -6,6 +6,8 @@ may import it without importing another layer.
 - The samples table: the metric-name prefixes of a power source's rails.
 - Datasets: the one spelling of a dataset name in runs.dataset.
 - Training factors: which columns count iterations, and which can draw a chart's series.
+- Ranges: the values a run's configuration may take, for collect and import alike; what counts
+  as a control character in a name.
 """
 
 from __future__ import annotations
@@ -50,3 +52,33 @@ def dataset_name(text: str | None) -> str | None:
 # them; the report draws them on the x axis), and those that can colour a chart's series.
 ITERATION_FACTORS = ("iterations", "epochs")
 SERIES_CANDIDATES = ("batch_size", "learning_rate", "optimizer")
+
+
+# Ranges of a run's configuration, one table for both ways a run reaches a DB: `collect` refuses
+# an option outside its range before the first run (collectors/sweep_limits.py), `import` a cell
+# outside it before the DB is opened (imports/checks.py). (lowest, highest), both allowed. The
+# counts are INTEGER columns of runs (schema/0001_initial.sql), so none passes 2**31 - 1.
+# Where collect is stricter (more than one run can hold, or this machine can use), its own
+# limits say so: collectors/sweep_limits.py.
+INT32_MAX = 2**31 - 1
+CONFIG_RANGES: dict[str, tuple[float, float]] = {
+    "batch_size": (1, INT32_MAX),
+    "threads": (1, INT32_MAX),  # intra-op threads; the framework's own default is NULL, not 0
+    "iterations": (0, INT32_MAX),  # 0: a training run without a step cap (its epochs decide)
+    "epochs": (1, INT32_MAX),
+    "num_workers": (0, INT32_MAX),  # 0: no data-loading workers (no pipelining)
+    "learning_rate": (1e-12, float("inf")),
+}
+
+
+# Control characters (U+0000-U+001F, U+007F-U+009F: NUL, tab, newline, escape, ...), as a
+# character class that Python's re and DuckDB's regexp functions (RE2) read alike. A name (device,
+# framework, model, ...) holding one prints as something else, or breaks the lines and files it
+# is written into: collect and import refuse it.
+CONTROL_CHARACTERS = r"[\x00-\x1f\x7f-\x9f]"
+
+
+def control_character(text: str) -> str | None:
+    """The first control character of `text` as 'U+001B', or None."""
+    found = re.search(CONTROL_CHARACTERS, text)
+    return f"U+{ord(found.group()):04X}" if found else None

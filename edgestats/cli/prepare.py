@@ -77,7 +77,8 @@ def _prepare(*, sweep_file: Path | None, pack: Path, flags: dict) -> int:
     from edgestats.collectors.sweep import combine, load_sweep_file, parse_option_flags
 
     flags = {**flags, "options": parse_option_flags(flags["options"]) or None}
-    sweep = combine(load_sweep_file(sweep_file) if sweep_file else None, flags, sweep_file)
+    # runs_here=False: the models are built here for another device, whose CPUs bound its threads
+    sweep = combine(load_sweep_file(sweep_file) if sweep_file else None, flags, sweep_file, runs_here=False)
     console = Console(stderr=True, highlight=False)
 
     def show(entry) -> None:

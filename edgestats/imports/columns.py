@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from edgestats.contracts import INT32_MAX
+
 # Factor from each unit to the family's base unit (seconds, MiB, joules, watts, percent).
 UNIT_FACTORS: dict[str, dict[str, float]] = {
     "time": {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0},
@@ -30,8 +32,9 @@ UNIT_FACTORS: dict[str, dict[str, float]] = {
 }
 UNIT_FAMILY = {unit: family for family, units in UNIT_FACTORS.items() for unit in units}
 # The count columns (batch_size, threads, ...) are INTEGER in the runs table (schema/0001_initial.sql):
-# a value above this does not fit.
-INT_MAX = 2**31 - 1
+# a value above this does not fit. The ranges of the configuration columns, which collect takes
+# them in too: edgestats/contracts.py, CONFIG_RANGES.
+INT_MAX = INT32_MAX
 # Counts stored as BIGINT (schema/0006_dataset_size.sql): a dataset's bytes pass 2 GiB.
 BIGINT_COLUMNS = ("dataset_bytes",)
 BIGINT_MAX = 2**63 - 1

@@ -141,10 +141,11 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
 
     params = [p for p in inspect.signature(collect_command).parameters if p != "ctx"]
     # --until-precise and --max-repeat steer how many runs a configuration gets: not a sweep key (yet);
-    # -v only says more on the terminal
+    # -v only says more on the terminal; --force writes to a DB marked damaged (the DB's, not the sweep's)
     assert sorted(set(params) - set(SWEEP_FLAGS)) == [
         "cache_dir",
         "db",
+        "force",
         "max_repeat",
         "sweep_file",
         "until_precise",
@@ -206,13 +207,56 @@ def test_sample_hz_is_at_most_1000(tmp_path, value):
         ("iterations", 10**22),
         ("timeout", float("inf")),
         ("cooldown", float("nan")),
+        ("cooldown", 86_401),
         ("learning_rate", float("inf")),
+        ("seed", -1),
+        ("seed", 2**32),
+        ("warmup", 1_000_001),
+        ("warmup", "auto:1000001"),
+        ("shuffle_seed", 2**63),
+        ("memory_limit_mb", 2.0**43),
+        ("clock_offset", float("-inf")),
+        ("runtime", "a\x00b"),
+        ("power", "csv:/tmp/x\n.csv"),
     ],
 )
 def test_values_a_run_cannot_store_or_use_are_refused(key, value):
     kind = {"kind": "training", "data": "."} if key == "learning_rate" else {}
     with pytest.raises(SweepError, match=key):
         build_sweep({"framework": "pytorch", "model": "cnn9", key: value, **kind})
+
+
+def test_the_largest_values_of_each_range_pass():
+    sweep = build_sweep(
+        {
+            "framework": "pytorch",
+            "model": "cnn9",
+            "seed": [0, 2**32 - 1],
+            "iterations": 1_000_000,
+            "warmup": ["auto:1000000", 1_000_000],
+            "cooldown": 86_400,
+            "repeat": 25_000,  # 2 seeds × 2 warm-ups × 25,000: the most runs of a sweep
+        }
+    )
+    assert sweep.settings["cooldown"] == 86_400.0 and sweep.axes["seed"] == [0, 2**32 - 1]
+
+
+@pytest.mark.parametrize(
+    "values, arithmetic",
+    [
+        ({"repeat": 100_001}, "1 configuration × 100,001 repeats = 100,001 runs"),
+        ({"batch_size": [1, 2], "repeat": 50_001}, "2 batch sizes × 50,001 repeats = 100,002 runs"),
+        (
+            {"threads": [1, 2], "precision": ["fp32", "fp16"], "repeat": 10**30},
+            "2 thread counts × 2 precisions × 1,000,000,000,000,000,000,000,000,000,000 repeats = "
+            "4,000,000,000,000,000,000,000,000,000,000 runs",
+        ),
+    ],
+)
+def test_the_planned_size_is_computed_not_built(values, arithmetic):
+    with pytest.raises(SweepError) as refused:
+        build_sweep({"framework": "pytorch", "model": "cnn9", **values})
+    assert str(refused.value).startswith(arithmetic + "; a sweep runs at most 100,000 ")
 
 
 def test_inference_config_hashes_are_what_stored_sweeps_hold():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from pathlib import Path
 
 import typer
@@ -12,7 +15,8 @@ from edgestats.formatting import counted
 from edgestats.imports.importer import ImportReport, import_results
 from edgestats.store.database import connect
 from edgestats.store.migrations import current_version, latest_version, migrate
-from edgestats.store.query import FORMATS, format_result, run_query, terminal_columns
+from edgestats.store.query import FORMATS, print_query, terminal_columns
+from edgestats.store.verify import refuse_known_damaged
 
 
 @handle_errors
@@ -47,6 +51,11 @@ def import_command(
         "(OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen "
         "mlperf_log_summary.txt).",
     ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Import into DB although `edgestats verify` (or a command that read it) found it damaged.",
+    ),
 ) -> None:
     """Import results made elsewhere (CSV or Parquet, one row per run).
 
@@ -57,6 +66,8 @@ def import_command(
     importing it again with another --map or --device needs --replace. With --format, FILE is
     the output of benchmark_model, benchmark_app, onnxruntime_perf_test or MLPerf LoadGen.
     """
+    if not force:  # appending reads no old block: DuckDB itself would not notice the damage
+        refuse_known_damaged(db, "import")
     report = import_results(
         db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt
     )
@@ -144,7 +155,15 @@ def sql_command(
     """
     if fmt not in FORMATS:
         raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
-    typer.echo(format_result(run_query(db, query, write=write, read=read), fmt, width=terminal_columns()))
+    try:
+        # written batch by batch as DuckDB streams it: memory does not grow with the result
+        print_query(db, query, fmt, write=write, read=read, width=terminal_columns())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped (`| head`): end as a program killed by SIGPIPE would, without a traceback;
+        # stdout goes to /dev/null so that the interpreter's last flush does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(128 + signal.SIGPIPE) from None
 
 
 @handle_errors

@@ -6,11 +6,13 @@ without a measurement) becomes a note. docs/cli/import.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
+from edgestats.contracts import CONFIG_RANGES, CONTROL_CHARACTERS, control_character
 from edgestats.errors import ImportFileError
 from edgestats.formatting import counted
 from edgestats.imports.columns import (
@@ -79,7 +81,16 @@ def check_values(con: duckdb.DuckDBPyConnection, path: Path, plan: list[SourceCo
         present = f"{raw} IS NOT NULL AND trim({raw}) <> ''"
         if spec.type in ("int", "float"):
             _check_numbers(con, path, column, present)
-        elif spec.name == "status":
+            continue
+        fail_at(
+            con,
+            path,
+            column,
+            f"{raw} IS NOT NULL AND regexp_matches({raw}, '{CONTROL_CHARACTERS}')",
+            f"contains a control character (NUL, tab, newline, escape, ...); {spec.name} must be "
+            "printable text: fix the cell",
+        )
+        if spec.name == "status":
             allowed = ", ".join(f"'{s}'" for s in RUN_STATUSES)
             fail_at(
                 con,
@@ -153,8 +164,11 @@ def _check_range(
     con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, finite: str, number: str
 ) -> None:
     """The values a measure cannot take: below 0 for times, memory, energy, power and percentages,
-    above 100 % for an accuracy, a learning rate ≤ 0."""
+    above 100 % for an accuracy; and a configuration outside the range collect takes it in
+    (edgestats/contracts.py, CONFIG_RANGES: a batch size or thread count of 0, ...)."""
     spec = column.canonical
+    if spec.name in CONFIG_RANGES:
+        _check_config_range(con, path, column, finite, number)
     if spec.family in NONNEGATIVE_FAMILIES:
         fail_at(con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)")
     if spec.name == "accuracy_pct":
@@ -166,10 +180,43 @@ def _check_range(
             f"{finite} AND {scaled} > 100",
             "is above 100 % (accuracy_pct is a percentage; for a fraction name the column accuracy_frac)",
         )
-    if spec.name == "learning_rate":
-        fail_at(con, path, column, f"{finite} AND {number} <= 0", "is not a positive learning rate")
     if spec.name == "epochs_run":
         fail_at(con, path, column, f"{finite} AND {number} < 0", "is negative (epochs_run counts epochs)")
+
+
+# What a cell outside a configuration's range means, where a table often writes it so.
+RANGE_HINTS = {
+    "threads": "; for the framework's own default leave the cell empty or write 'default'",
+}
+
+
+def _check_config_range(
+    con: duckdb.DuckDBPyConnection, path: Path, column: SourceColumn, finite: str, number: str
+) -> None:
+    """A configuration column within the range `collect` takes it in (one table for both)."""
+    name = column.canonical.name
+    low, high = CONFIG_RANGES[name]
+    shown = f"{low:,}" if isinstance(low, int) else f"{low:g}"
+    bounded = math.isfinite(high)
+    allowed = f"{shown} to {high:,}" if bounded else f"{shown} or more"
+    outside = f"{number} < {low!r}" + (f" OR {number} > {high!r}" if bounded else "")
+    fail_at(
+        con,
+        path,
+        column,
+        f"{finite} AND ({outside})",
+        f"is out of range for {name} (range {allowed}, as collect takes it){RANGE_HINTS.get(name, '')}",
+    )
+
+
+def check_name_option(option: str, value: str | None) -> None:
+    """A name given on the command line (--device) without control characters, as in a cell."""
+    found = control_character(value) if value else None
+    if found:
+        raise ImportFileError(
+            f"{option} {value!r}: contains a control character ({found}); give printable text; "
+            "nothing was imported"
+        )
 
 
 def fractional_epochs(
@@ -265,18 +312,24 @@ def measure_hints(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> l
 def check_measured(
     path: Path,
     plan: list[SourceColumn],
-    rows: list[dict],
+    con: duckdb.DuckDBPyConnection,
     hints: list[str],
     notes: list[str],
     long: bool = False,
 ) -> None:
     """Refuse a file whose rows carry no measurement (a long-format table read as one row per
     run, or a measure under a name edgestats does not know): it would import as runs with no
-    figures. Rows that all say they failed (status) are runs without figures, and import."""
+    figures. Rows that all say they failed (status) are runs without figures, and import. Reads
+    the converted rows (table `converted`, importer.py) in SQL: none passes through Python."""
     measured = [c.canonical.name for c in plan if c.canonical and c.canonical.table == "run_results"]
-    without = [r["_row"] for r in rows if all(r.get(name) is None for name in measured)]
-    failed = all((r.get("status") or "ok") != "ok" or r["_nan_columns"] for r in rows)
-    if len(without) == len(rows) and not failed:
+    empty = " AND ".join(f"{quote_ident(name)} IS NULL" for name in measured) or "true"
+    status = "status" if any(c.canonical and c.canonical.name == "status" for c in plan) else "NULL"
+    n_rows, n_without, failed = first_row(
+        con,
+        f"SELECT count(*), count(*) FILTER (WHERE {empty}), "
+        f"coalesce(bool_and(coalesce({status}, 'ok') <> 'ok' OR len(_nan_columns) > 0), true) FROM converted",
+    )
+    if n_without == n_rows and not failed:
         hint = f" ({hints[0]})" if hints else ""
         what = (
             f"its measured columns ({', '.join(measured)}) are empty"
@@ -297,10 +350,11 @@ def check_measured(
             f"{path}: no row carries a measurement: {what}{hint}. {advice}; nothing was imported"
         )
     notes.extend(hints)
-    if without and not failed:
-        shown = ", ".join(map(str, without[:10])) + (", ..." if len(without) > 10 else "")
+    if n_without and not failed:
+        without = con.execute(f"SELECT _row FROM converted WHERE {empty} ORDER BY _row LIMIT 10").fetchall()
+        shown = ", ".join(str(r[0]) for r in without) + (", ..." if n_without > 10 else "")
         notes.append(
-            f"{counted(len(without), 'rows')} {'carries' if len(without) == 1 else 'carry'} no measurement "
+            f"{counted(n_without, 'rows')} {'carries' if n_without == 1 else 'carry'} no measurement "
             f"(rows {shown}): imported as runs with empty figures"
         )
 

@@ -7,22 +7,30 @@ number and the import's --map/--device/--long, so importing the same file again 
 run_results tables: tables.py; the typed view of the extra columns: edgestats/store/run_extra.py.
 
 The file is read by DuckDB with every column as text (so an error can quote the value exactly
-as written), checked and converted in SQL, and written with Arrow bulk inserts.
+as written) into a staging DB of the import's own (a temporary file under $TMPDIR, about the
+size of the file), checked and converted in SQL there, and copied into the store by DuckDB in one
+transaction. No row passes through Python, and DuckDB works under a memory_limit, so an import's
+memory does not grow with the file (but for the store's primary-key indexes: identity.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
-import pyarrow as pa
 
+import edgestats.interrupts as interrupts
 from edgestats.errors import ImportFileError
 from edgestats.imports.checks import (
     SourceColumn,
     check_measured,
+    check_name_option,
     check_values,
     fractional_epochs,
     measure_hints,
@@ -34,7 +42,8 @@ from edgestats.imports.columns import CANONICAL, UnitMismatch, normalise, resolv
 from edgestats.imports.identity import describe_identity, import_identity, write_import
 from edgestats.imports.native import FORMATS, read_native
 from edgestats.imports.read import check_text_file, pivot_long, read_as_text
-from edgestats.imports.tables import build_tables
+from edgestats.imports.tables import DIGEST, StagedRuns, digest_sql, run_id_sql, stage_runs
+from edgestats.store.database import first_row, limit_memory, memory_limit_bytes
 from edgestats.store.results import quote_ident
 
 __all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
@@ -109,9 +118,12 @@ def _plan_columns(path: Path, columns: list[str], mappings: dict[str, str]) -> l
     return plan
 
 
-def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa.Table:
-    """One Arrow table with the canonical columns converted, the extras as JSON, NaN flags."""
-    selects, nan_checks = ["_row"], []
+def _convert(
+    con: duckdb.DuckDBPyConnection, plan: list[SourceColumn], file_hash: str, identity: dict
+) -> None:
+    """Table `converted`: the canonical columns converted, the extras as JSON, NaN flags and each
+    row's run id, in the file's row order."""
+    selects, nan_checks = ["_row", f"{run_id_sql()} AS _run_id"], []
     for column in plan:
         spec = column.canonical
         if spec is None:
@@ -121,9 +133,8 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
             value = f"CASE WHEN isfinite({number}) THEN {number} * {column.factor} END"
             if spec.type == "int":
                 value = f"CAST({value} AS BIGINT)"
-            nan_checks.append(
-                f"CASE WHEN {number} IS NOT NULL AND NOT isfinite({number}) THEN '{column.original}' END"
-            )
+            name = sql_str(column.original)
+            nan_checks.append(f"CASE WHEN {number} IS NOT NULL AND NOT isfinite({number}) THEN {name} END")
             selects.append(f"{value} AS {quote_ident(spec.name)}")
         else:
             text = f"NULLIF(trim({quote_ident(column.original)}), '')"
@@ -138,32 +149,69 @@ def _select_rows(con: duckdb.DuckDBPyConnection, plan: list[SourceColumn]) -> pa
         f"list_filter([{', '.join(nan_checks)}], lambda x: x IS NOT NULL)" if nan_checks else "[]::VARCHAR[]"
     )
     selects.append(f"{nan_list} AS _nan_columns")
-    return con.sql(f"SELECT {', '.join(selects)} FROM staged ORDER BY _row").to_arrow_table()
+    con.execute(
+        f"CREATE TABLE converted AS SELECT {', '.join(selects)} FROM "
+        f"(SELECT *, {digest_sql(file_hash, identity)} AS {DIGEST} FROM staged)"
+    )
+
+
+# The staging DB's memory_limit: beyond it DuckDB writes blocks out (to its file, or to scratch
+# files in the import's temporary folder), so an import's memory does not grow with the file.
+STAGING_MEMORY_BYTES = 128 * 2**20
+# A file larger than this is staged in a DuckDB file (compressed on disk, about the size of the
+# file) in the import's temporary folder under $TMPDIR; a smaller one in memory, writing nothing.
+STAGE_ON_DISK_BYTES = 16 * 2**20
+
+
+@contextmanager
+def _staging(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The import's own DuckDB, for the file's rows while they are read, checked, converted and
+    copied into the store; with its temporary folder, removed after."""
+    with tempfile.TemporaryDirectory(prefix="edgestats-import-") as folder:
+        on_disk = path.stat().st_size > STAGE_ON_DISK_BYTES
+        con = duckdb.connect(str(Path(folder) / "staging.duckdb") if on_disk else ":memory:")
+        interrupts.track(con)  # a signal stops its statement
+        try:
+            limit_memory(con, min(memory_limit_bytes(), STAGING_MEMORY_BYTES))
+            con.execute(f"SET temp_directory = {sql_str(folder)}")
+            with suppress(duckdb.Error):  # Jupyter's client refuses the setting without ipywidgets
+                con.execute("SET enable_progress_bar = false")
+            yield con
+        finally:
+            con.close()
 
 
 def _stage(
-    path: Path, maps: dict[str, str], *, kind: str, long: bool, notes: list[str], fmt: str | None = None
-) -> tuple[list[SourceColumn], list[dict]]:
-    """Read, plan, check and convert the file in an in-memory DuckDB, before the DB is opened:
-    the column plan and the converted rows. `fmt`: a benchmark tool's output (native.py)."""
-    staging = duckdb.connect()
-    try:
-        columns = read_native(staging, path, fmt) if fmt else read_as_text(staging, path)
-        column_maps = maps
-        if long:
-            columns, column_maps = pivot_long(staging, path, columns, maps)
-        plan = _plan_columns(path, columns, column_maps)
-        fractional_epochs(staging, path, plan, notes)
-        unset_threads(staging, plan, notes)
-        check_values(staging, path, plan, kind)
-        hints = measure_hints(staging, plan)
-        rows = _select_rows(staging, plan).to_pylist()
-    finally:
-        staging.close()
-    if not rows:
+    staging: duckdb.DuckDBPyConnection,
+    path: Path,
+    maps: dict[str, str],
+    *,
+    kind: str,
+    long: bool,
+    notes: list[str],
+    **run: Any,
+) -> tuple[list[SourceColumn], StagedRuns]:
+    """Read, plan, check and convert the file in the staging DB, before the DB is opened: the
+    column plan and the staged runs (tables.py). `run`: fmt (a benchmark tool's output:
+    native.py), file_hash, identity and device."""
+    fmt = run.pop("fmt")
+    columns = read_native(staging, path, fmt) if fmt else read_as_text(staging, path)
+    column_maps = maps
+    if long:
+        columns, column_maps = pivot_long(staging, path, columns, maps)
+    plan = _plan_columns(path, columns, column_maps)
+    fractional_epochs(staging, path, plan, notes)
+    unset_threads(staging, plan, notes)
+    check_values(staging, path, plan, kind)
+    hints = measure_hints(staging, plan)
+    _convert(staging, plan, run["file_hash"], run["identity"])
+    if not first_row(staging, "SELECT 1 FROM converted LIMIT 1"):
         raise ImportFileError(f"{path}: the file has a header but no rows; nothing to import")
-    check_measured(path, plan, rows, hints, notes, long)
-    return plan, rows
+    check_measured(path, plan, staging, hints, notes, long)
+    staged = stage_runs(staging, plan, kind=kind, path=path, **run)
+    for table in ("converted", "staged"):  # only new_runs and new_results are written (identity.py)
+        staging.execute(f"DROP TABLE IF EXISTS {table}")
+    return plan, staged
 
 
 def import_results(
@@ -186,41 +234,33 @@ def import_results(
     (benchmark_model, benchmark_app, perf_test, mlperf: import_native.py), one inference run."""
     path = Path(file)
     kind = _checked_kind(kind, long=long, fmt=fmt)
+    check_name_option("--device", device)
     if not path.is_file():
         raise ImportFileError(f"{path}: no such file")
     maps = parse_mappings(mappings or [])
-    file_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+    with open(path, "rb") as f:
+        file_hash = hashlib.file_digest(f, "sha256").hexdigest()
+    identity = import_identity(maps, device, long, fmt)
 
     notes: list[str] = []
-    plan, rows = _stage(path, maps, kind=kind, long=long, notes=notes, fmt=fmt)
-    _fill_devices(path, plan, rows, device)
-
-    identity = import_identity(maps, device, long, fmt)
-    runs, results, diverged = build_tables(
-        rows, plan, kind=kind, path=path, file_hash=file_hash, identity=identity
-    )
-    device_names = sorted({r["device"] for r in rows})
-    present, replaced, extra_view = _write_or_leave_nothing(
-        db_path,
-        runs,
-        results,
-        device_names,
-        path,
-        file_hash=file_hash,
-        identity=identity,
-        replace=replace,
-        notes=notes,
-    )
+    run = {"file_hash": file_hash, "identity": identity}
+    with _staging(path) as staging:
+        plan, staged = _stage(
+            staging, path, maps, kind=kind, long=long, notes=notes, fmt=fmt, device=device, **run
+        )
+        present, replaced, extra_view = _write_or_leave_nothing(
+            db_path, staging, staged.devices, path, replace=replace, notes=notes, **run
+        )
     extras = [c.original for c in plan if c.canonical is None]
     return ImportReport(
         file=path,
-        rows=len(rows),
-        runs_added=len(rows) - len(present),
-        runs_already_present=len(present),
-        devices=device_names,
+        rows=staged.rows,
+        runs_added=staged.rows - present,
+        runs_already_present=present,
+        devices=staged.devices,
         columns=_columns_read(plan),
         extra_columns=extras,
-        diverged_rows=diverged,
+        diverged_rows=staged.diverged,
         notes=notes,
         runs_replaced=replaced,
         extra_view={c.key: f"{c.column} {c.type}" for c in extra_view if c.key in set(extras)},
@@ -252,22 +292,6 @@ def _checked_kind(kind: str | None, *, long: bool, fmt: str | None) -> str:
     if kind not in KINDS:
         raise ImportFileError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
     return kind
-
-
-def _fill_devices(path: Path, plan: list[SourceColumn], rows: list[dict], device: str | None) -> None:
-    """Each row's device: its own 'device' column, else --device; a row with neither is an error."""
-    has_device = any(c.canonical and c.canonical.name == "device" for c in plan)
-    for row in rows:
-        row["device"] = row.get("device") or device
-        if not row["device"]:
-            where = (
-                f"row {row['_row']} has an empty 'device'"
-                if has_device
-                else "the file has no 'device' column"
-            )
-            raise ImportFileError(
-                f"{path}: {where}; pass --device NAME (or --map a column to device); nothing was imported"
-            )
 
 
 def _write_or_leave_nothing(db_path: str | Path, *args, **kwargs):

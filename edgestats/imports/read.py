@@ -1,13 +1,12 @@
-"""Reading a file for `edgestats import`: every column as text into the table `staged` of an
-in-memory DuckDB, after checking that a CSV is UTF-8 with balanced quotes; and a long-format table
-(one row per run and metric) turned into one row per run (`--long`). docs/cli/import.md.
+"""Reading a file for `edgestats import`: every column as text into the table `staged` of the
+import's staging DuckDB (a temporary file: importer.py), after checking that a CSV is UTF-8 with
+balanced quotes; and a long-format table (one row per run and metric) turned into one row per run
+(`--long`). docs/cli/import.md.
 """
 
 from __future__ import annotations
 
 import csv
-import io
-import re
 from pathlib import Path
 
 import duckdb
@@ -17,7 +16,6 @@ from edgestats.imports.checks import sql_str
 from edgestats.imports.columns import normalise, resolve
 from edgestats.store.database import first_row
 from edgestats.store.results import quote_ident
-from edgestats.textfiles import decode_utf8
 
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 
@@ -26,7 +24,8 @@ DELIMITERS = (",", "\t", ";", "|")
 
 
 def read_as_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
-    """Load the file into table `staged` (all VARCHAR, plus its 1-based row number `_row`)."""
+    """Load the file into table `staged` (all VARCHAR, plus its 1-based row number `_row`), read
+    by DuckDB straight into the staging DB (its memory limit bounds what it holds)."""
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
         delimiter = check_text_file(path)
@@ -37,19 +36,66 @@ def read_as_text(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
     else:
         raise ImportFileError(f"{path}: unknown file type {suffix!r}; import reads .csv, .tsv or .parquet")
     try:
-        con.execute(f"CREATE TEMP TABLE raw AS SELECT * FROM {source}", params)
+        columns = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()]
+        casts = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR) AS {quote_ident(c)}" for c in columns)
+        # row_number() OVER () runs as DuckDB's streaming window, in the order the file is read
+        con.execute(
+            f"CREATE TABLE staged AS SELECT row_number() OVER () AS _row, {casts} FROM {source}", params
+        )
     except duckdb.Error as exc:
         first_line = next((line for line in str(exc).splitlines() if line.strip()), str(exc)).rstrip(".")
-        data = path.read_bytes() if suffix in TEXT_SUFFIXES else b""
-        mixed = b"\r\n" in data and re.search(rb"(?<!\r)\n", data) is not None
-        hint = " (it mixes \\r\\n and \\n line endings: save it with one kind)" if mixed else ""
+        hint = (
+            " (it mixes \\r\\n and \\n line endings: save it with one kind)" if _mixed_endings(path) else ""
+        )
         raise ImportFileError(
             f"{path}: cannot read it as {suffix[1:]}{hint}: {first_line}; nothing was imported"
         ) from exc
-    columns = [r[0] for r in con.execute("SELECT column_name FROM (DESCRIBE raw)").fetchall()]
-    casts = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR) AS {quote_ident(c)}" for c in columns)
-    con.execute(f"CREATE TEMP TABLE staged AS SELECT row_number() OVER () AS _row, {casts} FROM raw")
     return columns
+
+
+def _mixed_endings(path: Path) -> bool:
+    """Whether a text file ends some lines with \\r\\n and others with \\n alone."""
+    if path.suffix.lower() not in TEXT_SUFFIXES:
+        return False
+    crlf = lf = False
+    with open(path, "rb") as f:
+        for line in f:
+            crlf, lf = (
+                crlf or line.endswith(b"\r\n"),
+                lf or (line.endswith(b"\n") and not line.endswith(b"\r\n")),
+            )
+            if crlf and lf:
+                return True
+    return False
+
+
+UTF8_ADVICE = "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported"
+CHUNK_BYTES = 1 << 20
+
+
+def check_utf8(path: Path) -> None:
+    """Raise ImportFileError naming the line and byte where `path` stops being UTF-8 text; read in
+    chunks that end at a line's end, so memory stays that of a chunk whatever the file's size."""
+    line = 1
+    carry = b""
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK_BYTES), b""):
+            data = carry + block
+            cut = data.rfind(b"\n") + 1  # decode whole lines; a line longer than a chunk waits
+            chunk, carry = (data[:cut], data[cut:]) if cut else (b"", data)
+            _decode_lines(chunk, path, line)
+            line += chunk.count(b"\n")
+    _decode_lines(carry, path, line)
+
+
+def _decode_lines(chunk: bytes, path: Path, first_line: int) -> None:
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + chunk.count(b"\n", 0, exc.start)
+        raise ImportFileError(
+            f"{path}: line {line} is not UTF-8 text (byte 0x{chunk[exc.start]:02x}); {UTF8_ADVICE}"
+        ) from None
 
 
 def check_text_file(path: Path) -> str:
@@ -57,31 +103,26 @@ def check_text_file(path: Path) -> str:
 
     DuckDB's reader is lenient: with an unclosed quote it guesses another dialect and imports
     `"pi` as a device name, or drops rows. Python's csv module in strict mode finds the record
-    where quoting goes wrong, so the error can name its row and line."""
-    text = decode_utf8(
-        path.read_bytes(),
-        path,
-        ImportFileError,
-        "save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing was imported",
-        encoding="utf-8-sig",
-    )
-    header = text.split("\n", 1)[0]
+    where quoting goes wrong, so the error can name its row and line. The file is read as a
+    stream, never whole."""
+    check_utf8(path)
+    with open(path, "rb") as f:
+        header = f.readline().decode("utf-8-sig").split("\n", 1)[0]
     default = "\t" if path.suffix.lower() == ".tsv" else ","
     delimiter = max(DELIMITERS, key=lambda d: (header.count(d), d == default))
-    reader = csv.reader(
-        io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"', doublequote=True, strict=True
-    )
     record, start = 0, 1  # the record being read (0: the header) and the line it starts on
-    try:
-        for _ in reader:
-            record, start = record + 1, reader.line_num + 1
-    except csv.Error as exc:
-        where = "the header" if record == 0 else f"row {record}"
-        raise ImportFileError(
-            f'{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (") that does not '
-            f"close, or text follows its closing quote ({exc}); close the quote or remove it; nothing was "
-            "imported"
-        ) from None
+    with open(path, encoding="utf-8-sig", newline="") as text:
+        reader = csv.reader(text, delimiter=delimiter, quotechar='"', doublequote=True, strict=True)
+        try:
+            for _ in reader:
+                record, start = record + 1, reader.line_num + 1
+        except csv.Error as exc:
+            where = "the header" if record == 0 else f"row {record}"
+            raise ImportFileError(
+                f'{path}: {where} (line {start}): unbalanced quote — a cell opens a quote (") that '
+                f"does not close, or text follows its closing quote ({exc}); close the quote or remove it; "
+                "nothing was imported"
+            ) from None
     return delimiter
 
 
@@ -113,7 +154,7 @@ def pivot_long(
         for label, col in names.items()
     )
     con.execute(
-        f"CREATE TEMP TABLE wide AS SELECT min(_row) AS _row{', ' + group if group else ''}, {pivots} "
+        f"CREATE TABLE wide AS SELECT min(_row) AS _row{', ' + group if group else ''}, {pivots} "
         f"FROM labelled {'GROUP BY ' + group if group else ''}"
     )
     con.execute("DROP TABLE staged")
@@ -146,7 +187,7 @@ def _label_metrics(
     in parentheses); a metric given twice for the same run is an error."""
     label = f"CASE WHEN {unit} IS NULL THEN {name} ELSE {name} || ' (' || {unit} || ')' END"
     con.execute(
-        f"CREATE TEMP TABLE labelled AS SELECT *, {label} AS _metric FROM staged "
+        f"CREATE TABLE labelled AS SELECT *, {label} AS _metric FROM staged "
         f"WHERE NULLIF({name}, '') IS NOT NULL"
     )
     group = ", ".join(quote_ident(k) for k in keys)

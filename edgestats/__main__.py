@@ -1,24 +1,36 @@
 """`python -m edgestats` is the `edgestats` command (the console script calls `run` too).
 
-A Ctrl-C, SIGTERM or SIGHUP that arrives while the command is still starting (importing its
-libraries takes a moment) ends it quietly with the shell's status 128 + signal, not with a
-traceback of the import. `collect` then installs its own handlers, which stop its worker and
-store the run (collectors/processes.py).
+A Ctrl-C, SIGTERM or SIGHUP ends any command with one line on stderr and the shell's status
+128 + signal, never a traceback: while it is still starting (importing its libraries takes a
+moment), and during any DuckDB statement, where DuckDB turns the signal into an error of its own
+(edgestats/interrupts.py; the command's line, saying what it left as it was, comes from the CLI's
+handle_errors). `collect` installs its own handlers while it runs, which stop its worker and store
+the run (collectors/processes.py).
 """
 
-import signal
+import sys
 
-
-def _exit_quietly(signum, _frame):
-    raise SystemExit(128 + signum)
+import edgestats.interrupts as interrupts
 
 
 def run() -> None:
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _exit_quietly)
-    from edgestats.cli import main
+    interrupts.install()
+    try:
+        from edgestats.cli import main
 
-    main()
+        main()
+    except BaseException:
+        # A signal before the command began (while importing, parsing options), or one its wrapper
+        # could not report (handle_errors): its line, unless the command printed one.
+        line = interrupts.take_line()
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        raise SystemExit(128 + interrupts.received()) from None
+    finally:
+        # The status is decided: a signal during the interpreter's shutdown must not replace it
+        # (Python restores the default handlers there, and a SIGTERM would then kill the process).
+        interrupts.ignore_from_now()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 from builders import make_results_db, write_inference_run, write_training_run  # noqa: F401  (re-exported)
+from quiet_machine import Lane, Wait, busy_during, tell_how_busy, wait_for_quiet
+
+from edgestats.collectors.telemetry.sentinel import read_state
 
 # Two xdist workers on two cores each start framework processes whose OpenMP threads (PyTorch's
 # intra-op pool) spin while waiting for work, taking a core from the other worker's tests. Passive
@@ -115,6 +118,43 @@ def pytest_make_collect_report(collector: pytest.Collector):
                 f"{collector.path}: importing this module loads {', '.join(sorted(new))}; "
                 "import it inside the @pytest.mark.frameworks tests that need it"
             )
+    return report
+
+
+_QUIET_LANE = Lane()
+_QUIET_WAIT = pytest.StashKey[Wait]()
+_QUIET_BUSY = pytest.StashKey[dict]()
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(request: pytest.FixtureRequest):
+    """Tests marked `quiet` first wait for a quiet machine, by the noise sentinel's rule, for a
+    bounded time (tests/quiet_machine.py); the hooks below measure the machine during the test
+    and, when it fails, say how busy it was."""
+    if request.node.get_closest_marker("quiet") is not None:
+        request.node.stash[_QUIET_WAIT] = wait_for_quiet(_QUIET_LANE)
+    yield
+
+
+@pytest.hookimpl(wrapper=True, specname="pytest_runtest_call")
+def pytest_runtest_call_of_quiet_tests(item: pytest.Item):
+    """The machine's state before and after a quiet test's call: how busy it was meanwhile."""
+    if _QUIET_WAIT not in item.stash:
+        return (yield)
+    before = read_state()
+    try:
+        return (yield)
+    finally:
+        item.stash[_QUIET_BUSY] = {"figures": busy_during(before, read_state()), "before": before}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A quiet test's failure says how busy the machine was while it ran (its summary line too)."""
+    report = yield
+    measured = item.stash.get(_QUIET_BUSY, None)
+    if report.when == "call" and report.failed and measured is not None:
+        tell_how_busy(report, measured["figures"], item.stash[_QUIET_WAIT], measured["before"])
     return report
 
 

@@ -27,7 +27,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+import edgestats.interrupts as interrupts
 from edgestats.errors import ExportError
+from edgestats.exports.lake_checks import check_lake_files
 from edgestats.exports.parquet import (
     FILE_PREFIX,
     MANIFEST_NAME,
@@ -35,6 +37,7 @@ from edgestats.exports.parquet import (
     PARTITION_COLUMN,
     device_source,
     export_select_sql,
+    file_digest,
     file_rows,
     read_manifest,
     schema_tables,
@@ -57,6 +60,7 @@ def append_parquet(db_path: str | Path, lake_dir: str | Path) -> dict[str, Any]:
     db_path = Path(db_path).expanduser()
     lake = Path(lake_dir).expanduser().resolve()
     manifest = read_manifest(lake)
+    check_lake_files(lake, manifest)  # files deleted or cut short: refused, not hidden under new ones
     with Store.open(db_path, read_only=True) as store:
         con = store.con
         version = scalar(con, f"SELECT max(version) FROM {MIGRATIONS_TABLE}")
@@ -164,6 +168,7 @@ def _write_manifest(
         if not n:
             continue
         entry = manifest["tables"][table]
+        listed = {f["path"]: f for f in entry.get("files", [])}  # an appended file is never rewritten
         files = file_rows(con, lake / table)
         partitions: dict[str | None, int] = {}
         for rel, rows in files.items():
@@ -177,7 +182,14 @@ def _write_manifest(
             partitions=[
                 {"device_id": k, "rows": v} for k, v in sorted(partitions.items(), key=lambda kv: kv[0] or "")
             ],
-            files=[{"path": f"{table}/{rel}", "rows": rows} for rel, rows in sorted(files.items())],
+            files=[
+                {
+                    "path": f"{table}/{rel}",
+                    "rows": rows,
+                    **file_digest(lake / table / rel, listed.get(f"{table}/{rel}")),
+                }
+                for rel, rows in sorted(files.items())
+            ],
         )
     manifest.setdefault("appends", []).append(
         {
@@ -189,4 +201,5 @@ def _write_manifest(
     )
     tmp = lake / f".{MANIFEST_NAME}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, lake / MANIFEST_NAME)
+    with interrupts.taking_effect():  # the commit point: a signal now changes nothing
+        os.replace(tmp, lake / MANIFEST_NAME)

@@ -12,15 +12,15 @@ OUT changes only when the whole merge succeeds: the merge runs in a temporary fi
 folder (a copy of OUT, WAL included, when OUT exists), checkpointed there, then renamed over
 OUT. A merge that fails (a conflict, a damaged or foreign input, a full disk, Ctrl-C) removes
 the temporary file; OUT, or its absence, stays as it was, byte for byte. While it runs, OUT is
-held open read-only, so no other process writes to it between the copy and the rename.
+held open read-only, so no other process writes to it between the copy and the rename. A merge
+killed outright (SIGKILL, power loss) leaves its temporary files, which the next merge or export
+into that folder removes once their owner is dead (edgestats/exports/staging.py).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -28,7 +28,9 @@ from pathlib import Path
 
 import duckdb
 
+import edgestats.interrupts as interrupts
 from edgestats.errors import DatabaseError, MergeConflictError, StorageError
+from edgestats.exports.staging import Staging, remove_dead_leftovers
 from edgestats.formatting import counted
 from edgestats.store.database import (
     STORED_BEFORE,
@@ -209,27 +211,42 @@ def _check_output(con: duckdb.DuckDBPyConnection, out: Path) -> None:
 @contextmanager
 def staged_output(out: Path) -> Iterator[Path]:
     """A temporary DB in OUT's folder to merge into, a copy of OUT when OUT exists; it replaces
-    OUT when the body succeeds and is removed when it fails, leaving OUT as it was."""
+    OUT when the body succeeds and is removed when it fails, leaving OUT as it was. Its name
+    carries a held lock's tag (exports/staging.py), so the next merge removes it if this one is
+    killed, and never while it runs; it first removes such leftovers of dead merges and exports."""
     target = out.resolve() if out.is_symlink() else out  # a link keeps pointing at the merged file
-    staged = target.with_name(f".{target.name}.merging-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    guard = None
-    try:
-        if target.exists():
-            guard = connect(target, read_only=True)  # checks OUT is whole; no writer while we copy and merge
-            _check_output(guard, target)
-            with storage_errors(staged):
-                _copy_db(target, staged)
-        yield staged
-        with storage_errors(target):
-            os.replace(staged, target)
-            _wal(target).unlink(missing_ok=True)  # its changes are in the merged file, checkpointed
-    finally:
-        if guard is not None:
-            guard.close()
-        for leftover in (staged, _wal(staged)):
-            with suppress(OSError):  # not there (or on a read-only file system: then never made)
-                leftover.unlink()
-        shutil.rmtree(staged.with_name(staged.name + ".tmp"), ignore_errors=True)  # DuckDB's spill folder
+    remove_dead_leftovers(target.parent)
+    with storage_errors(target):
+        claim = Staging(target)  # a read-only folder or a full disk fails here, naming its file
+    with claim:
+        staged = claim.path("merging")
+        guard = None
+        try:
+            if target.exists():
+                guard = connect(target, read_only=True)  # checks OUT is whole; no writer while we merge
+                _check_output(guard, target)
+                with storage_errors(staged):
+                    _copy_db(target, staged)
+            yield staged
+            with storage_errors(target), interrupts.taking_effect():  # no signal between the two
+                os.replace(staged, target)
+                _wal(target).unlink(missing_ok=True)  # its changes are in the merged file, checkpointed
+        finally:
+            if guard is not None:
+                guard.close()
+            for leftover in (staged, _wal(staged)):
+                with suppress(OSError):  # not there (or on a read-only file system: then never made)
+                    leftover.unlink()
+            for folder in (_spill(staged), _inputs(staged)):
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _spill(staged: Path) -> Path:
+    return staged.with_name(staged.name + ".tmp")  # DuckDB's spill folder for a DB file
+
+
+def _inputs(staged: Path) -> Path:
+    return staged.with_name(staged.name + ".inputs")  # inputs of older schemas, migrated in copies
 
 
 def merge(
@@ -253,9 +270,11 @@ def merge(
     reports = [InputReport(p) for p in paths]
     existed = out_path.exists()
     try:
-        with tempfile.TemporaryDirectory(prefix="edgestats-merge-") as tmp, staged_output(out_path) as staged:
+        with staged_output(out_path) as staged:
+            with storage_errors(staged):
+                _inputs(staged).mkdir()
             with Store.open(staged) as store:
-                _merge_all(store, reports, Path(tmp), progress)
+                _merge_all(store, reports, _inputs(staged), progress)
                 with storage_errors(staged):
                     store.con.execute("CHECKPOINT")  # all in the file: the rename moves one complete file
     except StorageError as exc:

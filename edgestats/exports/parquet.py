@@ -21,24 +21,30 @@ columns (device_id included, as a plain string column, last), so every engine re
 as 0 rows with the same columns as a non-empty export; the manifest marks it `"partitioned_by": []`.
 
 The export is written into a hidden temporary sibling folder and renamed to DIR at the end,
-so an interrupted export leaves DIR as it was. The DB is opened read-only.
+so an interrupted export leaves DIR as it was; one killed outright leaves that folder, which the
+next export or merge into DIR's parent removes once its owner is dead (exports/staging.py).
+--overwrite replaces an earlier export only when DIR holds nothing else (exports/overwrite.py).
+The DB is opened read-only.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+import edgestats.interrupts as interrupts
 from edgestats.errors import ExportError
+from edgestats.exports.overwrite import refuse_foreign_files
+from edgestats.exports.staging import Staging, remove_dead_leftovers
 from edgestats.store.database import damage_error, scalar, storage_error
 from edgestats.store.migrations import MIGRATIONS_TABLE
 from edgestats.store.results import Store, quote_ident
@@ -200,7 +206,10 @@ def _write_table(
         "partitions": [
             {"device_id": k, "rows": v} for k, v in sorted(partitions.items(), key=lambda kv: kv[0] or "")
         ],
-        "files": [{"path": f"{table.name}/{rel}", "rows": n} for rel, n in sorted(files.items())],
+        "files": [
+            {"path": f"{table.name}/{rel}", "rows": n, **file_digest(folder / rel)}
+            for rel, n in sorted(files.items())
+        ],
     }
 
 
@@ -211,6 +220,20 @@ def file_rows(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]:
         return {}
     rows = con.execute("SELECT file_name, num_rows FROM parquet_file_metadata(?)", [paths]).fetchall()
     return {Path(name).relative_to(folder).as_posix(): n for name, n in rows}
+
+
+def file_digest(path: Path, known: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A written file's size and SHA-256, as the manifest lists them: readers check the size when
+    they open the lake (a file cut short), `edgestats verify` the digest (any changed byte, where
+    Parquet pages as DuckDB writes them carry no checksum). `known`: the facts an earlier manifest
+    listed for the same (never rewritten) file, kept rather than read again."""
+    if known and "bytes" in known and "sha256" in known:
+        return {"bytes": known["bytes"], "sha256": known["sha256"]}
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def _is_inside(path: Path, folder: Path) -> bool:
@@ -238,17 +261,23 @@ def _check_target(out: Path, db_path: Path, overwrite: bool) -> None:
                 f"{out} is not empty and holds no edgestats export ({MANIFEST_NAME} is missing), so "
                 "--overwrite will not delete it. Choose another folder, or empty this one yourself."
             )
+        refuse_foreign_files(out, MANIFEST_NAME)  # a user's file in it is never deleted with it
 
 
-def _replace_dir(new: Path, out: Path) -> None:
-    """Put the finished export at out; an earlier one there is swapped out, then deleted."""
+def _replace_dir(new: Path, out: Path, claim: Staging) -> None:
+    """Put the finished export at out; an earlier one there is swapped out, then deleted (checked
+    again first: a file put there while this export ran is not the export's to delete)."""
     if not out.exists():
-        os.rename(new, out)
+        with interrupts.taking_effect():  # the export takes effect: a signal now changes nothing
+            os.rename(new, out)
         return
-    old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:12]}")
+    if any(out.iterdir()):
+        refuse_foreign_files(out, MANIFEST_NAME)
+    old = claim.path("old")
     os.rename(out, old)
     try:
-        os.rename(new, out)
+        with interrupts.taking_effect():
+            os.rename(new, out)
     except BaseException:
         os.rename(old, out)
         raise
@@ -273,6 +302,24 @@ def _export_failure(exc: BaseException, table: str, db_path: Path, work: Path, o
     return ExportError(f"writing {table} to {work} failed: {why.rstrip('. ')}; {out} was not changed.")
 
 
+def _work_folder(out: Path) -> tuple[Staging, Path]:
+    """The hidden sibling folder the export is written in, named after a held lock (see
+    exports/staging.py)."""
+    claim = None
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        claim = Staging(out)
+        work = claim.path("tmp")
+        work.mkdir()
+        return claim, work
+    except OSError as exc:
+        if claim is not None:
+            claim.close()
+        raise ExportError(
+            f"cannot create the export folder next to {out}: {exc}. Check the path and its permissions."
+        ) from exc
+
+
 def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool = False) -> dict[str, Any]:
     """Export every table of a results DB to out_dir as hive-partitioned Parquet (by device_id).
 
@@ -290,15 +337,9 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
     with Store.open(db_path, read_only=True) as store:
         con = store.con
         schema_version = scalar(con, f"SELECT max(version) FROM {MIGRATIONS_TABLE}")
+        remove_dead_leftovers(out.parent)  # first: an export swapped out by a killed one comes back
         _check_target(out, db_path.resolve(), overwrite)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            work = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:12]}")
-            work.mkdir()
-        except OSError as exc:
-            raise ExportError(
-                f"cannot create the export folder next to {out}: {exc}. Check the path and its permissions."
-            ) from exc
+        claim, work = _work_folder(out)
         try:
             tables = schema_tables(con)
             names = {t.name for t in tables}
@@ -326,10 +367,12 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
                 (work / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
             except OSError as exc:
                 raise _export_failure(exc, MANIFEST_NAME, db_path, work, out) or exc from exc
-            _replace_dir(work, out)
+            _replace_dir(work, out, claim)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
             raise
+        finally:
+            claim.close()
     return manifest
 
 
@@ -338,4 +381,11 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any]:
     path = Path(out_dir) / MANIFEST_NAME
     if not path.is_file():
         raise ExportError(f"{out_dir} holds no edgestats export ({MANIFEST_NAME} is missing).")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:  # not UTF-8, or not whole JSON: cut short, bytes changed
+        raise ExportError(
+            f"{path} is damaged ({str(exc).splitlines()[0]}), so the export folder cannot be read or "
+            "appended to: copy the folder again from where it was made, or export the DBs again into a new "
+            "folder."
+        ) from None

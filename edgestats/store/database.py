@@ -2,7 +2,8 @@
 
 Every edgestats connection to a results file goes through `connect()`, which also checks that
 the file is whole (`check_intact`) before anything reads or writes it, and creates every new file
-in the storage format every DuckDB client reads (`STORAGE_COMPATIBILITY`). Errors are translated
+in the storage format every DuckDB client reads (`STORAGE_COMPATIBILITY`), and sets DuckDB's
+memory_limit from the memory available (`limit_memory`). Errors are translated
 here and only here:
 
 - a lock held by another process -> DatabaseLockedError (a caller that can wait retries);
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 
+import edgestats.interrupts as interrupts
 from edgestats.errors import DamagedDatabaseError, DatabaseError, DatabaseLockedError, StorageError
 
 # The storage format of the files edgestats creates: DuckDB's oldest with everything the schema uses
@@ -88,15 +90,59 @@ def connect(
             # on, and every later connection (this one included) opens it with DuckDB's default
             # configuration, which two connections to one file in a process must share.
             duckdb.connect(str(path), config={"storage_compatibility_version": STORAGE_COMPATIBILITY}).close()
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = interrupts.track(duckdb.connect(str(path), read_only=read_only))  # a signal stops its statement
     except duckdb.Error as exc:
         raise translate_open_error(path, exc) from exc
     try:
+        limit_memory(con)
         check_intact(con, path, thorough=not read_only)
     except BaseException:
         con.close()
         raise
     return con
+
+
+# DuckDB's own default memory_limit is 80 % of the machine's RAM, whatever else runs there: on an edge
+# board or a shared host a large query would take the other processes down with it. edgestats gives
+# it half of the memory available now (less where a cgroup limits this process), never under the floor.
+MEMORY_FLOOR_BYTES = 256 * 2**20
+
+
+def available_memory_bytes() -> int:
+    """The memory this process may still take: the system's available memory, or what is left
+    of its cgroup's limit (cgroup v2: memory.max - memory.current) when that is less."""
+    import psutil  # a core dependency; imported here as the CLI's start-up time counts
+
+    available = int(psutil.virtual_memory().available)
+    try:
+        with open("/proc/self/cgroup") as f:
+            group = next((line.split(":", 2)[2].strip() for line in f if line.startswith("0::")), None)
+        if group is not None:
+            folder = Path("/sys/fs/cgroup") / group.lstrip("/")
+            limit = (folder / "memory.max").read_text().strip()
+            if limit != "max":
+                used = int((folder / "memory.current").read_text())
+                available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError, IndexError):
+        pass  # no cgroup v2 (another OS, v1): the system's figure stands
+    return available
+
+
+def memory_limit_bytes() -> int:
+    """The memory_limit edgestats sets on its DuckDB connections (see MEMORY_FLOOR_BYTES)."""
+    return max(available_memory_bytes() // 2, MEMORY_FLOOR_BYTES)
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, limit_bytes: int | None = None) -> None:
+    """Set DuckDB's memory_limit of `con`'s database instance (memory_limit_bytes() by default).
+    An instance whose configuration a sandboxed connection locked keeps the limit set when it
+    was opened (every connection to a file in one process shares its instance)."""
+    limit_mib = max((memory_limit_bytes() if limit_bytes is None else limit_bytes) // 2**20, 1)
+    try:
+        con.execute(f"SET memory_limit = '{limit_mib}MiB'")
+    except duckdb.Error as exc:
+        if "locked" not in str(exc).lower():
+            raise
 
 
 def check_intact(

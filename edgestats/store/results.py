@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+import edgestats.interrupts as interrupts
 from edgestats.contracts import device_uuid
 from edgestats.errors import EdgestatsError
 from edgestats.store.database import connect, first_row, scalar, storage_errors, translate_open_error
@@ -174,15 +175,17 @@ class Store:
         return rows.num_rows
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, takes_effect: bool = False) -> Iterator[None]:
         """All writes inside land together or not at all. A write the storage refuses (disk
         full, file too large, read-only, permission denied) raises StorageError naming the cause
-        and the file; what was committed before stays as it was."""
+        and the file; what was committed before stays as it was. A signal waits for the COMMIT
+        (edgestats/interrupts.py); `takes_effect`: the COMMIT makes the command's work take effect."""
         with storage_errors(self.path):
             self.con.begin()
             try:
                 yield
-                self.con.commit()
+                with interrupts.taking_effect(final=takes_effect):
+                    self.con.commit()
             except BaseException:
                 # A COMMIT that failed (e.g. the WAL could not be written) has already ended the
                 # transaction: rolling back again would only hide its error behind "no transaction".

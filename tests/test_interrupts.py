@@ -1,0 +1,87 @@
+"""edgestats/interrupts.py without real signals (the handler called as the interpreter would;
+tests/reliability/test_signals_in_queries.py sends real ones): the one line of each command, and
+the commit points, during which a signal waits and after which it changes nothing."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+import edgestats.interrupts as interrupts
+
+
+@pytest.fixture(autouse=True)
+def fresh_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state of the test's own (no handler is installed in the test process), and no connection."""
+    monkeypatch.setattr(interrupts, "state", interrupts.State())
+    monkeypatch.setattr(
+        interrupts, "_connections", interrupts.weakref.WeakSet()
+    )  # the other tests' are theirs
+
+
+def line(command: str | None, **params) -> str:
+    return interrupts.interrupted_line(signal.SIGTERM, command, params)
+
+
+def test_each_command_says_what_it_left_as_it_was(tmp_path: Path):
+    existing = tmp_path / "r.duckdb"
+    existing.write_bytes(b"")
+    new = tmp_path / "new.duckdb"
+    assert line("import", db=existing) == (
+        f"edgestats import: interrupted by SIGTERM; nothing was imported: {existing} is as it was"
+    )
+    assert line("merge", out=new).endswith(f"nothing was merged: {new} was not created")
+    assert line("export", parquet=new, append=False).endswith(f"nothing was exported: {new} was not created")
+    assert "nothing was appended" in line("export", parquet=tmp_path, append=True)
+    assert line("sql", db=existing, write=False).endswith("nothing was changed (it only reads the results)")
+    assert "was rolled back" in line("sql", db=existing, write=True)
+    assert "last schema version completed" in line("migrate", db=existing)
+    assert line("collect", db=existing) == "edgestats collect: interrupted by SIGTERM"  # collect says its own
+    assert line(None) == "edgestats: interrupted by SIGTERM before the command began; nothing was changed"
+
+
+def test_a_signal_stops_the_command_once_and_its_line_is_taken_once():
+    interrupts.enter("sql", {})
+    with pytest.raises(SystemExit) as stopped:
+        interrupts.on_signal(signal.SIGINT, None)
+    assert stopped.value.code == 130 and interrupts.received() == signal.SIGINT
+    interrupts.on_signal(signal.SIGTERM, None)  # a second one, while the first unwinds: ignored
+    assert interrupts.received() == signal.SIGINT
+    assert (
+        interrupts.take_line()
+        == "edgestats sql: interrupted by SIGINT; nothing was changed (it only reads the results)"
+    )
+    assert interrupts.take_line() is None, "one line"
+
+
+def test_a_signal_waits_for_the_commit_point_and_then_changes_nothing():
+    interrupts.enter("merge", {})
+    with interrupts.taking_effect():
+        interrupts.on_signal(signal.SIGINT, None)  # held: the rename or COMMIT goes on
+    assert interrupts.received() is None
+    interrupts.on_signal(signal.SIGTERM, None)  # the work took effect: the command finishes, exit 0
+    assert interrupts.received() is None
+
+
+def test_a_signal_held_by_a_failed_commit_point_stops_the_command():
+    interrupts.enter("merge", {})
+    with pytest.raises(OSError), interrupts.taking_effect():
+        interrupts.on_signal(signal.SIGINT, None)
+        raise OSError("the rename failed")
+    assert interrupts.received() == signal.SIGINT  # its line, not the rename's error: the target is as it was
+
+
+def test_a_signal_held_by_a_commit_that_is_not_the_last_stops_the_command_after_it():
+    interrupts.enter("merge", {})
+    with pytest.raises(SystemExit) as stopped, interrupts.taking_effect(final=False):
+        interrupts.on_signal(signal.SIGTERM, None)
+    assert stopped.value.code == 143 and interrupts.received() == signal.SIGTERM
+
+
+def test_after_the_command_returned_a_signal_changes_nothing():
+    interrupts.enter("merge", {})
+    interrupts.leave()
+    interrupts.on_signal(signal.SIGINT, None)
+    assert interrupts.received() is None

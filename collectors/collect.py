@@ -4,6 +4,11 @@ run the rest one fresh process at a time.
 Resuming: a configuration (every field, repeat index included) that already has a stored run
 is skipped, unless all its stored runs were `killed` — an interrupted or OOM-killed attempt is
 tried again (and stays stored as history).
+
+Concurrent collects of one sweep: each (configuration, repeat) slot is claimed before it runs
+and looked up in the DB again under the claim (slots.py), so it is run and stored once. A slot
+another live collect holds is tried again after this collect's other slots, and then left to
+that collect; the summary counts the slots run by other collects.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.slots import remove_dead_slot_files, stored_counts, stored_since, try_claim
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
 from edgestats.collectors.telemetry.sentinel import DEFAULT_WAIT_S, NoisePolicy, NoiseThresholds
 from edgestats.collectors.telemetry.session import DEFAULT_SAMPLE_HZ, Telemetry
+from edgestats.formatting import counted
 
 
 @dataclass
@@ -36,6 +43,21 @@ class Plan:
     already_done: int
     total: int
     recovered: list[RunOutcome] = field(default_factory=list)
+    baseline: dict[str, int] = field(default_factory=dict)  # stored runs per slot when planned (slots.py)
+    by_others: int = 0  # planned slots another collect stored while this one ran
+    with_others: int = 0  # planned slots another live collect still held when this one ended
+    recovered_later: list[RunOutcome] = field(default_factory=list)  # of collects that died meanwhile
+
+    def others_note(self) -> str:
+        """ "; 3 slots run by other collects (1 still running)" for the summary line, or ""."""
+        note = ""
+        if others := self.by_others + self.with_others:
+            running = f" ({self.with_others} still running)" if self.with_others else ""
+            by = "another collect" if others == 1 else "other collects"
+            note += f"; {counted(others, 'slots')} run by {by}{running}"
+        if self.recovered_later:
+            note += f"; {counted(len(self.recovered_later), 'runs')} of collects that died recovered"
+        return note
 
 
 def default_cache_dir() -> Path:
@@ -91,12 +113,14 @@ def _mib_to_bytes(mib: float | None) -> int | None:
 
 def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
     recovered = orchestrator.recover_orphans()
+    remove_dead_slot_files(orchestrator.spool_dir)  # their runs were just recovered
     configs = sweep.configs()
     runnable, skipped = feasibility(configs)
     runnable, unpreparable = preparable(runnable, orchestrator.cache_dir)
     skipped += unpreparable
     with store_waiting(db_path, read_only=True) as store:
         done = store.finished_config_hashes(retry_failed=bool(sweep.settings.get("retry_failed")))
+        baseline = stored_counts(store)
     pending = [c for c in runnable if c.config_hash() not in done]
     seed = sweep.settings.get("shuffle_seed", random.SystemRandom().randrange(2**31))
     return Plan(
@@ -107,6 +131,7 @@ def plan(db_path: Path, sweep: Sweep, orchestrator: Orchestrator) -> Plan:
         len(runnable) - len(pending),
         len(configs),
         recovered,
+        baseline,
     )
 
 
@@ -173,21 +198,59 @@ def execute(
     *,
     on_start: Callable[[int, RunConfig], None] | None = None,
     on_done: Callable[[int, RunOutcome], None] | None = None,
+    on_other: Callable[[int, RunConfig, str], None] | None = None,
 ) -> list[RunOutcome]:
-    outcomes = []
-    cooldown = sweep.settings.get("cooldown", 0)
-    info = {"shuffle_seed": plan_.shuffle_seed, "axes": sweep.axes, "settings": sweep.settings}
-    for index, config in enumerate(plan_.to_run):
-        if index and cooldown:
-            time.sleep(cooldown)  # let temperature and clocks settle between runs
-        if on_start:
-            on_start(index, config)
+    """Run each planned slot this collect can claim. A slot another live collect holds is tried
+    again once this collect's other slots are done, and left to it if it still holds it then:
+    `on_other(index, config, why)` tells of each slot another collect ran or runs."""
+    runner = _SlotRunner(plan_, orchestrator, sweep, on_start, on_done, on_other)
+    held = [(i, c) for i, c in enumerate(plan_.to_run) if not runner.try_run(i, c)]
+    for index, config in held:
+        if not runner.try_run(index, config):
+            plan_.with_others += 1
+            if on_other:
+                on_other(index, config, "still running in another collect")
+    return runner.outcomes
+
+
+class _SlotRunner:
+    def __init__(self, plan_: Plan, orchestrator: Orchestrator, sweep: Sweep, on_start, on_done, on_other):
+        self.plan, self.orchestrator = plan_, orchestrator
+        self.on_start, self.on_done, self.on_other = on_start, on_done, on_other
+        self.cooldown_s = sweep.settings.get("cooldown", 0)
+        self.info = {"shuffle_seed": plan_.shuffle_seed, "axes": sweep.axes, "settings": sweep.settings}
+        self.outcomes: list[RunOutcome] = []
+
+    def try_run(self, index: int, config: RunConfig) -> bool:
+        """Run the slot unless another collect has (True), or False: a live collect holds it."""
         raise_if_stopped()  # a stop signal between runs: start no new one
-        outcome = orchestrator.run(config, sweep_id=plan_.sweep_id, sweep=info)
-        outcomes.append(outcome)
-        if on_done:
-            on_done(index, outcome)
+        orchestrator, slot = self.orchestrator, config.config_hash()
+        claim = try_claim(orchestrator.spool_dir, slot, orchestrator.owner.name)
+        if claim is None:
+            return False
+        with claim:
+            if claim.previous_owner:  # it died holding the slot: store what it left before looking
+                self.plan.recovered_later += orchestrator.recover_orphans()
+            with store_waiting(orchestrator.db_path, read_only=True) as store:
+                taken = stored_since(store, slot, self.plan.baseline)
+            if taken:
+                self.plan.by_others += 1
+                if self.on_other:
+                    self.on_other(index, config, "run by another collect")
+            else:
+                self._run(index, config)
+        return True
+
+    def _run(self, index: int, config: RunConfig) -> None:
+        if self.outcomes and self.cooldown_s:
+            time.sleep(self.cooldown_s)  # let temperature and clocks settle between runs
+        if self.on_start:
+            self.on_start(index, config)
+        raise_if_stopped()
+        outcome = self.orchestrator.run(config, sweep_id=self.plan.sweep_id, sweep=self.info)
+        self.outcomes.append(outcome)
+        if self.on_done:
+            self.on_done(index, outcome)
         if outcome.interrupted:  # stored as interrupted; now stop collect
             raise outcome.interrupted
         raise_if_stopped()
-    return outcomes

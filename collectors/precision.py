@@ -36,6 +36,7 @@ from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.record import RunEnd, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.slots import SlotClaim, wait_for_slot
 from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.storeaccess import store_waiting
 
@@ -101,14 +102,19 @@ class PrecisionLoop:
                     self._decide_stored(config, on_stop)  # a resumed collect: that run is already in the DB
                     continue
                 raise_if_stopped()
+                claim = self._claim_unstored(config)  # waits while another collect runs this slot
+                if claim is None:
+                    self._decide_stored(config, on_stop)  # another collect stored it meanwhile
+                    continue
                 if on_start:
                     on_start(config)
-                outcome = self.orchestrator.run(
-                    config,
-                    sweep_id=sweep_id,
-                    sweep=sweep_info,
-                    extra_environment=lambda end, spool, c=config: self._decide(c, end, spool),
-                )
+                with claim:
+                    outcome = self.orchestrator.run(
+                        config,
+                        sweep_id=sweep_id,
+                        sweep=sweep_info,
+                        extra_environment=lambda end, spool, c=config: self._decide(c, end, spool),
+                    )
                 self.outcomes.append(outcome)
                 if on_done:
                     on_done(outcome)
@@ -117,6 +123,23 @@ class PrecisionLoop:
                 if _key(config) in self.stops and on_stop:
                     on_stop(self.stops[_key(config)])
         return list(self.stops.values())
+
+    def _claim_unstored(self, config: RunConfig) -> SlotClaim | None:
+        """This collect's claim on the slot (collectors/slots.py), or None when another collect
+        stored it; the decision needs every earlier repeat, so a held slot is waited for."""
+        orchestrator = self.orchestrator
+        claim = wait_for_slot(orchestrator.spool_dir, config.config_hash(), orchestrator.owner.name)
+        try:
+            if claim.previous_owner:  # it died holding the slot: store what it left spooled first
+                orchestrator.recover_orphans()
+            stored = config.config_hash() in self._stored_hashes()
+        except BaseException:
+            claim.release()
+            raise
+        if stored:
+            claim.release()
+            return None
+        return claim
 
     def _decide(self, config: RunConfig, end: RunEnd, spool: SpoolContents) -> dict[str, Any]:
         """The decision stored with this run: runs.environment.precision."""

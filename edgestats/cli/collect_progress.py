@@ -106,8 +106,12 @@ def run_with_progress(
             progress.advance(task)
             noise_check(progress.console, outcome, sweep)
 
+        def on_other(index: int, config: RunConfig, why: str) -> None:
+            progress.console.print(f"[dim]{why}[/]: {escape(config.label())}")
+            progress.advance(task)
+
         try:
-            execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done)
+            execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done, on_other=on_other)
         finally:
             orchestrator.telemetry.close()
 

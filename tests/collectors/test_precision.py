@@ -26,6 +26,7 @@ from scipy import stats
 from edgestats.analysis.hierarchical import median_over_runs
 from edgestats.analysis.stopping import stein_rule
 from edgestats.cli.collect import precision_goal
+from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunEnd, RunOutcome
 from edgestats.collectors.runconfig import RunConfig
@@ -48,6 +49,7 @@ class StandInOrchestrator:
         self.db = db
         self.rng = np.random.default_rng(seed)
         self.order: list[str] = []
+        self.spool_dir, self.owner = db.parent, SpoolOwner(db.parent)  # where the loop claims each slot
         with Store.open(db) as store:
             self.device_id = store.register_device({"name": "stand-in"})
 

@@ -2,6 +2,7 @@
 
 Every test here runs `edgestats collect` as a process of its own (the CLI, as a user runs it)
 with ONNX Runtime workers on the session's prepared model cache.
+Cost: about 130 s on two busy cores (the random-signal series about 17 s each).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def read_lines(proc: subprocess.Popen, lines: list[str]) -> threading.Thread:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_stops_the_worker_tree_and_stores_the_run_as_interrupted(tmp_path, model_cache, signum):
     db = tmp_path / "r.duckdb"
-    proc = start(collect_cmd(db, model_cache, "-n", "100000000"))
+    proc = start(collect_cmd(db, model_cache, "-n", "1000000"))  # the cap (sweep_limits.py): long enough
     lines: list[str] = []
     reader = read_lines(proc, lines)
     spool = tmp_path / ".r.duckdb.spool"
@@ -109,7 +110,7 @@ def test_a_signal_stops_the_worker_tree_and_stores_the_run_as_interrupted(tmp_pa
 
 def test_a_second_ctrl_c_exits_at_once_leaving_no_process(tmp_path, model_cache):
     db = tmp_path / "r.duckdb"
-    proc = start(collect_cmd(db, model_cache, "-n", "100000000"))
+    proc = start(collect_cmd(db, model_cache, "-n", "1000000"))  # the cap (sweep_limits.py): long enough
     spool = tmp_path / ".r.duckdb.spool"
     deadline = time.monotonic() + 60
     while not any(p.read_text().count('"t": "lat"') for p in spool.glob("*.jsonl")):
@@ -163,6 +164,25 @@ def test_four_concurrent_collects_store_every_run(tmp_path, model_cache):
     assert len(stored) == 20 and all(r["status"] == "ok" for r in stored), (stored, outputs, left)
     assert sorted(r["batch_size"] for r in stored) == sorted([1, 2, 3, 4] * 5)
     assert not any("recovered" in out or "killed" in out for out in outputs), outputs
+    assert sorted(p.name for p in (tmp_path / ".r.duckdb.spool").iterdir()) == []
+
+
+def test_four_identical_collects_run_each_slot_once(tmp_path, model_cache):
+    """The same 3-repeat sweep, four collects at once on one DB: each (configuration, repeat)
+    slot is claimed before it runs (collectors/slots.py), so 3 runs are stored, not 12."""
+    db = tmp_path / "r.duckdb"
+    procs = [start(collect_cmd(db, model_cache, "-n", "20", "--repeat", "3")) for _ in range(4)]
+    outputs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], outputs
+    stored = runs(db, "SELECT status, repeat_index, config_hash FROM runs")
+    assert sorted((r["status"], r["repeat_index"]) for r in stored) == [("ok", 0), ("ok", 1), ("ok", 2)], (
+        stored,
+        outputs,
+    )
+    ran = sum(out.count("\nok ") + out.startswith("ok ") for out in outputs)
+    assert ran == 3 and "Traceback" not in "".join(outputs), outputs
+    others = [out for out in outputs if "run by other collects" in out or "run by another collect" in out]
+    assert others, "a collect says which slots other collects ran"
     assert sorted(p.name for p in (tmp_path / ".r.duckdb.spool").iterdir()) == []
 
 

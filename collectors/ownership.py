@@ -28,9 +28,15 @@ class SpoolOwner:
         self.path = spool_dir / self.name
         staging = spool_dir / f".{self.name}.new"
         self._fd = os.open(staging, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)  # not inherited by workers
-        fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.write(self._fd, f"{os.getpid()}\n".encode())
-        os.replace(staging, self.path)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(self._fd, f"{os.getpid()}\n".encode())
+            os.replace(staging, self.path)
+        except OSError as exc:  # a full disk: the write's error names no file, so name it here
+            os.close(self._fd)
+            self._fd = None
+            staging.unlink(missing_ok=True)
+            raise OSError(exc.errno, exc.strerror, str(staging)) from exc
 
     def __del__(self) -> None:  # an orchestrator dropped without close() (tests, embedding code)
         self.close()

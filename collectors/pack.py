@@ -10,20 +10,28 @@ what it holds. Copied to the device, `edgestats collect --cache-dir PACK` finds 
 
 The models of one framework (and runtime) are built in one process of their own, so torch and
 TensorFlow never share one and each is imported once per prepare, not once per model.
+
+Nothing outlives a killed prepare: each builder gets its configurations on stdin (no temporary
+file) and is SIGKILLed by the kernel when prepare dies (collectors/processes.py's
+die_with_parent); what a killed build left in the pack is cleared by the next prepare
+(collectors/adapters/prepare.py's remove_dead_builds), as is a half-written pack.json.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import sys
-import tempfile
+import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from edgestats.collectors.adapters.prepare import cache_key, lookup
+from edgestats.collectors.adapters.prepare import cache_key, lookup, remove_dead_builds
+from edgestats.collectors.processes import die_with_parent
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
 from edgestats.version import __version__
@@ -60,18 +68,14 @@ def build_one(
     config: RunConfig, pack: Path, python: str = sys.executable
 ) -> tuple[str, str | None, str | None]:
     """(status, artifact relative to the pack, error) of building one model file into the pack,
-    in a fresh process (collectors/adapters/prepare.py's entry point)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        f.write(config.to_json())
-    try:
-        proc = subprocess.run(
-            [python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-        )
-    finally:
-        os.unlink(f.name)
+    in a fresh process (collectors/adapters/prepare.py's entry point) that dies with this one."""
+    proc = subprocess.run(
+        _builder_command(python, pack),
+        input=config.to_json(),
+        capture_output=True,
+        text=True,
+        preexec_fn=die_with_parent(),
+    )
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
         return "failed", None, lines[-1] if lines else f"exit status {proc.returncode}"
@@ -80,41 +84,49 @@ def build_one(
     return result["cache"], (os.path.relpath(artifact, pack) if artifact else None), None
 
 
+def _builder_command(python: str, pack: Path) -> list[str]:
+    """The builder reads its configurations from stdin ("-"): no file of ours outlives a kill."""
+    return [python, "-P", "-m", "edgestats.collectors.adapters.prepare", "-", str(pack)]
+
+
 def build_group(
     configs: list[RunConfig], pack: Path, python: str = sys.executable
 ) -> Iterator[tuple[RunConfig, str, str | None, str | None]]:
     """Build several model files (one framework's) in one fresh process; yields (config, status,
     artifact relative to the pack, error) for each, as it finishes. A configuration the process
-    never reported (it crashed on an earlier one) is built again on its own by `build_one`."""
+    never reported (it crashed on an earlier one) is built again on its own by `build_one`.
+
+    The process is SIGKILLed by the kernel when this one dies (`die_with_parent`): iterate this
+    generator from the thread that will outlive the build (the main thread)."""
     pending = {cache_key(c): c for c in configs}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump([json.loads(c.to_json()) for c in configs], f)
-    try:
-        # each failure's reason is on its own stdout line; the tracebacks on stderr are not kept
-        with subprocess.Popen(
-            [python, "-P", "-m", "edgestats.collectors.adapters.prepare", f.name, str(pack)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        ) as proc:
-            for line in proc.stdout:
-                result = _result_line(line)
-                config = pending.pop(result.get("key"), None) if result else None
-                if config is None:
-                    continue
-                if "error" in result:
-                    yield config, "failed", None, result["error"]
-                else:
-                    artifact = result["artifact"]
-                    yield (
-                        config,
-                        result["cache"],
-                        (os.path.relpath(artifact, pack) if artifact else None),
-                        None,
-                    )
-    finally:
-        os.unlink(f.name)
+    # each failure's reason is on its own stdout line; the tracebacks on stderr are not kept
+    with subprocess.Popen(
+        _builder_command(python, pack),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
+        text=True,
+        preexec_fn=die_with_parent(),
+    ) as proc:
+        with suppress(BrokenPipeError):  # a builder that died at once: its models are built one by one
+            proc.stdin.write(json.dumps([json.loads(c.to_json()) for c in configs]))
+        with suppress(BrokenPipeError):
+            proc.stdin.close()
+        for line in proc.stdout:
+            result = _result_line(line)
+            config = pending.pop(result.get("key"), None) if result else None
+            if config is None:
+                continue
+            if "error" in result:
+                yield config, "failed", None, result["error"]
+            else:
+                artifact = result["artifact"]
+                yield (
+                    config,
+                    result["cache"],
+                    (os.path.relpath(artifact, pack) if artifact else None),
+                    None,
+                )
     for config in pending.values():
         yield (config, *build_one(config, pack, python))
 
@@ -135,6 +147,8 @@ def prepare_pack(
     """Build every model file of the sweep into `pack` and write its manifest (pack.json)."""
     pack = Path(pack)
     pack.mkdir(parents=True, exist_ok=True)
+    remove_dead_builds(pack)
+    _remove_dead_manifest_temps(pack)
     configs = model_configs(sweep)
     skipped = feasibility(configs)[1]
     reasons = {cache_key(c): why for c, why in skipped}
@@ -181,8 +195,30 @@ def write_manifest(pack: Path, entries: list[PackEntry], configs: dict[str, RunC
         files.append(record)
     document = {"edgestats_version": __version__, "python": sys.version.split()[0], "models": files}
     tmp = pack / f".{MANIFEST}.{os.getpid()}"
-    tmp.write_text(json.dumps(document, indent=2) + "\n")
-    os.replace(tmp, pack / MANIFEST)
+    with open(tmp, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # held while it is written: see _remove_dead_manifest_temps
+        f.write(json.dumps(document, indent=2) + "\n")
+        f.flush()
+        os.replace(tmp, pack / MANIFEST)
+
+
+def _remove_dead_manifest_temps(pack: Path, min_age_s: float = 60.0) -> None:
+    """Delete the half-written pack.json of a prepare killed while writing it: a temporary file
+    whose lock nobody holds and older than `min_age_s` (a live writer holds the lock, and takes
+    it a moment after creating the file, far less than a minute)."""
+    for path in pack.glob(f".{MANIFEST}.*"):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)  # no O_CREAT: it may have just been renamed
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if time.time() - os.fstat(fd).st_mtime > min_age_s:
+                path.unlink()
+        except OSError:  # BlockingIOError: a live writer holds it
+            pass
+        finally:
+            os.close(fd)
 
 
 def _earlier_models(pack: Path) -> list[dict]:

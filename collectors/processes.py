@@ -13,11 +13,12 @@ A second signal kills every child tree still running and exits at once (status 1
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,32 @@ def signals_stop_collect() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that has the kernel SIGKILL the child when this process dies, however it
+    dies (SIGKILL and the OOM killer included): prctl(PR_SET_PDEATHSIG). Linux only; elsewhere
+    None, and a child outlives its parent until it next writes to it (a broken pipe).
+
+    The signal fires when the *thread* that started the child ends, not the process: start such
+    children from the main thread, or from a thread that outlives them. Not for collect's
+    workers: a worker that outlives its collect finishes its run for the next collect to store.
+    """
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl: nothing would signal
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
 
 
 def spawn_group(cmd: list[str], **popen_kwargs) -> subprocess.Popen:

@@ -26,6 +26,7 @@ from typing import Any
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
+from edgestats.collectors.processes import die_with_parent
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model
 
@@ -181,6 +182,8 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, target: Path) -> None:
                 "--bizCode",
                 "edgestats",
             ],
+            # a converter of a killed prepare dies with its builder (docs/cli/prepare.md)
+            preexec_fn=die_with_parent(),
             capture_output=True,
             text=True,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},

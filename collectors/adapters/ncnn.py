@@ -28,6 +28,7 @@ from typing import Any
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
+from edgestats.collectors.processes import die_with_parent
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
 
@@ -202,6 +203,8 @@ def _convert_zoo(config: RunConfig, param: Path) -> None:
                 f"ncnnparam={out_param}",
                 f"ncnnbin={out_bin}",
             ],
+            # a converter of a killed prepare dies with its builder (docs/cli/prepare.md)
+            preexec_fn=die_with_parent(),
             cwd=work,
             capture_output=True,
             text=True,

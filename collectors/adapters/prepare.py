@@ -2,7 +2,7 @@
 
     python -m edgestats.collectors.adapters.prepare CONFIG_JSON CACHE_DIR
         -> prints {"artifact": PATH, "cache": "hit" | "built" | "rebuilt: WHY"}
-    python -m edgestats.collectors.adapters.prepare CONFIGS_JSON CACHE_DIR   (a JSON list)
+    python -m edgestats.collectors.adapters.prepare CONFIGS_JSON CACHE_DIR   (a JSON list; "-": stdin)
         -> prints one line per configuration, as it finishes:
            {"key": KEY, "artifact": PATH, "cache": ...} or {"key": KEY, "error": "Type: why"}
 
@@ -19,6 +19,12 @@ written. A lookup that finds the file missing, changed (cut short, corrupt) or w
 emptied and the model built again, and the rebuild says why on stderr (the run's log) and in
 the printed "cache" field. Builds of one key are serialised by a lock on the folder, so
 concurrent collects never build, or clear, the same folder at once.
+
+A killed build leaves nothing outside its key's folder: the converters' temporary files go to
+`.tmp-<pid>` inside it for the build. What it leaves inside (that folder, the half-built files,
+a half-written artifact.json) is cleared by the next build of the key, or by
+`remove_dead_builds` (`edgestats prepare` calls it first), which touches only folders whose
+lock nobody holds.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +50,7 @@ MARKER = "artifact.json"  # written last: its presence means the cached model fi
 MARKER_FORMAT = 2  # 2: a path relative to the key's folder and the file's sha256
 LOCK = ".lock"
 NO_ENTRY = "not cached yet"
+BUILD_TMP = ".tmp-"  # + the builder's pid: its temporary folder inside the key's folder
 
 
 def cache_key(config: RunConfig) -> str:
@@ -150,9 +158,74 @@ def prepare_cached(config: RunConfig, cache_root: Path) -> tuple[Path | None, st
                 f"edgestats: rebuilding the cached model in {folder}: {problem}", file=sys.stderr, flush=True
             )
         _clear(folder)  # nothing there is vouched for by an artifact.json: build it all
-        built = runtime(config.framework).adapter_class().prepare(config, folder)
+        with _private_tmp(folder):
+            built = runtime(config.framework).adapter_class().prepare(config, folder)
         _write_marker(folder, built)
     return built, "built" if problem == NO_ENTRY else f"rebuilt: {problem}"
+
+
+@contextlib.contextmanager
+def _private_tmp(folder: Path) -> Iterator[None]:
+    """Point the converters' temporary files (tempfile, and $TMPDIR for their helper processes)
+    at a folder inside the key's locked folder for the build: a builder killed mid-build then
+    leaves them where the next build of the key, or `remove_dead_builds`, clears them, not in
+    /tmp. Removed when the build ends, before artifact.json is written."""
+    private = folder / f"{BUILD_TMP}{os.getpid()}"
+    private.mkdir()
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = str(private)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved[0]
+        if saved[1] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[1]
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def remove_dead_builds(cache_root: Path) -> list[Path]:
+    """Clear what killed builds left in the cache (their temporary folders, a half-written
+    artifact.json, an entry's half-built files): only in key folders whose lock nobody holds,
+    so a build running in another process is never touched. Returns the folders cleared."""
+    cleared = []
+    for folder in _entries(Path(cache_root)):
+        leftovers = [*folder.glob(f"{BUILD_TMP}*"), *folder.glob(f".{MARKER}.*")]
+        finished = (folder / MARKER).is_file()
+        if finished and not leftovers:
+            continue  # the usual entry: no lock taken
+        with contextlib.suppress(OSError), _try_lock(folder) as held:
+            if not held:
+                continue  # a live build
+            if not (folder / MARKER).is_file():
+                leftovers = [p for p in folder.iterdir() if p.name != LOCK]  # half-built: all of it
+            for path in leftovers:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+            if leftovers:
+                cleared.append(folder)
+    return cleared
+
+
+def _entries(cache_root: Path) -> Iterator[Path]:
+    try:
+        yield from (p for p in cache_root.iterdir() if (p / LOCK).is_file())
+    except OSError:  # no cache yet, or unreadable: nothing to clear
+        return
+
+
+@contextlib.contextmanager
+def _try_lock(folder: Path) -> Iterator[bool]:
+    with open(folder / LOCK, "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
 
 
 def prepare(config: RunConfig, cache_root: Path) -> Path | None:
@@ -163,8 +236,13 @@ def prepare_many(configs: list[RunConfig], cache_root: Path) -> None:
     """Build several models of one framework in this one process (`edgestats prepare`): the
     framework is imported once, not once per model (TensorFlow's import alone is about 6 s here).
     One line per configuration on stdout as it finishes; a model that fails says why on its line,
-    its traceback goes to stderr, and the next one is built."""
+    its traceback goes to stderr, and the next one is built. Where the kernel cannot kill a builder
+    with its parent (not Linux: processes.die_with_parent), it stops before the next model once its
+    parent is gone."""
+    parent = os.getppid()
     for config in configs:
+        if os.getppid() != parent:
+            return
         key = cache_key(config)
         try:
             artifact, cache = prepare_cached(config, cache_root)
@@ -178,7 +256,8 @@ def prepare_many(configs: list[RunConfig], cache_root: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    document = json.loads(Path(args[0]).read_text())
+    # "-": the configurations come on stdin (`edgestats prepare`), so no file is left if we are killed
+    document = json.loads(sys.stdin.read() if args[0] == "-" else Path(args[0]).read_text())
     if isinstance(document, list):
         prepare_many([RunConfig.from_dict(d) for d in document], Path(args[1]))
         return 0

@@ -58,17 +58,20 @@ def test_output_a_converter_printed_is_not_taken_for_a_result():
 
 def fake_python(tmp_path: Path, batch_behaviour: str) -> Path:
     """An interpreter that runs a single model's prepare for real but, given a list, does
-    `batch_behaviour` (Python code) instead: a process that dies partway through a group."""
+    `batch_behaviour` (Python code) instead: a process that dies partway through a group. The
+    configurations come on stdin ("-"); a single one is handed on in a file, stdin being read."""
     script = tmp_path / "python"
     script.write_text(f"""#!{sys.executable}
-import json, os, sys
+import json, os, sys, tempfile
 args = sys.argv[1:]
 if args[:1] == ["-P"]:
     args = args[1:]
-config_file, pack = args[2], args[3]
-document = json.load(open(config_file))
+text = sys.stdin.read() if args[2] == "-" else open(args[2]).read()
+document = json.loads(text)
 if isinstance(document, list):
 {batch_behaviour}
+args[2] = tempfile.mkstemp(suffix=".json", dir={str(tmp_path)!r})[1]
+open(args[2], "w").write(text)
 os.execv({sys.executable!r}, [{sys.executable!r}, "-P", *args])
 """)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)

@@ -108,7 +108,9 @@ def test_export_layout_and_manifest(results_db: Path, tmp_path: Path):
     for table in ("baselines", "run_results"):
         entry = manifest["tables"][table]
         assert entry["rows"] == 0 and entry["partitioned_by"] == [] and entry["partitions"] == []
-        assert entry["files"] == [{"path": f"{table}/part-0.parquet", "rows": 0}]
+        [listed] = entry["files"]
+        assert (listed["path"], listed["rows"]) == (f"{table}/part-0.parquet", 0)
+        assert listed["bytes"] == (out / listed["path"]).stat().st_size and len(listed["sha256"]) == 64
     runs_columns = {c["name"]: c for c in manifest["tables"]["runs"]["columns"]}
     assert runs_columns["config"] == {"name": "config", "type": "VARCHAR", "db_type": "JSON"}
     assert runs_columns["run_id"]["type"] == "VARCHAR"
@@ -208,10 +210,8 @@ def test_overwrite_replaces_an_earlier_export_without_mixing(tmp_path: Path):
     second = make_results_db(tmp_path / "b.duckdb", device_name="rpi4", n_runs=1, seed0=50)
     out = tmp_path / "export"
     export_parquet(first, out)
-    (out / "runs" / "stray.parquet").write_bytes(b"left over")
-    manifest = export_parquet(second, out, overwrite=True)
+    manifest = export_parquet(second, out, overwrite=True)  # a file of the user's: test_export_leftovers.py
     assert manifest["tables"]["runs"]["rows"] == 2
-    assert not (out / "runs" / "stray.parquet").exists()
     device_dirs = {p.name for p in (out / "runs").iterdir()}
     assert device_dirs == {f"device_id={manifest['tables']['runs']['partitions'][0]['device_id']}"}
     assert duckdb.sql(

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import typer
 
-from edgestats.cli import analyze, baseline, collect, compare, dataset, db_commands, doctor, export, prepare
+from edgestats.cli import (
+    analyze,
+    baseline,
+    collect,
+    compare,
+    dataset,
+    db_commands,
+    doctor,
+    export,
+    prepare,
+    verify,
+)
 from edgestats.cli.common import FlagsGroup, state
 from edgestats.version import __version__
 
@@ -40,7 +51,7 @@ def _root(
     state.debug = debug
 
 
-for _module in (collect, prepare, baseline, dataset, db_commands, export, doctor, analyze, compare):
+for _module in (collect, prepare, baseline, dataset, db_commands, export, doctor, analyze, compare, verify):
     _module.register(app)
 
 

@@ -23,6 +23,7 @@ from edgestats.cli.collect_options import (
     DbOpt,
     EpochsOpt,
     EvictCacheOpt,
+    ForceOpt,
     FrameworkOpt,
     InputOpt,
     IterationsOpt,
@@ -64,6 +65,7 @@ from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import open_orchestrator, plan
 from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, PILOT_RUNS, PrecisionGoal
 from edgestats.collectors.processes import Interrupted, signals_stop_collect
+from edgestats.collectors.storeaccess import appending_anyway
 from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
 
 
@@ -108,6 +110,7 @@ def collect_command(
     noise_load: NoiseLoadOpt = None,
     verbose: VerboseOpt = False,
     retry_failed: RetryFailedOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Run inference or training workloads, one fresh process per run, and store every phase,
     latency, epoch and batch.
@@ -125,7 +128,8 @@ def collect_command(
     file_values = load_sweep_file(sweep_file) if sweep_file else None
     sweep = combine(file_values, sweep_flags(ctx.params), sweep_file)
     goal = precision_goal(until_precise, max_repeat, sweep) if until_precise is not None else None
-    collect_sweep(db, sweep, cache_dir, goal, verbose=verbose)
+    with appending_anyway(db, force):  # --force: a DB marked damaged is written to all the same
+        collect_sweep(db, sweep, cache_dir, goal, verbose=verbose)
 
 
 def collect_sweep(
@@ -180,6 +184,7 @@ def collect_sweep(
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
     typer.echo(
         f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} cannot run here"
+        f"{the_plan.others_note()}"
     )
 
 

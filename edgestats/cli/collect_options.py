@@ -14,6 +14,13 @@ import typer
 
 from edgestats.cli.collect_progress import NOISY_EXIT
 from edgestats.collectors.runconfig import WARMUP_AUTO_LIMIT, parse_warmup
+from edgestats.collectors.sweep_limits import (
+    DAY_S,
+    MAX_INFERENCES,
+    MAX_RUNS_PER_SWEEP,
+    SEED_MAX,
+    THREADS_PER_CPU,
+)
 from edgestats.collectors.telemetry.sentinel import DEFAULT_WAIT_S, NoiseThresholds
 from edgestats.registry import power as power_sources
 from edgestats.registry import runtimes
@@ -62,7 +69,8 @@ ThreadsOpt = Annotated[
         "--threads",
         "-t",
         metavar="N",
-        help="Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables.",
+        help="Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables. At most "
+        f"{THREADS_PER_CPU} per CPU this process may use.",
     ),
 ]
 PrecisionOpt = Annotated[
@@ -89,8 +97,8 @@ IterationsOpt = Annotated[
         "--iterations",
         "-n",
         metavar="N",
-        help="Steady-state inferences per run (default 100); training: optimizer steps (default: --epochs "
-        "decides). Repeatable.",
+        help=f"Steady-state inferences per run (default 100, at most {MAX_INFERENCES:,}); training: "
+        "optimizer steps (default: --epochs decides). Repeatable.",
     ),
 ]
 
@@ -111,8 +119,9 @@ WarmupOpt = Annotated[
         "--warmup",
         metavar="N|auto",
         parser=warmup_value,
-        help="Warm-up inferences before steady state, stored and marked (default 5); auto or auto:MAX: "
-        f"until a steady state is detected, at most MAX (default {WARMUP_AUTO_LIMIT}).",
+        help="Warm-up inferences before steady state, stored and marked (default 5, at most "
+        f"{MAX_INFERENCES:,}); auto or auto:MAX: until a steady state is detected, at most MAX (default "
+        f"{WARMUP_AUTO_LIMIT}).",
     ),
 ]
 RepeatOpt = Annotated[
@@ -120,7 +129,8 @@ RepeatOpt = Annotated[
     typer.Option(
         "--repeat",
         metavar="K",
-        help="Fresh processes per configuration, for distributions of cold-start phases.",
+        help="Fresh processes per configuration, for distributions of cold-start phases. A sweep is at most "
+        f"{MAX_RUNS_PER_SWEEP:,} runs (its configurations × K).",
     ),
 ]
 TimeoutOpt = Annotated[
@@ -132,11 +142,14 @@ TimeoutOpt = Annotated[
     ),
 ]
 CooldownOpt = Annotated[
-    float | None, typer.Option("--cooldown", metavar="S", help="Seconds to wait between runs.")
+    float | None,
+    typer.Option("--cooldown", metavar="S", help=f"Seconds to wait between runs (at most {DAY_S:g}, a day)."),
 ]
 SeedOpt = Annotated[
     int | None,
-    typer.Option("--seed", metavar="N", help="Seed of model weights and synthetic input (default 0)."),
+    typer.Option(
+        "--seed", metavar="N", help=f"Seed of model weights and synthetic input: 0 (default) to {SEED_MAX}."
+    ),
 ]
 ShuffleSeedOpt = Annotated[
     int | None,
@@ -218,7 +231,7 @@ NumWorkersOpt = Annotated[
         "--num-workers",
         metavar="N",
         help="Training: data-loading workers (DataLoader num_workers, tf.data parallel calls); 0 = no "
-        "pipelining (default). Repeatable.",
+        f"pipelining (default); at most {THREADS_PER_CPU} per CPU. Repeatable.",
     ),
 ]
 EvictCacheOpt = Annotated[
@@ -284,7 +297,7 @@ NoiseWaitOpt = Annotated[
         "--noise-wait",
         metavar="S",
         help="With --on-noise wait: the longest wait for a quiet machine before each run (default "
-        f"{DEFAULT_WAIT_S:g}); the run then starts anyway and is judged as usual.",
+        f"{DEFAULT_WAIT_S:g}, at most {DAY_S:g}); the run then starts anyway and is judged as usual.",
     ),
 ]
 NoiseCpuPctOpt = Annotated[
@@ -313,6 +326,14 @@ VerboseOpt = Annotated[
         "--verbose",
         "-v",
         help="Say in full why each power source is unusable here (edgestats doctor says it too).",
+    ),
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Append to the DB although `edgestats verify` (or a command that read it) found it damaged; "
+        "without it collect refuses such a DB.",
     ),
 ]
 RetryFailedOpt = Annotated[

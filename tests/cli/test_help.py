@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from edgestats.cli import app
 
 runner = CliRunner()
-COMMANDS = ["collect", "import", "merge", "sql", "migrate", "export", "doctor"]
+COMMANDS = ["collect", "import", "merge", "sql", "migrate", "export", "doctor", "verify"]
 
 
 def test_top_level_help_lists_every_command():
@@ -71,6 +71,7 @@ ALL_COMMANDS = [
     ["doctor"],
     ["analyze"],
     ["compare"],
+    ["verify"],
     ["dataset"],
     ["dataset", "make"],
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgestats.store.database import first_row
-from edgestats.store.results import Store
+from edgestats.store.sandbox import sandboxed_store
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ COLLECTED_DEVICES_SQL = (
 
 
 def load_overview(db: str | Path) -> Overview:
-    with Store.open(db, read_only=True) as store:
+    with sandboxed_store(db) as store:  # a DB or a lake, read as analyze reads it
         con = store.con
         devices = [DeviceFacts(*row) for row in con.execute(DEVICES_SQL).fetchall()]
         counts = {(kind, status): n for kind, status, n in con.execute(RUN_COUNTS_SQL).fetchall()}
@@ -82,5 +82,5 @@ def load_overview(db: str | Path) -> Overview:
 
 def collected_devices(db: str | Path) -> frozenset[str]:
     """The devices with runs collected (not imported): the terminal shows their rows first."""
-    with Store.open(db, read_only=True) as store:
+    with sandboxed_store(db) as store:
         return frozenset(row[0] for row in store.con.execute(COLLECTED_DEVICES_SQL).fetchall())

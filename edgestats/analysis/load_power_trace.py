@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from edgestats.contracts import ENERGY_PREFIX, POWER_PREFIX
-from edgestats.store.results import Store
+from edgestats.store.sandbox import sandboxed_store
 
 MAX_POINTS = 400
 # Rows of a power source: instantaneous power or a cumulative energy counter, per rail.
@@ -138,7 +138,7 @@ def load_power_trace(
 ) -> PowerTrace | None:
     """The trace of `run_id` (default: the run with the most power samples); None when the DB
     holds no power samples at all."""
-    with Store.open(db, read_only=True) as store:
+    with sandboxed_store(db) as store:  # a DB or a lake, read as analyze reads it
         con = store.con
         if run_id is None:
             row = con.execute(RUN_WITH_POWER_SQL).fetchall()

@@ -13,17 +13,32 @@ its rows, as `merge` keeps the first copy), and a device once (its first registr
 
 Parquet columns are cast back to the schema's types (UUID and JSON were written as text, see
 export.py), so results match the merged file column for column.
+
+A damaged export folder (its manifest, or a file it lists, deleted, emptied, cut short or with
+bytes changed) is said in one line naming the file and what to do: found when the lake is
+opened (the manifest, each file's size and magic bytes, and each file's SHA-256, hashed once per
+version of the file: lake_digests.py), else translated where DuckDB meets it (`reading_lake`),
+and on demand by `lake_problems` (`edgestats verify`); lake_checks.py holds the checks.
 """
 
 from __future__ import annotations
 
 import glob
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
 from edgestats.errors import DatabaseError
-from edgestats.exports.parquet import MANIFEST_NAME, read_manifest
+from edgestats.exports.lake_checks import (
+    check_lake_files,
+    folder_problems,
+    lake_files,
+    lake_read_error,
+    read_lake_manifest,
+)
+from edgestats.exports.lake_digests import check_lake_digests
 from edgestats.store.migrations import MIGRATIONS_TABLE, latest_version, migrate
 from edgestats.store.results import Store, quote_ident
 
@@ -31,13 +46,12 @@ GLOB_CHARACTERS = "*?["
 
 
 def is_lake(spec: str | Path) -> bool:
-    """Whether `spec` names a lake (an export folder, or a glob of DBs) rather than one DB file."""
+    """Whether `spec` names a lake (an export folder, or a glob of DBs) rather than one DB file.
+    Any folder is taken for an export folder, so one whose manifest is missing is told so."""
     text = str(spec)
     if Path(text).is_file():
         return False  # a DB whose name happens to hold a glob character
-    return any(c in text for c in GLOB_CHARACTERS) or (
-        Path(text).is_dir() and (Path(text) / MANIFEST_NAME).is_file()
-    )
+    return any(c in text for c in GLOB_CHARACTERS) or Path(text).is_dir()
 
 
 def lake_paths(spec: str | Path) -> list[Path]:
@@ -55,7 +69,9 @@ def lake_paths(spec: str | Path) -> list[Path]:
 
 
 def open_lake(spec: str | Path) -> Store:
-    """A read-only Store over the lake `spec` (see the module docstring)."""
+    """A read-only Store over the lake `spec` (see the module docstring). An export folder's
+    manifest and files are checked first (lake_checks.check_lake_files, then each file's SHA-256
+    where it was not verified before: lake_digests.check_lake_digests)."""
     con = duckdb.connect()
     try:
         migrate(con, str(spec))  # the schema's tables and views, in memory
@@ -68,6 +84,34 @@ def open_lake(spec: str | Path) -> Store:
         con.close()
         raise
     return Store(con, Path(str(spec)), read_only=True)
+
+
+@contextmanager
+def reading_lake(spec: str | Path) -> Iterator[Store]:
+    """`open_lake`, with what DuckDB meets later in a damaged file (a page that does not decode)
+    raised as one DamagedDatabaseError naming the file, whoever reads (sql, analyze, the API)."""
+    with open_lake(spec) as store:
+        try:
+            yield store
+        except Exception as exc:
+            damaged = lake_read_error(exc, spec)
+            if damaged is None:
+                raise
+            raise damaged from exc
+
+
+def lake_problems(spec: str | Path, *, thorough: bool = True) -> list[str]:
+    """One line per problem of the lake `spec`, each naming the file; none: it reads whole.
+
+    An export folder: its manifest, then every file it lists (present, of its listed size, PAR1
+    at both ends; with `thorough`, its footer's row count against the manifest's, every value
+    read, and its SHA-256 against the manifest's). A glob of DBs: nothing here, since each DB
+    it matches is a DB file and is checked as one; a glob that matches nothing raises
+    DatabaseError."""
+    if not Path(str(spec)).is_dir():
+        lake_paths(spec)
+        return []
+    return folder_problems(Path(str(spec)), thorough=thorough)
 
 
 def _schema_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
@@ -96,8 +140,23 @@ def _parquet_views(
 ) -> None:
     """Each table a view over the files its manifest lists (not a glob: files an interrupted
     `export --append` left behind are listed nowhere, so they are never read)."""
-    manifest = read_manifest(root)
+    manifest = read_lake_manifest(root)
     _check_lake_version(manifest, root)
+    check_lake_files(root, manifest)  # deleted, emptied, cut short: named before DuckDB reads a file
+    # A changed byte DuckDB would read as another value (its pages carry no checksum): named too.
+    check_lake_digests(root, lake_files(root, manifest))
+    try:
+        _create_parquet_views(con, root, manifest, tables)
+    except duckdb.Error as exc:  # a footer that does not parse (bytes changed): named too
+        damaged = lake_read_error(exc, root)
+        if damaged is None:
+            raise
+        raise damaged from exc
+
+
+def _create_parquet_views(
+    con: duckdb.DuckDBPyConnection, root: Path, manifest: dict, tables: dict[str, list[tuple[str, str]]]
+) -> None:
     for table, columns in tables.items():
         files = [str(root / f["path"]) for f in manifest["tables"].get(table, {}).get("files", [])]
         if not files:

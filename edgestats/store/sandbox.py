@@ -135,11 +135,12 @@ def refuse_writes(query: str, *, explained: bool = False) -> None:
 @contextmanager
 def sandboxed_store(db: str | Path, read: Sequence[str | Path] = ()) -> Iterator[Store]:
     """The DB opened read-only with its connection locked down; `read` may be read too. `db` may
-    also be a lake (an export folder, or a glob of DBs: lake.py), whose files may then be read."""
-    from edgestats.exports.lake import is_lake, lake_paths, open_lake
+    also be a lake (an export folder, or a glob of DBs: lake.py), whose files may then be read; a
+    damaged file of it met by a query is then one DamagedDatabaseError naming the file."""
+    from edgestats.exports.lake import is_lake, lake_paths, reading_lake
 
     if is_lake(db):
-        with open_lake(db) as store:
+        with reading_lake(db) as store:
             lock_down(store.con, [*read, *lake_paths(db)])
             yield store
         return

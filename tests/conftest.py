@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,27 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # run starts cold as on a new machine.
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
 os.environ["XDG_CACHE_HOME"] = str(Path(tempfile.gettempdir()) / f"edgestats-tests-{_RUN}" / "cache")
+
+
+def _parallel(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", 0))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The run's id is chosen here, before xdist starts its workers, so the process that ends the
+    run knows which cache folder its workers shared and removes it (pytest_sessionfinish)."""
+    if not hasattr(config, "workerinput") and _parallel(config) and config.option.testrunuid is None:
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's cache folder goes with the run (left behind, hundreds piled up in the temp folder)."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return  # a worker: the folder is shared with the others until the run ends
+    run = config.option.testrunuid if _parallel(config) else f"pid{os.getpid()}"
+    shutil.rmtree(Path(tempfile.gettempdir()) / f"edgestats-tests-{run}", ignore_errors=True)
+
 
 # Top-level names of the framework packages the `frameworks` marker stands for.
 FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "onnxruntime", "ai_edge_litert")

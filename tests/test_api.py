@@ -222,6 +222,7 @@ def test_sql_is_sandboxed(six_runs_db, tmp_path):
 # -- compare -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_compare_two_dbs_matches_the_cli(six_runs_db, tmp_path):
     after = make_results_db(tmp_path / "after.duckdb", n_runs=6, seed0=20)
     comparison = edgestats.open(six_runs_db).compare(other=edgestats.open(after), threshold=3)
@@ -270,6 +271,7 @@ def test_compare_refuses_what_the_cli_refuses(six_runs_db):
 # -- what open accepts ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_list_of_dbs_is_read_as_the_lake_of_its_files(six_runs_db, tmp_path):
     other = make_results_db(tmp_path / "other.duckdb", device_name="pi5", n_runs=2, seed0=40)
     with edgestats.open([six_runs_db, other]) as both:

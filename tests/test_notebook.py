@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 NOTEBOOK = Path(__file__).parents[1] / "docs" / "example.ipynb"
@@ -47,6 +48,7 @@ def outputs(notebook: nbformat.NotebookNode) -> list[dict]:
     return [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
 
 
+@pytest.mark.slow
 def test_the_example_notebook_runs_and_shows_frames_and_charts(tmp_path, monkeypatch):
     # The kernel writes its IPython profile and connection files under these; tests never write
     # to the user's home (tests/conftest.py), and the kernel inherits this environment.

@@ -23,6 +23,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).parents[1]
 GUIDE = REPO / "docs" / "architecture.md"
 TEMPLATES = Path(__file__).parent / "data" / "plugin_guide"
@@ -271,6 +273,7 @@ def lint(copy: Path, changed: list[str]) -> None:
         assert result.returncode == 0, f"ruff {' '.join(command)}:\n{result.stdout}{result.stderr}"
 
 
+@pytest.mark.slow
 def test_the_recipes_add_one_plug_in_of_each_kind_touching_only_their_files(tmp_path):
     copy = tmp_path / "repo"
     for name in source_files():

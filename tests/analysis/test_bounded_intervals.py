@@ -268,6 +268,7 @@ def empty_db(tmp_path_factory) -> Path:
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow],
 )
+@pytest.mark.slow
 @given(inference=inference_runs(), training=training_runs(), seed=st.integers(0, 50))
 def test_no_analysis_gives_an_interval_outside_its_quantity_s_range(empty_db, inference, training, seed):
     with tempfile.TemporaryDirectory() as folder:

@@ -68,6 +68,7 @@ def test_an_outdated_view_asks_for_migrate(results_db):
         run_analyses(results_db)
 
 
+@pytest.mark.slow
 def test_analysis_imports_no_framework_and_the_cli_no_analysis_stack():
     from test_import_boundaries import ANALYSIS, FRAMEWORKS, loaded_after
 

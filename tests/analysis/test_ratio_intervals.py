@@ -89,6 +89,7 @@ def test_paired_ratio_of_few_runs_covers(n_runs):
     assert 0.93 <= new <= 0.97
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_side", [2, 3, 5])
 def test_ratio_of_few_medians_covers(n_side):
     """Two independent samples of n_side values each, log-normal with SD 10 % around medians 40 and

@@ -156,6 +156,7 @@ def coverage(n_configs: int, runs: int, latencies: int, between: float, within: 
     [(10, 200, 0.05, 0.02), (5, 200, 0.03, 0.05)],
     ids=["10x200 between 5% within 2%", "5x200 between 3% within 5%"],
 )
+@pytest.mark.slow
 def test_p99_across_processes_covers(runs, latencies, between, within):
     n_configs = 600
     old, new = coverage(n_configs, runs, latencies, between, within, seed=27)

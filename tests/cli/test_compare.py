@@ -177,6 +177,7 @@ def test_the_page_of_two_dbs_says_which_side_each_device_row_is(tmp_path: Path) 
         (["--a", "TRUE", "--b", "TRUE", "--format", "yaml"], "--format"),
     ],
 )
+@pytest.mark.slow
 def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     db = make_db(tmp_path / "one.duckdb", BEFORE)
     result = runner.invoke(app, ["compare", str(db), *args])
@@ -209,6 +210,7 @@ def slower_share(logs_a: np.ndarray, logs_b: np.ndarray, ratio: float, m: int, t
     return float(np.mean((m * welch.pvalue < 0.05) & (low > np.log1p(threshold))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("columns", [80, 120])
 def test_same_and_inconclusive_say_what_they_could_detect(tmp_path: Path, columns: int) -> None:
     """cnn9 (5 vs 5 runs, 1 % apart) is `same`, squeezenet (3 vs 3 runs, 8 % apart) `inconclusive`:

@@ -145,6 +145,7 @@ def test_module_that_crashes_the_interpreter(tmp_path: Path, monkeypatch: pytest
     assert "killed by SIGSEGV" in result["reason"]
 
 
+@pytest.mark.slow
 def test_module_that_hangs_is_killed_at_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The hanging module also starts a grandchild: the timeout must kill the whole group,
     # or communicate() would wait for the grandchild's copy of the pipes. The probe itself is not

@@ -68,6 +68,7 @@ REFUSED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("statement", list(REFUSED))
 def test_sql_without_write_refuses_with_one_line(db, tmp_path, statement):
     out = tmp_path / "written"

@@ -110,6 +110,7 @@ def stored_decisions(db: Path) -> list[dict]:
     return [{"b": r["batch_size"], "k": r["repeat_index"], **json.loads(r["p"])} for r in rows]
 
 
+@pytest.mark.slow
 def test_a_stable_configuration_stops_before_a_high_variance_one_and_each_says_why(tmp_path):
     db = tmp_path / "r.duckdb"
     orchestrator = StandInOrchestrator(db)
@@ -135,6 +136,7 @@ def test_a_stable_configuration_stops_before_a_high_variance_one_and_each_says_w
     assert [d["rule"] for d in decisions if d["b"] == 1][:4] == [f"pilot: {k} of 5 runs" for k in range(1, 5)]
 
 
+@pytest.mark.slow
 def test_the_stopping_interval_is_steins_and_the_run_level_one_is_analyzes(tmp_path):
     """The stop records Stein's interval (the pilot's spread, t with 4 degrees of freedom) computed
     from the stored runs, and beside it the interval `analyze` reports over all of them."""
@@ -156,6 +158,7 @@ def test_the_stopping_interval_is_steins_and_the_run_level_one_is_analyzes(tmp_p
     assert last["rel_half_width"] == pytest.approx(stein)
 
 
+@pytest.mark.slow
 def test_a_resumed_collect_counts_the_runs_already_stored(tmp_path):
     db = tmp_path / "r.duckdb"
     goal = PrecisionGoal(rel_half_width=0.02, max_repeat=6)

@@ -50,6 +50,7 @@ ALLOCATE = """
 """
 
 
+@pytest.mark.slow
 def test_peak_rss_of_a_worker_that_allocates_300_mb():
     child = spawn(
         ALLOCATE
@@ -77,6 +78,7 @@ def test_peak_rss_of_a_worker_that_allocates_300_mb():
     assert max(values(batch, "uss_bytes")) >= 290 * MiB  # the bytearray is private to the child
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hz, seconds", [(10, 2.5), (100, 1.2)])
 def test_achieved_rate_within_10_percent(hz, seconds):
     child = spawn("import time; print('ready', flush=True); time.sleep(30)")
@@ -118,6 +120,7 @@ def test_achieved_rate_within_10_percent(hz, seconds):
     assert table.num_rows == len(batch) and set(table.column("metric").to_pylist()) == set(batch.names)
 
 
+@pytest.mark.slow
 def test_process_tree_includes_grandchild_and_counts_reaped_cpu_once():
     child = spawn(
         ALLOCATE

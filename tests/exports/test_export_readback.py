@@ -41,6 +41,7 @@ def exported(request, tmp_path: Path, results_db: Path):
     return out, expected_counts(db), manifest
 
 
+@pytest.mark.slow
 def test_duckdb_reads_back_every_table(exported):
     out, expected, manifest = exported
     got, columns = {}, {}

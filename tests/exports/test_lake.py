@@ -71,12 +71,14 @@ def answers(source: Path) -> list:
     return [run_query(source, question).rows for question in QUESTIONS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["lake", "glob", "all"])
 def test_sql_over_a_lake_answers_as_the_merged_file_does(fleet, kind):
     """ "all" globs the device DBs and the merged file: every run is in two files and counts once."""
     assert answers(fleet[kind]) == answers(fleet["merged"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["lake", "glob"])
 def test_analyze_over_a_lake_equals_analyze_over_the_merged_file(fleet, kind):
     merged = runner.invoke(app, ["analyze", str(fleet["merged"]), "--json"])
@@ -107,6 +109,7 @@ def test_appending_the_same_device_twice_adds_nothing(fleet, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_an_interrupted_append_is_never_read_and_is_cleaned_up_by_the_next(fleet, tmp_path):
     """Files an append wrote before it was killed are listed in no manifest: readers that go by
     the manifest never see them, and the next append deletes them."""

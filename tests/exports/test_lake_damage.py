@@ -101,6 +101,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize("damage", list(DAMAGES))
 def test_each_damage_is_one_line_naming_the_file(lake, tmp_path, damage, command):
@@ -122,6 +123,7 @@ def test_each_damage_is_one_line_naming_the_file(lake, tmp_path, damage, command
         ("page header bytes flipped", "does not read whole"),
     ],
 )
+@pytest.mark.slow
 def test_each_damage_says_its_words_to_sql_the_api_and_verify(lake, damage, words):
     damaged = DAMAGES[damage](lake)
     line = one_line_error(runner.invoke(app, ["sql", str(lake), "SELECT sum(latency_ns) FROM latencies"]))

@@ -120,6 +120,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_changed_value_is_one_line_naming_the_file(lake, tmp_path, command):
     damaged = first_latencies(lake)

@@ -36,6 +36,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"lake": folder / "lake", "glob": folder / "d*.duckdb"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["lake", "glob"])
 def test_analyze_out_writes_the_report_of_every_device(fleet, kind, tmp_path):
     result = runner.invoke(
@@ -72,6 +73,7 @@ def test_compare_a_lake_with_a_glob_writes_its_page(fleet, tmp_path):
     assert "no significant regression" in result.stdout and (tmp_path / "c" / "index.html").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["lake", "glob"])
 def test_sql_and_the_api_read_a_lake(fleet, kind):
     query = "SELECT device, count(*) AS runs FROM run_summary GROUP BY ALL ORDER BY ALL"

@@ -175,6 +175,7 @@ def bad_inputs(tmp_path: Path, out: Path) -> dict[str, tuple[Path, str]]:
     }
 
 
+@pytest.mark.slow
 def test_a_failed_merge_leaves_out_and_its_wal_byte_for_byte(tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()

@@ -131,6 +131,7 @@ def test_parquet_import(tmp_path):
         ("framework,kind\npytorch,inference\n", r"disagrees with --kind training"),
     ],
 )
+@pytest.mark.slow
 def test_bad_files_name_row_and_column_and_write_nothing(tmp_path, text, match):
     db = tmp_path / "r.duckdb"
     import_results(db, SAMPLE, kind="training")  # an existing DB with content
@@ -200,6 +201,7 @@ def test_a_count_too_large_for_its_column_is_one_line_and_creates_no_db(tmp_path
         ('device\tframework\tlatency_ms\npi\t"pytorch\t5\n', 2),
     ],
 )
+@pytest.mark.slow
 def test_an_unbalanced_quote_is_refused_naming_its_row(tmp_path, text, line):
     db = tmp_path / "r.duckdb"
     import_results(db, SAMPLE, kind="training")

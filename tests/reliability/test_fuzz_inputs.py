@@ -130,6 +130,7 @@ def csv_files(draw) -> bytes:
     device=st.sampled_from([None, "pi"]),
     into_existing=st.booleans(),
 )
+@pytest.mark.slow
 def test_fuzzed_csv_import(existing_db, data, suffix, kind, device, into_existing):
     with workdir() as folder:
         db = existing_db(folder) if into_existing else folder / "new.duckdb"

@@ -92,6 +92,7 @@ def big_csv(path: Path, rows: int) -> Path:
 # -- file too large (RLIMIT_FSIZE) -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_past_the_size_limit_names_the_cause_and_stores_nothing(results_db: Path, tmp_path: Path):
     before = digest(results_db)
     proc = edgestats(

@@ -1,11 +1,8 @@
-"""Golden tests of the chart builders: each builder's Vega-Lite spec (`chart.to_dict()`,
-normalised) for a fixed input frame is compared with tests/golden/charts/<name>.spec.json.
-
-The input frames are frozen too (<name>.input.json, made once from the analyses of
-report_builders.make_report_db), so a golden changes only when a builder does. After a
-deliberate change, regenerate with EDGESTATS_UPDATE_GOLDEN=NAME[,NAME...] (a builder's name, an
-analysis' for its inputs and charts, 1 for all: tests/golden_files.py) and review the diff.
-"""
+"""Golden tests of the chart builders: each builder's normalised Vega-Lite spec for a frozen input
+frame (<name>.input.json, made once from report_builders.make_report_db) is compared with
+tests/golden/charts/<name>.spec.json, so a golden changes only when a builder does. After a
+deliberate change: EDGESTATS_UPDATE_GOLDEN=NAME[,NAME...] (a builder's or an analysis' name, 1
+for all: tests/golden_files.py), and review the diff."""
 
 from __future__ import annotations
 
@@ -148,6 +145,7 @@ def test_every_chart_draws_its_intervals(frozen_inputs):
         assert ("ci_low" in text and "ci_high" in text) or "band_low" in text or "err_low" in text, name
 
 
+@pytest.mark.slow
 def test_charts_embed_aggregates_not_runs(tmp_path):
     """1,500 runs give charts of the same size as 60: the frames are aggregated first."""
     small = run_analyses(make_report_db(tmp_path / "small.duckdb", n_inference_runs=60, latencies_per_run=5))
@@ -302,6 +300,7 @@ def axis_titles(spec: dict, channel: str) -> list[tuple[str, str | None]]:
     ]
 
 
+@pytest.mark.slow
 def test_an_axis_says_log_exactly_when_it_is_log(frozen_inputs):
     for strip in (False, True):
         for name, spec in built(frozen_inputs, strip).items():
@@ -384,6 +383,7 @@ def test_the_pareto_front_stands_out_of_the_palette(frozen_inputs):
     )
 
 
+@pytest.mark.slow
 def test_memory_is_drawn_in_mib_never_bytes(frozen_inputs):
     for name, spec in built(frozen_inputs).items():
         fields = {

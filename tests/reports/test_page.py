@@ -10,6 +10,7 @@ import urllib.parse
 from types import SimpleNamespace
 
 import polars as pl
+import pytest
 from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 from typer.testing import CliRunner
 
@@ -36,6 +37,7 @@ def test_script_json_cannot_end_the_script_block():
     }
 
 
+@pytest.mark.slow
 def test_analyze_out_writes_the_report_images_and_tables(tmp_path):
     db = make_report_db(tmp_path / "r.duckdb")
     out = tmp_path / "report"
@@ -228,6 +230,7 @@ def test_headline_table_one_row_per_configuration():
     assert headline_table(SimpleNamespace(frames={}), notes) is None
 
 
+@pytest.mark.slow
 def test_report_page_headline_first_tables_folded_notes_once(tmp_path):
     db = make_report_db(tmp_path / "one.duckdb", n_inference_runs=6, device_names=("pi",), with_power=False)
     from edgestats.analysis import run_analyses

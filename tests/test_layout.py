@@ -97,3 +97,17 @@ def test_tests_mirror_the_packages():
         if stage not in folders and not (REPO / "tests" / single_module.get(stage, "-")).is_file()
     ]
     assert not missing, f"packages without their tests/ folder: {missing}"
+
+
+def test_every_framework_test_module_states_its_cost():
+    """A module that runs frameworks costs seconds to minutes; its docstring says how much, so a
+    reader knows what running it takes (figures from make test on this machine: README)."""
+    silent = []
+    for path in python_files():
+        rel = str(path.relative_to(REPO))
+        if not rel.startswith("tests/") or not path.name.startswith("test_") or path == Path(__file__):
+            continue  # (this module names the marker without using it)
+        source = path.read_text()
+        if "mark.frameworks" in source and "Cost: about" not in (ast.get_docstring(ast.parse(source)) or ""):
+            silent.append(rel)
+    assert not silent, "say 'Cost: about N s' in the module docstring of:\n" + "\n".join(silent)

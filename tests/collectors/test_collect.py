@@ -1,4 +1,5 @@
-"""edgestats collect end to end: real frameworks, fresh worker processes, statuses, resume."""
+"""edgestats collect end to end: real frameworks, fresh worker processes, statuses, resume.
+Cost: about 60 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """collect with the sampler on: telemetry rows at the requested rate, sensors that are missing
-recorded with their reason, energy NULL with the reason when there is no power source."""
+recorded with their reason, energy NULL with the reason when there is no power source.
+Cost: about 1 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """--memory-limit-mb: a batch size that does not fit is stored as an error with what the run
-measured (phases, telemetry), and the smaller batch size of the same sweep still runs."""
+measured (phases, telemetry), and the smaller batch size of the same sweep still runs.
+Cost: about 9 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,10 @@ import uuid
 from pathlib import Path
 
 import duckdb
-from builders import write_inference_run, write_training_run
+from builders import make_results_db, write_inference_run, write_training_run
 
+from edgestats.exports.append import append_parquet
+from edgestats.exports.parquet import export_parquet
 from edgestats.store.results import Store
 
 ALL_TABLES = {
@@ -100,3 +102,15 @@ def expected_counts(db: Path) -> dict[str, dict[str | None, int]]:
 
 def as_counts(rows) -> dict[str | None, int]:
     return {d: n for d, n in rows}
+
+
+def two_device_lake(folder: Path, names: tuple[str, str] = ("dev-0", "dev-1"), seed_step: int = 7) -> Path:
+    """Two devices' DBs in `folder` (d0.duckdb, d1.duckdb) and folder/lake: the first exported,
+    the second appended, so the lake holds a file of each kind of write."""
+    dbs = [
+        make_results_db(folder / f"d{i}.duckdb", device_name=name, seed0=seed_step * i)
+        for i, name in enumerate(names)
+    ]
+    export_parquet(dbs[0], folder / "lake")
+    append_parquet(dbs[1], folder / "lake")
+    return folder / "lake"

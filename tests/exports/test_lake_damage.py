@@ -14,14 +14,14 @@ import duckdb
 import pytest
 from builders import make_results_db
 from cli_asserts import one_line_error
+from export_builders import two_device_lake
 from typer.testing import CliRunner
 
 import edgestats
 from edgestats.cli import app
 from edgestats.errors import DamagedDatabaseError
-from edgestats.exports.append import append_parquet
 from edgestats.exports.lake import lake_problems
-from edgestats.exports.parquet import MANIFEST_NAME, export_parquet
+from edgestats.exports.parquet import MANIFEST_NAME
 
 runner = CliRunner()
 pytestmark = pytest.mark.xdist_group("lake_damage")  # one worker builds the module's lake, once
@@ -32,9 +32,7 @@ RECOVERY = "export the DBs again into a new folder"
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two devices' DBs and a lake: the first exported, the second appended."""
     folder = tmp_path_factory.mktemp("damage")
-    dbs = [make_results_db(folder / f"d{i}.duckdb", device_name=f"dev-{i}", seed0=7 * i) for i in range(2)]
-    export_parquet(dbs[0], folder / "lake")
-    append_parquet(dbs[1], folder / "lake")
+    two_device_lake(folder)
     return folder
 
 

@@ -15,15 +15,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from builders import make_results_db
 from cli_asserts import one_line_error
+from export_builders import two_device_lake
 from typer.testing import CliRunner
 
 import edgestats
 from edgestats.cli import app
 from edgestats.exports import lake_digests
-from edgestats.exports.append import append_parquet
-from edgestats.exports.parquet import MANIFEST_NAME, export_parquet
+from edgestats.exports.parquet import MANIFEST_NAME
 
 runner = CliRunner()
 HOUR_S = 3600
@@ -34,9 +33,7 @@ QUERY = "SELECT sum(latency_ns) FROM latencies"
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two devices' DBs and a lake: the first exported, the second appended."""
     folder = tmp_path_factory.mktemp("digests")
-    dbs = [make_results_db(folder / f"d{i}.duckdb", device_name=f"dev-{i}", seed0=7 * i) for i in range(2)]
-    export_parquet(dbs[0], folder / "lake")
-    append_parquet(dbs[1], folder / "lake")
+    two_device_lake(folder)
     return folder
 
 

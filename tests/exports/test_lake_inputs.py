@@ -10,13 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import make_results_db
+from export_builders import two_device_lake
 from typer.testing import CliRunner
 
 import edgestats
 from edgestats.cli import app
-from edgestats.exports.append import append_parquet
-from edgestats.exports.parquet import export_parquet
 
 runner = CliRunner()
 pytestmark = pytest.mark.xdist_group("lake_inputs")  # one worker builds the module's fleet, once
@@ -27,13 +25,7 @@ DEVICES = ("dev-0", "dev-1")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two devices' DBs, and a lake: the first exported, the second appended. Read only."""
     folder = tmp_path_factory.mktemp("inputs")
-    dbs = [
-        make_results_db(folder / f"d{i}.duckdb", device_name=name, seed0=5 * i)
-        for i, name in enumerate(DEVICES)
-    ]
-    export_parquet(dbs[0], folder / "lake")
-    append_parquet(dbs[1], folder / "lake")
-    return {"lake": folder / "lake", "glob": folder / "d*.duckdb"}
+    return {"lake": two_device_lake(folder, DEVICES, seed_step=5), "glob": folder / "d*.duckdb"}
 
 
 @pytest.mark.slow

@@ -53,7 +53,7 @@ def runs_csv(path: Path, target_bytes: int, seed: int = 7) -> Path:
 
 
 @pytest.mark.slow
-def test_import_memory_grows_by_far_less_than_the_file(tmp_path):
+def test_import_memory_per_byte_of_file_is_a_fraction_of_what_it_was(tmp_path):
     peaks = {}
     for mb in (5, 20):
         csv_path = runs_csv(tmp_path / f"runs{mb}.csv", mb * 10**6)
@@ -62,9 +62,13 @@ def test_import_memory_grows_by_far_less_than_the_file(tmp_path):
         )
     # Before: 725 MB and 1,484 MB (50 bytes of memory per byte of file). Now a fixed overhead (Python,
     # two DuckDB instances, one batch) plus the store's primary-key indexes, ~200 bytes per run (350 k
-    # more runs from 5 to 20 MB): about 8 bytes per byte of file, measured 386 and 502 MB.
-    assert peaks[20] < 640 * MIB, peaks
-    assert peaks[20] - peaks[5] < 10 * 15 * 10**6, peaks
+    # more runs from 5 to 20 MB), plus what each DuckDB thread builds outside the memory_limit: with
+    # DuckDB's threads forced to 2, 8 and 16 on one machine the growth was 7.6, 8.2 and 9.5 bytes per
+    # byte of file (peaks 481, 494 and 505 MiB), and 10.0 (582 MiB) on a CI machine with more cores.
+    # So the allowance grows with the thread count DuckDB uses here (its default: the hardware's).
+    threads = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
+    assert peaks[20] < (560 + 5 * threads) * MIB, (peaks, threads)
+    assert peaks[20] - peaks[5] < (9 + 0.2 * threads) * 15 * 10**6, (peaks, threads)
 
 
 def test_run_ids_made_in_sql_are_those_of_name_uuid():

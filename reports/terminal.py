@@ -1,4 +1,5 @@
-"""The terminal output of `edgestats analyze`: each result frame as a table that fits the width.
+"""The terminal output of `edgestats analyze`: the answers first, one sentence per group wrapped at
+word boundaries, then each other result frame as a table that fits the width.
 
 Rich wraps a cell at its spaces, but a table whose columns cannot all hold their longest word
 gets words cut in the middle ("FogNo│de"). So columns are left out, least needed first, until
@@ -252,6 +253,32 @@ def print_frame(console, title: str, frame, options: TextOptions) -> None:
         )
 
 
+def print_sentences(console, name: str, result) -> bool:
+    """An analysis whose entries each say their answer in a sentence (answers): the sentences,
+    one per group, wrapped at word boundaries (never inside a word) with a hanging indent; False
+    when it has none."""
+    import textwrap
+
+    from rich.text import Text
+
+    sentences = [e["sentence"] for e in result.entries if e.get("sentence")]
+    if not sentences:
+        return False
+    console.print(Text(f"{name} (level {result.level:g})", style="bold"))
+    width = max(console.width, 40)
+    for text in sentences:
+        lines = textwrap.wrap(
+            text,
+            width,
+            initial_indent=" - ",
+            subsequent_indent="   ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        console.print(Text("\n".join(lines)), soft_wrap=True)  # wrapped here: rich must not re-wrap
+    return True
+
+
 MAX_REASONS = 5  # per analysis: the reasons some groups got no figures (--json has all)
 
 
@@ -270,8 +297,9 @@ def print_results(results: dict[str, Any], options: TextOptions, console=None) -
             )
             console.print(Text.assemble((name, "bold"), f": skipped — {reason}"))
             continue
-        for part, frame in shown.items():
-            print_frame(console, f"{name}: {part} (level {result.level:g})", frame, options)
+        if not print_sentences(console, name, result):  # answers: one sentence per group, no tables
+            for part, frame in shown.items():
+                print_frame(console, f"{name}: {part} (level {result.level:g})", frame, options)
         reasons = list(dict.fromkeys(entry_reason(e) for e in result.entries if "reason" in e))
         for line in reasons[:MAX_REASONS]:
             console.print(Text(f"note: {name}: {line}"))

@@ -42,6 +42,8 @@ class AnalysisOptions:
     log_factors: list[str] = field(default_factory=list)
     linear_factors: list[str] = field(default_factory=list)
     noisy: str = "include"
+    answer_by: list[str] = field(default_factory=list)  # answers' group keys (--answer-by)
+    answer_across: list[str] = field(default_factory=list)  # answers' candidate keys (--answer-across)
 
     @classmethod
     def from_flags(
@@ -63,6 +65,8 @@ class AnalysisOptions:
         constraint: str | None = None,
         log=(),
         linear=(),
+        answer_by=(),
+        answer_across=(),
     ) -> AnalysisOptions:
         """The options from `edgestats analyze`'s flags, by their flag names (--resamples,
         --factor, --log ...): the one mapping the CLI and the Python API share. `filters` holds
@@ -84,6 +88,8 @@ class AnalysisOptions:
             log_factors=list(log),
             linear_factors=list(linear),
             noisy=noisy,
+            answer_by=list(answer_by),
+            answer_across=list(answer_across),
         )
 
     def __post_init__(self) -> None:
@@ -114,6 +120,12 @@ class AnalysisOptions:
         both = set(self.log_factors) & set(self.linear_factors)
         if both:
             raise AnalysisInputError(f"{', '.join(sorted(both))}: asked for both --log and --linear")
+        both = set(self.answer_by) & set(self.answer_across)
+        if both:
+            raise AnalysisInputError(
+                f"{', '.join(sorted(both))}: asked for both --answer-by and --answer-across; a key either "
+                "groups what is compared or is what is compared"
+            )
 
     @property
     def settings(self) -> BootstrapSettings:
@@ -125,5 +137,15 @@ class AnalysisOptions:
         return (self.only,) if self.only else analysis_names()
 
     def group_keys(self, runs: pl.DataFrame) -> list[str]:
-        """--by, each checked to be a run column (AnalysisInputError listing the valid ones)."""
+        """--by, each checked to be a run column (AnalysisInputError listing the valid ones);
+        --answer-by and --answer-across are checked here too, so a bad key fails once, before any
+        analysis runs, whichever analyses are selected."""
+        self.answer_keys(runs)
         return check_group_columns(self.by, runs)
+
+    def answer_keys(self, runs: pl.DataFrame) -> tuple[list[str], list[str]]:
+        """--answer-by and --answer-across, each checked to be a run column (as --by is)."""
+        return (
+            check_group_columns(self.answer_by, runs, "--answer-by"),
+            check_group_columns(self.answer_across, runs, "--answer-across"),
+        )

@@ -123,6 +123,8 @@ class Results:
         constraint: str | None = None,
         log: Names | None = None,
         linear: Names | None = None,
+        answer_by: Names | None = None,
+        answer_across: Names | None = None,
     ) -> Analysis | Analyses:
         """`edgestats analyze DB [--only NAME] ...`: one Analysis for `only`, or every analysis of
         the registry (an Analyses mapping, as without --only). Defaults are the CLI's."""
@@ -147,6 +149,8 @@ class Results:
             constraint=constraint,
             log=_listed(log),
             linear=_listed(linear),
+            answer_by=_listed(answer_by),
+            answer_across=_listed(answer_across),
         )
         results = run_analyses(self.spec, options)  # checks the options as the CLI's are checked
         return Analysis(results[only]) if only is not None else Analyses(results)

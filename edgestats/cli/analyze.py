@@ -14,9 +14,12 @@ from pathlib import Path
 
 import typer
 
+from edgestats.cli.analysis_extra import needs_analysis_extra
 from edgestats.cli.analyze_options import (
     FILTER_COLUMNS,
     AllRowsOpt,
+    AnswerAcrossOpt,
+    AnswerByOpt,
     BcaMaxNOpt,
     BestOpt,
     ByOpt,
@@ -52,6 +55,7 @@ from edgestats.reports.terminal import DEFAULT_LIMIT, TextOptions, print_results
 
 
 @handle_errors
+@needs_analysis_extra("analyze")
 def analyze_command(
     db: DbArg,
     only: OnlyOpt = None,
@@ -69,6 +73,8 @@ def analyze_command(
     dataset: DatasetOpt = None,
     kind: KindOpt = None,
     noisy: NoisyOpt = "include",
+    answer_by: AnswerByOpt = None,
+    answer_across: AnswerAcrossOpt = None,
     response: ResponseOpt = None,
     factor: FactorOpt = None,
     interaction: InteractionOpt = False,
@@ -84,26 +90,9 @@ def analyze_command(
     tables: TablesOpt = None,
 ) -> None:
     """Statistics with confidence intervals over a results DB; its --help is command_help()."""
-    from edgestats.analysis import AnalysisOptions, dumps, run_analyses
+    from edgestats.analysis import dumps, run_analyses
 
-    options = AnalysisOptions.from_flags(
-        only=only,
-        where=where,
-        by=by or (),
-        level=level,
-        seed=seed,
-        resamples=resamples,
-        bca_max_n=bca_max_n,
-        filters=dict(zip(FILTER_COLUMNS, (device, framework, runtime, model, dataset, kind))),
-        noisy=noisy,
-        response=response,
-        factor=factor or (),
-        interaction=interaction,
-        best=best,
-        constraint=constraint,
-        log=log or (),
-        linear=linear or (),
-    )
+    options = options_from_flags(dict(locals()))
     images = report_extras(out, png=png, svg=svg, tables=tables)
     results = run_analyses(db, options)
     if as_json:
@@ -111,7 +100,36 @@ def analyze_command(
     elif out is None:
         print_text(db, results, limit=None if all_rows else limit)
     if out is not None:
-        write_report_files(db, out, results, images=images, tables=tables)
+        write_report_files(db, out, results, images=images, tables=tables, options=options)
+
+
+# The command's flags that AnalysisOptions.from_flags takes under the same name; a repeatable one
+# arrives as None when not given.
+OPTION_FLAGS = (
+    "only",
+    "where",
+    "level",
+    "seed",
+    "resamples",
+    "bca_max_n",
+    "noisy",
+    "response",
+    "interaction",
+    "best",
+    "constraint",
+)
+LIST_FLAGS = ("by", "factor", "log", "linear", "answer_by", "answer_across")
+
+
+def options_from_flags(flags: dict):
+    """The AnalysisOptions of the command's flags (its parameters by name)."""
+    from edgestats.analysis import AnalysisOptions
+
+    return AnalysisOptions.from_flags(
+        **{k: flags[k] for k in OPTION_FLAGS},
+        **{k: flags[k] or () for k in LIST_FLAGS},
+        filters={c: flags[c] for c in FILTER_COLUMNS},
+    )
 
 
 def report_extras(out: Path | None, *, png: bool, svg: bool, tables: str | None) -> list[str]:
@@ -142,14 +160,27 @@ def command_help() -> str:
     )
 
 
-def write_report_files(db: Path, out: Path, results, *, images: list[str], tables: str | None) -> None:
+def write_report_files(
+    db: Path, out: Path, results, *, images: list[str], tables: str | None, options=None
+) -> None:
     """The report, and where it is: on stderr when --json owns stdout. The report draws; the DB's
-    overview and power trace are loaded here, by the analysis layer."""
+    overview, power trace and environment (of the runs `options` select) are loaded here, by the
+    analysis layer."""
+    from edgestats.analysis.load_environment import load_environment
     from edgestats.analysis.load_overview import load_overview
     from edgestats.analysis.load_power_trace import load_power_trace
     from edgestats.reports import write_report
 
-    files = write_report(out, results, load_overview(db), load_power_trace(db), images=images, tables=tables)
+    environment = load_environment(db, options.where, options.filters) if options else load_environment(db)
+    files = write_report(
+        out,
+        results,
+        load_overview(db),
+        load_power_trace(db),
+        images=images,
+        tables=tables,
+        environment=environment,
+    )
     say = lambda text: typer.echo(text, err=True)  # noqa: E731  (stdout may be JSON)
     say(f"report: {files.index} (open it in a browser; it needs no network) and {files.analysis_json}")
     if files.images:

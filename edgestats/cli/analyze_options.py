@@ -81,6 +81,26 @@ NoisyOpt = Annotated[
     ),
 ]
 
+# -- answers ------------------------------------------------------------------------------------
+AnswerByOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--answer-by",
+        metavar="COL",
+        help="answers: a key of the groups compared within (repeatable; default device, model, "
+        "batch_size, precision, or every configuration key but --answer-across).",
+    ),
+]
+AnswerAcrossOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--answer-across",
+        metavar="COL",
+        help="answers: a key of the candidates compared (repeatable; default the configuration keys "
+        "not in --answer-by: framework, runtime, threads).",
+    ),
+]
+
 # -- hyperparams --------------------------------------------------------------------------------
 ResponseOpt = Annotated[
     str | None,

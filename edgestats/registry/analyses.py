@@ -29,6 +29,16 @@ class AnalysisEntry:
 
 ANALYSES: tuple[AnalysisEntry, ...] = (
     AnalysisEntry(
+        "answers",
+        "Answers: which is fastest, by how much, how sure",
+        "per device, model, batch size and precision: the fastest candidate and every other one's "
+        "ratio to it, with its interval, Holm's p and a verdict",
+        "edgestats.analysis.answers:analyse",
+        "edgestats.reports.sections.answers",
+        "docs/cli/analyze.md#answers--which-is-fastest-by-how-much-how-sure",
+        needs=("latencies",),
+    ),
+    AnalysisEntry(
         "summary",
         "Latency, throughput, memory and energy per configuration",
         "latency, throughput, memory and energy per configuration",

@@ -26,7 +26,7 @@ from edgestats.store.results import Store
 # Names of quantities that are > 0 whenever measured (a latency, a run's memory, a total time):
 # their intervals must stay strictly above 0. Others of the positive kind may be 0 (a stall).
 STRICTLY_POSITIVE = ("latency", "rss", "throughput", "total_s", "load_over")
-RATIOS = ("load_over_steady", "load_over_one_inference", "reduction_factor", "runner_up_over_best")
+RATIOS = ("load_over_steady", "load_over_one_inference", "reduction_factor", "runner_up_over_best", "ratio")
 values_ms = st.floats(min_value=0.05, max_value=5_000, allow_nan=False)
 
 

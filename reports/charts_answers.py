@@ -1,0 +1,112 @@
+"""Chart builder of answers: each candidate's ratio to its group's fastest, with its interval, one
+panel per group, a rule at 1 (the fastest). Pure: the analysis' frame in, a chart out.
+
+Every data row keeps the frame's own columns (device, framework, runtime, model where they exist),
+so the page's filter reaches each mark.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from edgestats.reports.charts_common import (
+    EXACT,
+    INTERVAL,
+    LABEL_LIMIT,
+    WIDTH,
+    drawn_bounds,
+    no_data_chart,
+    panel_height,
+    with_interval_text,
+)
+
+# The verdicts' colours: slower red, a tie grey, inconclusive amber, the fastest green.
+VERDICT_COLOURS = {
+    "fastest": "#2ca02c",
+    "slower": "#d62728",
+    "no detectable difference": "#7f7f7f",
+    "inconclusive": "#ff9f1c",
+}
+
+
+def _chart_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The ratio as the estimate the interval helpers know, its interval as text and as drawn bounds."""
+    frame = frame.filter(pl.col("ratio").is_not_null()).with_columns(
+        *(pl.col(c).cast(pl.Float64) for c in ("ratio", "ratio_ci_low", "ratio_ci_high"))
+    )
+    frame = with_interval_text(frame, "ratio_ci_low", "ratio_ci_high")
+    return drawn_bounds(frame, "ratio", "ratio_ci_low", "ratio_ci_high")
+
+
+def _tooltip(data: pl.DataFrame, category: str) -> list[alt.Tooltip]:
+    """The group and candidate, the exact ratio, its interval, the verdict in words, Holm's p, the
+    candidate's own median and its runs."""
+    return [
+        *(alt.Tooltip(f"{c}:N") for c in ("group", category) if c in data.columns),
+        alt.Tooltip("ratio:Q", format=EXACT, title="times as long as the fastest"),
+        alt.Tooltip(f"{INTERVAL}:N"),
+        alt.Tooltip("verdict_text:N", title="verdict"),
+        alt.Tooltip("p_holm:Q", format=".2g"),
+        alt.Tooltip("estimate:Q", format=EXACT, title="median latency (ms)"),
+        alt.Tooltip("n_runs:Q"),
+    ]
+
+
+def ratio_chart(
+    frame: pl.DataFrame,
+    *,
+    category: str = "candidate",
+    x_title: str = "times as long as the group's fastest (log)",
+    columns: int = 2,
+):
+    """Dot at each ratio to the fastest (log x: ratios multiply), a rule across its interval,
+    coloured by verdict; one panel per group (`group`, its text as the panel's title), each
+    listing its own candidates, all on one x scale so panels compare."""
+    if frame.height == 0 or "ratio" not in frame.columns:
+        return no_data_chart("nothing to draw: no group has a ratio")
+    data = _chart_frame(frame)
+    if data.height == 0:
+        return no_data_chart("nothing to draw: no group has a ratio")
+    facet_by = "group" if "group" in data.columns else None
+    x_scale = alt.Scale(type="log", nice=False, padding=12)
+    y = alt.Y(
+        f"{category}:N",
+        title=None,
+        sort=alt.EncodingSortField("ratio", op="min"),
+        axis=alt.Axis(labelLimit=LABEL_LIMIT),
+    )
+    colour = alt.Color(
+        "verdict:N",
+        title="verdict",
+        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+    )
+    tooltip = _tooltip(data, category)
+    one = alt.Chart().mark_rule(color="#555", strokeDash=[4, 3]).encode(x=alt.datum(1))
+    rules = (
+        alt.Chart()
+        .mark_rule(strokeWidth=2)
+        .encode(
+            x=alt.X("bar_low:Q", title=x_title, scale=x_scale),
+            x2="bar_high:Q",
+            y=y,
+            color=colour,
+            tooltip=tooltip,
+        )
+    )
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=50)
+        .encode(x=alt.X("ratio:Q", scale=x_scale), y=y, color=colour, tooltip=tooltip)
+    )
+    layer = alt.layer(one, rules, dots).properties(
+        width=WIDTH if facet_by is None else WIDTH // columns,
+        height=panel_height(data, category, facet_by),
+    )
+    if facet_by is None:
+        return layer.properties(data=data)
+    panels = layer.properties(data=data).facet(
+        facet=alt.Facet(f"{facet_by}:N", title=None, header=alt.Header(labelLimit=LABEL_LIMIT)),
+        columns=columns,
+    )
+    return panels.resolve_scale(y="independent")

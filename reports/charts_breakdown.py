@@ -20,6 +20,7 @@ from edgestats.reports.charts_common import (
     drawn_bounds,
     facet,
     facet_column,
+    filter_fields,
     group_columns,
     interval_tooltip,
     label_column,
@@ -57,7 +58,7 @@ def stacked_phase_frame(phases: pl.DataFrame) -> tuple[pl.DataFrame, str | None]
         *(pl.col(c).fill_null(pl.col("stack_end")) for c in ("err_low", "err_high"))
     )
     return stacked.select(
-        *index,
+        *filter_fields(stacked, *index),
         "phase",
         "phase_order",
         "estimate",
@@ -114,8 +115,7 @@ def ratio_frame(frame: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
     facet_by = facet_column(frame.select(keys))
     frame = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
     return drawn_bounds(with_interval_text(frame)).select(
-        "config",
-        *([facet_by] if facet_by else []),
+        *filter_fields(frame, "config", *([facet_by] if facet_by else [])),
         "estimate",
         "ci_low",
         "ci_high",

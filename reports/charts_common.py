@@ -13,6 +13,10 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
+# The fields the page's filter bar selects chart rows by (reports/page_assets.py): every data row
+# of a configuration carries those its configuration has; a row that spans configurations (a
+# correlation across them all) carries none and stays under any filter.
+FILTER_FIELDS = ("device", "framework", "runtime", "model")
 WIDTH = 520
 LABEL_LIMIT = 280  # px of a category label before it is cut with an ellipsis
 ROW_HEIGHT = 18  # per category on a band axis
@@ -32,6 +36,12 @@ def label_column(
     return frame.with_columns(
         pl.concat_str(parts, separator=sep, ignore_nulls=True).fill_null("all").alias(name)
     )
+
+
+def filter_fields(frame: pl.DataFrame, *first: str) -> list[str]:
+    """`first`, then the FILTER_FIELDS the frame has, without repeats: the columns a chart's data
+    keeps, so the page's filter reaches its rows."""
+    return list(dict.fromkeys([*first, *(c for c in FILTER_FIELDS if c in frame.columns)]))
 
 
 def varying(frame: pl.DataFrame, columns: Sequence[str]) -> list[str]:
@@ -277,6 +287,8 @@ def coefficient_chart(frame: pl.DataFrame, title: str = "correlation coefficient
         .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
     )
     data = drawn_bounds(
-        with_interval_text(frame.select("config", "estimate", "ci_low", "ci_high", "level", "n"))
+        with_interval_text(
+            frame.select(*filter_fields(frame, "config"), "estimate", "ci_low", "ci_high", "level", "n")
+        )
     )
     return alt.layer(zero, rules, dots, data=data).properties(width=WIDTH, height=band_height(data.height))

@@ -20,6 +20,7 @@ from edgestats.reports.charts_common import (
     drawn_bounds,
     facet,
     facet_column,
+    filter_fields,
     group_columns,
     interval_tooltip,
     label_column,
@@ -38,8 +39,12 @@ def power_over_time_chart(trace: PowerTrace) -> alt.LayerChart:
     """The run's power (bucket means) over its phase windows, shaded and coloured by phase,
     with the idle baseline as a dashed line: the area between the two is the energy that
     `phase_energy` attributes to each phase."""
+
+    def tagged(frame: pl.DataFrame) -> pl.DataFrame:  # the run's device, framework ... for the page filter
+        return frame.with_columns(*(pl.lit(v, pl.String).alias(k) for k, v in trace.filters.items()))
+
     phases = (
-        alt.Chart(trace.phases)
+        alt.Chart(tagged(trace.phases))
         .mark_rect(opacity=0.18)
         .encode(
             x=alt.X("start_s:Q", title="time since first power sample (s)"),
@@ -49,7 +54,7 @@ def power_over_time_chart(trace: PowerTrace) -> alt.LayerChart:
         )
     )
     power = (
-        alt.Chart(trace.power)
+        alt.Chart(tagged(trace.power))
         .mark_line(color="#222", strokeWidth=1.4)
         .encode(
             x="t_s:Q",
@@ -62,8 +67,10 @@ def power_over_time_chart(trace: PowerTrace) -> alt.LayerChart:
     )
     layers = [phases, power]
     if trace.idle_power_w is not None:
-        idle = pl.DataFrame(
-            {"idle_power_w": [trace.idle_power_w], "label": [f"idle {trace.idle_power_w:.2f} W"]}
+        idle = tagged(
+            pl.DataFrame(
+                {"idle_power_w": [trace.idle_power_w], "label": [f"idle {trace.idle_power_w:.2f} W"]}
+            )
         )
         idle_tip = [alt.Tooltip("idle_power_w:Q", title="idle baseline (W)", format=EXACT)]
         layers.append(
@@ -115,8 +122,9 @@ def time_energy_chart(points: pl.DataFrame, band: pl.DataFrame) -> alt.FacetChar
             ],
         ),
     ]
+    kept = filter_fields(drawn, "config", *fit_keys, *keys)  # a point's configuration, for the page filter
     data = pl.concat(
-        [drawn.select(*({"config", x, y, "n_runs"} | set(fit_keys))), band.drop("level", strict=False)],
+        [drawn.select(*kept, x, y, "n_runs"), band.drop("level", strict=False)],
         how="diagonal_relaxed",
     )
     layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=280)
@@ -168,9 +176,7 @@ def phase_energy_chart(phases: pl.DataFrame, quantity: str = "energy_j") -> alt.
     frame = drawn_bounds(
         with_interval_text(
             frame.select(
-                "config",
-                "phase",
-                *([facet_by] if facet_by else []),
+                *filter_fields(frame, "config", "phase", *([facet_by] if facet_by else [])),
                 "estimate",
                 "ci_low",
                 "ci_high",

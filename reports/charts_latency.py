@@ -14,13 +14,13 @@ import polars as pl
 
 from edgestats.reports.charts_common import (
     EXACT,
-    INTERVAL,
     LABEL_LIMIT,
     WIDTH,
     any_interval,
     category_encoding,
     facet,
     facet_column,
+    filter_fields,
     group_columns,
     label_column,
     no_data_chart,
@@ -33,35 +33,42 @@ from edgestats.reports.charts_common import (
 
 # -- summary: latency per configuration ----------------------------------------------------------
 
+# The run-level figures a row carries (summary's `metrics`: one estimate per quantity), each with
+# its bounds as `<metric>_ci_low` / `<metric>_ci_high` and its interval as text in `<short>_interval`.
 LATENCY_METRICS = {"latency_median_ms": "median", "latency_p90_ms": "p90", "latency_p99_ms": "p99"}
+MEDIAN = "latency_median_ms"
+MEDIAN_LOW, MEDIAN_HIGH = f"{MEDIAN}_ci_low", f"{MEDIAN}_ci_high"
+ESTIMATE = ("estimate", "ci_low", "ci_high")
+
+
+def run_level_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """One row per configuration of summary's `metrics`: median, p90 and p99 (null where summary
+    has none, as for imported runs' p99) with their bounds and interval texts, the median's n and
+    n_unit (runs), and the group keys (returned too)."""
+    keys = group_columns(metrics, {"metric", "n_runs"})
+    note = pl.col("note") if "note" in metrics.columns else pl.lit(None, pl.String).alias("note")
+    wide = metrics.filter(pl.col("metric") == MEDIAN).select(*keys, "n", "n_unit", "level")
+    for metric, short in LATENCY_METRICS.items():
+        low, high = f"{metric}_ci_low", f"{metric}_ci_high"
+        part = metrics.filter(pl.col("metric") == metric).select(
+            *keys,
+            *(pl.col(c).cast(pl.Float64).alias(name) for c, name in zip(ESTIMATE, (metric, low, high))),
+            "level",
+            note,
+        )
+        part = with_interval_text(part, low, high, name=f"{short}_interval").drop("level", "note")
+        wide = wide.join(part, on=keys, how="left", nulls_equal=True)
+    return wide, keys
 
 
 def latency_quantile_frame(metrics: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
-    """One row per configuration: median with its interval, p90 and p99 (which may be null for
-    imported one-figure-per-run results), a config label, and the facet column if any."""
-    keys = group_columns(metrics, {"metric", "n_runs"})
-    facet_by = facet_column(metrics.select(keys))
-    labelled = label_column(metrics, [c for c in varying(metrics, keys) if c != facet_by] or keys)
+    """One row per configuration: run_level_frame with a config label, and the facet column if any."""
+    frame, keys = run_level_frame(metrics)
+    facet_by = facet_column(frame.select(keys))
+    labelled = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
     index = ["config", *([facet_by] if facet_by else [])]
-    median = labelled.filter(pl.col("metric") == "latency_median_ms").select(
-        *index,
-        "estimate",
-        "ci_low",
-        "ci_high",
-        "level",
-        "n",
-        "n_unit",
-        pl.col("note") if "note" in labelled.columns else pl.lit(None, pl.String).alias("note"),
-    )
-    tails = (
-        labelled.filter(pl.col("metric").is_in(["latency_p90_ms", "latency_p99_ms"]))
-        .select(*index, pl.col("metric").replace_strict(LATENCY_METRICS), "estimate")
-        .pivot(on="metric", index=index, values="estimate")
-    )
-    for column in ("p90", "p99"):
-        if column not in tails.columns:
-            tails = tails.with_columns(pl.lit(None, pl.Float64).alias(column))
-    return median.join(tails, on=index, how="left").sort(index), facet_by
+    first = filter_fields(labelled, *index, *keys)
+    return labelled.select(*first, *(c for c in labelled.columns if c not in first)).sort(index), facet_by
 
 
 # Columns of summary's `distribution` frame (ms) that are not group keys.
@@ -80,100 +87,113 @@ DISTRIBUTION_COLUMNS = {
     "q99_ms",
     "max_ms",
 }
+# The pooled quantiles a box plot draws: they describe every latency of the configuration pooled,
+# not the run-level estimates, so each is named (and titled) `pooled_*`.
+POOLED = ("min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")
 
 
 def latency_box_frame(metrics: pl.DataFrame, distribution: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
-    """One row per configuration: the quantiles of `distribution` next to the median's interval
-    from `metrics` (null where the median has none), a config label and the facet column."""
-    keys = [c for c in distribution.columns if c not in DISTRIBUTION_COLUMNS]
-    median = metrics.filter(pl.col("metric") == "latency_median_ms").select(
+    """One row per configuration: summary's run-level median, p90 and p99 with their intervals
+    (run_level_frame) beside the pooled quantiles of `distribution` (`pooled_*`, with their count
+    `pooled_n` and its unit), a config label and the facet column."""
+    frame, facet_by = latency_quantile_frame(metrics)
+    keys = group_columns(metrics, {"metric", "n_runs"})
+    pooled = distribution.select(
         *keys,
-        *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high")),
-        "level",
-        (pl.col("note") if "note" in metrics.columns else pl.lit(None, pl.String)).alias("median_note"),
+        pl.col("n").alias("pooled_n"),
+        pl.col("n_unit").alias("pooled_unit"),
+        *(pl.col(c).cast(pl.Float64).alias(f"pooled_{c}") for c in POOLED),
     )
-    joined = distribution.join(median, on=keys, how="left", nulls_equal=True)
-    facet_by = facet_column(joined.select(keys))
-    labelled = label_column(joined, [c for c in varying(joined, keys) if c != facet_by] or keys)
-    index = ["config", *([facet_by] if facet_by else [])]
-    quantiles = ["min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms"]
-    frame = labelled.select(
-        *index,
-        "n",
-        "n_unit",
-        *(pl.col(c).cast(pl.Float64) for c in quantiles),
-        "ci_low",
-        "ci_high",
-        "level",
-        pl.col("median_note").alias("note"),
-    )
-    return with_interval_text(frame).drop("note").sort(index), facet_by
+    return frame.join(pooled, on=keys, how="left", nulls_equal=True, maintain_order="left"), facet_by
 
 
 def latency_distribution_chart(
     metrics: pl.DataFrame, distribution: pl.DataFrame | None = None
 ) -> alt.FacetChart | alt.LayerChart:
-    """A box plot per configuration: box p25–p75, a tick at the median, whiskers p5–p95 and a
-    dotted tail to p99, with the median's confidence interval as a dark bar across the tick
-    (where it has one). Log axis when configurations span decades. Without the `distribution`
-    frame (older callers), the median with its interval, a bar to p90 and a line to p99."""
+    """Per configuration, summary's run-level median (a tick) with its confidence interval (a dark
+    bar) and its p90 and p99 (thin ticks), over a box plot of the pooled latencies: box p25–p75,
+    whiskers p5–p95. Log axis when configurations span decades. Without the `distribution`
+    frame, the run-level figures alone (latency_quantile_chart)."""
     if distribution is None or distribution.height == 0:
         return latency_quantile_chart(metrics)
     frame, facet_by = latency_box_frame(metrics, distribution)
-    log = wide_range(pl.concat([frame["q05_ms"], frame["q99_ms"]]))
+    log = wide_range(pl.concat([frame["pooled_q05_ms"], frame["pooled_q95_ms"], frame[MEDIAN]]))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     y = alt.Y(
         "config:N",
         title=None,
         axis=alt.Axis(labelLimit=LABEL_LIMIT),
-        sort=alt.EncodingSortField("median_ms", op="min"),
+        sort=alt.EncodingSortField(MEDIAN, op="min"),
     )
     x_title = "steady-state latency (ms)" + (", log scale" if log else "")
     tooltip = _box_tooltip()
-    tail = (
-        alt.Chart()
-        .mark_rule(color="#9aa7b5", strokeDash=[2, 2])
-        .encode(x=alt.X("q95_ms:Q", scale=scale, title=x_title), x2="q99_ms:Q", y=y, tooltip=tooltip)
-    )
     whisker = (
         alt.Chart()
         .mark_rule(color="#6b7b8c")
-        .encode(x=alt.X("q05_ms:Q", scale=scale), x2="q95_ms:Q", y=y, tooltip=tooltip)
+        .transform_filter("isValid(datum.pooled_q05_ms)")
+        .encode(
+            x=alt.X("pooled_q05_ms:Q", scale=scale, title=x_title), x2="pooled_q95_ms:Q", y=y, tooltip=tooltip
+        )
     )
     box = (
         alt.Chart()
         .mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1)
-        .encode(x=alt.X("q25_ms:Q", scale=scale), x2="q75_ms:Q", y=y, tooltip=tooltip)
+        .transform_filter("isValid(datum.pooled_q25_ms)")
+        .encode(x=alt.X("pooled_q25_ms:Q", scale=scale), x2="pooled_q75_ms:Q", y=y, tooltip=tooltip)
     )
     interval = (
         alt.Chart()
         .mark_bar(size=5, color="#08519c")
-        .transform_filter(valid_interval())
-        .encode(x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
+        .transform_filter(valid_interval(MEDIAN_LOW, MEDIAN_HIGH))
+        .encode(x=alt.X(f"{MEDIAN_LOW}:Q", scale=scale), x2=f"{MEDIAN_HIGH}:Q", y=y, tooltip=tooltip)
     )
+    tails = [
+        alt.Chart()
+        .mark_tick(color="#555", thickness=1, size=10)
+        .transform_filter(f"isValid(datum.{metric})")
+        .encode(x=alt.X(f"{metric}:Q", scale=scale), y=y, tooltip=tooltip)
+        for metric in ("latency_p90_ms", "latency_p99_ms")
+        if frame[metric].is_not_null().any()
+    ]
     median = (
         alt.Chart()
         .mark_tick(color="#08306b", thickness=2, size=14)
-        .encode(x=alt.X("median_ms:Q", scale=scale), y=y, tooltip=tooltip)
+        .encode(x=alt.X(f"{MEDIAN}:Q", scale=scale), y=y, tooltip=tooltip)
     )
-    layers = [tail, whisker, box, *([interval] if any_interval(frame, "ci_low", "ci_high") else []), median]
+    pooled = [whisker, box] if frame["pooled_q25_ms"].is_not_null().any() else []
+    layers = [*pooled, *([interval] if any_interval(frame, MEDIAN_LOW, MEDIAN_HIGH) else []), *tails, median]
     layer = alt.layer(*layers).properties(
         width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
     )
     return facet(layer, frame, facet_by)
 
 
-def _box_tooltip() -> list[alt.Tooltip]:
-    """The box plot's tooltip: the median with its interval, the sample, then every quantile."""
+def _run_level_tooltip() -> list[alt.Tooltip]:
+    """summary's run-level median, p90 and p99, each with its interval, and the runs they rest on."""
     return [
         alt.Tooltip("config:N"),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=EXACT),
-        alt.Tooltip(f"{INTERVAL}:N", title="median's interval"),
+        *(
+            tip
+            for metric, short in LATENCY_METRICS.items()
+            for tip in (
+                alt.Tooltip(f"{metric}:Q", title=f"{short} (ms)", format=EXACT),
+                alt.Tooltip(f"{short}_interval:N", title=f"{short}'s interval"),
+            )
+        ),
         alt.Tooltip("n:Q"),
         alt.Tooltip("n_unit:N"),
+    ]
+
+
+def _box_tooltip() -> list[alt.Tooltip]:
+    """The run-level figures, then the pooled latencies' quantiles, each titled "pooled"."""
+    return [
+        *_run_level_tooltip(),
+        alt.Tooltip("pooled_n:Q", title="pooled: n"),
+        alt.Tooltip("pooled_unit:N", title="pooled: n counts"),
         *(
-            alt.Tooltip(f"{c}:Q", title=c.removesuffix("_ms") + " (ms)", format=EXACT)
-            for c in ("min_ms", "q05_ms", "q25_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")
+            alt.Tooltip(f"pooled_{c}:Q", title=f"pooled {c.removesuffix('_ms')} (ms)", format=EXACT)
+            for c in ("min_ms", "q05_ms", "q25_ms", "median_ms", "q75_ms", "q95_ms", "q99_ms", "max_ms")
         ),
     ]
 
@@ -196,10 +216,12 @@ def ecdf_spread(ecdf: pl.DataFrame) -> tuple[pl.DataFrame, int]:
 
 
 def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
-    """The ECDF of each configuration's latencies: its quantile function on a grid (summary's
-    `ecdf` frame, 51 points per configuration) joined by lines, one line per configuration, per
-    device when several; a log axis when configurations span decades. Configurations with one
-    distinct latency are left out (ecdf_spread); with none left, one line of text says why."""
+    """The ECDF of each configuration's pooled latencies (every steady latency of its runs, not
+    summary's run-level figures: its axis and tooltip say "pooled"): the quantile function on a
+    grid (summary's `ecdf` frame, 51 points per configuration) joined by lines, one line per
+    configuration, per device when several; a log axis when configurations span decades.
+    Configurations with one distinct latency are left out (ecdf_spread); with none left, one line
+    of text says why."""
     ecdf, left_out = ecdf_spread(ecdf)
     if ecdf.height == 0:
         return no_data_chart(
@@ -209,9 +231,8 @@ def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
     keys = [c for c in ecdf.columns if c not in ECDF_VALUES]
     facet_by = facet_column(ecdf.select(keys))
     frame = label_column(ecdf, [c for c in varying(ecdf, keys) if c != facet_by] or keys)
-    frame = frame.select("config", *([facet_by] if facet_by else []), "p", "latency_ms", "n", "n_unit").sort(
-        ["config", *([facet_by] if facet_by else []), "p"]
-    )
+    index = ["config", *([facet_by] if facet_by else [])]
+    frame = frame.select(*filter_fields(frame, *index), "p", "latency_ms", "n", "n_unit").sort([*index, "p"])
     log = wide_range(frame["latency_ms"])
     x = alt.X(
         "latency_ms:Q",
@@ -223,15 +244,15 @@ def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
         .mark_line(strokeWidth=1.5)
         .encode(
             x=x,
-            y=alt.Y("p:Q", title="fraction of latencies at or below", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("p:Q", title="fraction of pooled latencies at or below", scale=alt.Scale(domain=[0, 1])),
             **category_encoding("config", frame["config"].n_unique(), title="configuration", mark="line"),
             order="p:Q",
             tooltip=[
                 alt.Tooltip("config:N"),
-                alt.Tooltip("p:Q", title="fraction at or below", format=".2f"),
-                alt.Tooltip("latency_ms:Q", title="latency (ms)", format=EXACT),
-                alt.Tooltip("n:Q"),
-                alt.Tooltip("n_unit:N"),
+                alt.Tooltip("p:Q", title="fraction of pooled latencies at or below", format=".2f"),
+                alt.Tooltip("latency_ms:Q", title="pooled latency (ms)", format=EXACT),
+                alt.Tooltip("n:Q", title="pooled: n"),
+                alt.Tooltip("n_unit:N", title="pooled: n counts"),
             ],
         )
     )
@@ -240,55 +261,44 @@ def latency_ecdf_chart(ecdf: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
 
 
 def latency_quantile_chart(metrics: pl.DataFrame) -> alt.FacetChart | alt.LayerChart:
-    """Per configuration: the median with its interval (thick rule and dot), the spread to the
-    p90 (bar) and the tail to the p99 (thin rule). Log axis when configurations span decades."""
+    """Per configuration, summary's run-level figures alone: the median with its interval (thick
+    rule and dot), the spread to the p90 (bar) and the tail to the p99 (thin rule). Log axis when
+    configurations span decades."""
     frame, facet_by = latency_quantile_frame(metrics)
-    log = wide_range(pl.concat([frame["estimate"], frame["p99"]]))
+    log = wide_range(pl.concat([frame[MEDIAN], frame["latency_p99_ms"]]))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     y = alt.Y(
         "config:N",
         title=None,
         axis=alt.Axis(labelLimit=LABEL_LIMIT),
-        sort=alt.EncodingSortField("estimate", op="min"),
+        sort=alt.EncodingSortField(MEDIAN, op="min"),
     )
     x_title = "latency (ms)" + (", log scale" if log else "")
-    tooltip = [
-        alt.Tooltip("config:N"),
-        alt.Tooltip("estimate:Q", title="median (ms)", format=EXACT),
-        alt.Tooltip(f"{INTERVAL}:N", title="median's interval"),
-        alt.Tooltip("p90:Q", title="p90 (ms)", format=EXACT),
-        alt.Tooltip("p99:Q", title="p99 (ms)", format=EXACT),
-        alt.Tooltip("n:Q"),
-        alt.Tooltip("n_unit:N"),
-    ]
-    frame = with_interval_text(frame).drop("note")
+    tooltip = _run_level_tooltip()
+    x = alt.X(f"{MEDIAN}:Q", scale=scale, title=x_title)
     tail = (
         alt.Chart()
         .mark_rule(color="#9aa7b5")
-        .transform_filter("isValid(datum.p99)")
-        .encode(x=alt.X("estimate:Q", scale=scale, title=x_title), x2="p99:Q", y=y, tooltip=tooltip)
+        .transform_filter("isValid(datum.latency_p99_ms)")
+        .encode(x=x, x2="latency_p99_ms:Q", y=y, tooltip=tooltip)
     )
     spread = (
         alt.Chart()
         .mark_bar(size=9, color="#c6dbef")
-        .transform_filter("isValid(datum.p90)")
-        .encode(x=alt.X("estimate:Q", scale=scale), x2="p90:Q", y=y, tooltip=tooltip)
+        .transform_filter("isValid(datum.latency_p90_ms)")
+        .encode(x=x, x2="latency_p90_ms:Q", y=y, tooltip=tooltip)
     )
     interval = (
         alt.Chart()
         .mark_rule(strokeWidth=3, color="#08519c")
-        .transform_filter(valid_interval())
-        .encode(x=alt.X("ci_low:Q", scale=scale), x2="ci_high:Q", y=y, tooltip=tooltip)
+        .transform_filter(valid_interval(MEDIAN_LOW, MEDIAN_HIGH))
+        .encode(x=alt.X(f"{MEDIAN_LOW}:Q", scale=scale), x2=f"{MEDIAN_HIGH}:Q", y=y, tooltip=tooltip)
     )
-    median = (
-        alt.Chart()
-        .mark_point(filled=True, size=50, color="#08519c")
-        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip)
-    )
+    median = alt.Chart().mark_point(filled=True, size=50, color="#08519c").encode(x=x, y=y, tooltip=tooltip)
     layers = [
-        *([tail] if frame["p99"].is_not_null().any() else []),
-        *([spread] if frame["p90"].is_not_null().any() else []),
-        *([interval] if any_interval(frame, "ci_low", "ci_high") else []),
+        *([tail] if frame["latency_p99_ms"].is_not_null().any() else []),
+        *([spread] if frame["latency_p90_ms"].is_not_null().any() else []),
+        *([interval] if any_interval(frame, MEDIAN_LOW, MEDIAN_HIGH) else []),
         median,
     ]
     layer = alt.layer(*layers).properties(

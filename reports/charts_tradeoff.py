@@ -1,5 +1,6 @@
 """Chart builders of tradeoff: memory against latency with the Pareto front, and the best
-candidate per metric against its runner-up (Holm-corrected). Pure: an analysis frame in, a chart out.
+candidate per metric against its runner-up (Holm-corrected), each at the estimate and interval
+summary gives that configuration. Pure: an analysis frame in, a chart out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from edgestats.reports.charts_common import (
     category_encoding,
     drawn_bounds,
     facet,
+    filter_fields,
     group_columns,
     label_column,
     no_data_chart,
@@ -33,6 +35,7 @@ PARETO_INTERVALS = (
 )
 MIB = 1048576.0
 FRONT = "#111111"  # the Pareto front: near-black, outside every categorical palette
+FRONT_LABEL = "Pareto front"
 
 
 def pareto_frame(points: pl.DataFrame, keys: list[str], facet_by: str | None) -> pl.DataFrame:
@@ -53,7 +56,7 @@ def pareto_frame(points: pl.DataFrame, keys: list[str], facet_by: str | None) ->
             for c in PARETO_INTERVALS
             if c.startswith("latency")
         ),
-        pl.lit("Pareto front").alias("front"),
+        pl.lit(FRONT_LABEL).alias("front"),
     )
     frame = with_interval_text(
         frame, "latency_median_ms_ci_low", "latency_median_ms_ci_high", name="latency_interval"
@@ -115,7 +118,12 @@ def pareto_chart(points: pl.DataFrame) -> alt.FacetChart | alt.LayerChart | alt.
     layer = alt.layer(*layers).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=300)
     data = frame.select(
         *dict.fromkeys(
-            [*PARETO_DRAWN, *([colour_by] if colour_by else []), *([facet_by] if facet_by else [])]
+            [
+                *PARETO_DRAWN,
+                *([colour_by] if colour_by else []),
+                *([facet_by] if facet_by else []),
+                *filter_fields(frame, *keys),  # each point's configuration, for the page filter
+            ]
         )
     )
     return facet(layer, data.sort("latency_median_ms"), facet_by)
@@ -132,8 +140,13 @@ def _pareto_layers(x: alt.X, y: alt.Y, colour) -> list[alt.Chart]:
         alt.Tooltip("n_runs:Q"),
         alt.Tooltip("pareto:N", title="on the Pareto front"),
     ]
+    # A fixed domain: when the page's filter leaves the front no row, its legend keeps its entry
+    # (an empty domain made Vega place the legend at an infinite offset, an error in the console).
     front_key = alt.Stroke(
-        "front:N", title=None, scale=alt.Scale(range=[FRONT]), legend=alt.Legend(symbolType="stroke")
+        "front:N",
+        title=None,
+        scale=alt.Scale(domain=[FRONT_LABEL], range=[FRONT]),
+        legend=alt.Legend(symbolType="stroke"),
     )
     return [
         alt.Chart()
@@ -156,93 +169,87 @@ def _pareto_layers(x: alt.X, y: alt.Y, colour) -> list[alt.Chart]:
     ]
 
 
-WINNER_KEYS = {
+# Columns of tradeoff's `contenders` frame that are not configuration columns.
+CONTENDER_VALUES = {
+    "stratum",
     "metric",
-    "best",
-    "runner_up",
-    "runner_up_estimate",
-    "runner_up_over_best",
-    "p_value",
+    "side",
+    "candidate",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "n",
+    "n_unit",
+    "note",
     "p_holm",
     "significant",
-    "n_runner_up",
 }
+SIDES = {"best": "best", "runner_up": "runner-up"}
 
 
-def winners_frame(winners: pl.DataFrame) -> pl.DataFrame:
-    """Byte metrics in MiB (metric renamed to say so), the significance as text, intervals as
-    text and as drawn bounds."""
-    keys = group_columns(winners, WINNER_KEYS)
+def winners_frame(contenders: pl.DataFrame) -> pl.DataFrame:
+    """Byte metrics in MiB (metric renamed to say so), the side and significance as text,
+    intervals as text and as drawn bounds; the configuration columns kept for the page filter."""
     in_bytes = pl.col("metric").str.ends_with("_bytes")
     scaled = [
         (
             pl.when(in_bytes).then(pl.col(c).cast(pl.Float64) / MIB).otherwise(pl.col(c).cast(pl.Float64))
         ).alias(c)
-        for c in ("estimate", "ci_low", "ci_high", "runner_up_estimate")
+        for c in ("estimate", "ci_low", "ci_high")
     ]
-    frame = label_column(winners, varying(winners, keys) or keys, name="stratum").with_columns(
+    frame = contenders.with_columns(
         *scaled,
         pl.when(in_bytes)
         .then(pl.col("metric").str.replace(r"_bytes$", " (MiB)"))
         .otherwise(pl.col("metric")),
+        pl.col("side").replace_strict(SIDES, default=pl.col("side")),
         pl.when(pl.col("significant").fill_null(False))
         .then(pl.lit("yes"))
         .otherwise(pl.lit("no"))
         .alias("significant"),
     )
-    frame = frame.with_columns(pl.col("runner_up_estimate").fill_null(pl.col("estimate")).alias("runner_x"))
-    return drawn_bounds(with_interval_text(frame))
+    frame = drawn_bounds(with_interval_text(frame))
+    keys = [c for c in contenders.columns if c not in CONTENDER_VALUES]
+    drawn = ["stratum", "metric", "side", "candidate", "estimate", "ci_low", "ci_high", "bar_low", "bar_high"]
+    return frame.select(
+        *filter_fields(frame, *keys), *drawn, INTERVAL, "p_holm", "significant", "n", "n_unit"
+    )
 
 
-# The columns of winners_frame the chart's data keeps.
-WINNERS_DRAWN = (
-    "stratum",
-    "metric",
-    "best",
-    "runner_up",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "bar_low",
-    "bar_high",
-    INTERVAL,
-    "runner_up_estimate",
-    "runner_x",
-    "p_holm",
-    "significant",
-    "n",
-)
-
-
-def winners_chart(winners: pl.DataFrame) -> alt.FacetChart:
-    """Per stratum and metric: the best candidate's median with its interval (filled) and the
-    runner-up's median (hollow), one panel per metric (each in its own unit, bytes as MiB); a
-    bold rule marks a difference that is significant after Holm's correction."""
-    frame = winners_frame(winners)
+def winners_chart(contenders: pl.DataFrame) -> alt.FacetChart | alt.Chart:
+    """Per stratum and metric, the best candidate (filled) and the runner-up (hollow), each at the
+    estimate summary gives that configuration with its interval; one panel per metric (each in its
+    own unit, bytes as MiB); bold intervals where the difference is significant after Holm."""
+    if contenders.height == 0:
+        return no_data_chart("No winners to draw: no stratum has two candidates measured on a metric.")
+    frame = winners_frame(contenders)
     layer = alt.layer(*_winners_layers(frame)).properties(
-        width=WIDTH // 2, height=band_height(frame["stratum"].n_unique())
+        width=WIDTH // 2, height=band_height(2 * frame["stratum"].n_unique())
     )
     return (
-        layer.properties(data=frame.select(*WINNERS_DRAWN))
+        layer.properties(data=frame)
         .facet(facet=alt.Facet("metric:N", title=None), columns=2)
         .resolve_scale(x="independent")
     )
 
 
 def _winners_layers(frame: pl.DataFrame) -> list[alt.Chart]:
-    """The best's interval (bold where significant), the best's median and the runner-up's."""
+    """Each side's interval (bold where significant), the best's estimate filled, the runner-up's hollow."""
     y = alt.Y("stratum:N", title=None)
+    offset = alt.YOffset("side:N", sort=list(SIDES.values()), title=None)
+    colour = category_encoding("candidate", frame["candidate"].n_unique(), title="candidate")["color"]
     tooltip = [
         alt.Tooltip("stratum:N"),
         alt.Tooltip("metric:N"),
-        alt.Tooltip("best:N"),
-        alt.Tooltip("estimate:Q", title="best's median", format=EXACT),
+        alt.Tooltip("side:N"),
+        alt.Tooltip("candidate:N"),
+        alt.Tooltip("estimate:Q", title="estimate (as in the summary)", format=EXACT),
         alt.Tooltip(f"{INTERVAL}:N"),
-        alt.Tooltip("runner_up:N"),
-        alt.Tooltip("runner_up_estimate:Q", title="runner-up's median", format=EXACT),
-        alt.Tooltip("p_holm:Q", format=".3g"),
+        alt.Tooltip("p_holm:Q", title="p (Holm), best vs runner-up", format=".3g"),
         alt.Tooltip("significant:N", title="significant (Holm)"),
         alt.Tooltip("n:Q"),
+        alt.Tooltip("n_unit:N"),
     ]
     rules = (
         alt.Chart()
@@ -251,6 +258,8 @@ def _winners_layers(frame: pl.DataFrame) -> list[alt.Chart]:
             x=alt.X("bar_low:Q", title=None, scale=alt.Scale(zero=False)),
             x2="bar_high:Q",
             y=y,
+            yOffset=offset,
+            color=colour,
             tooltip=tooltip,
             strokeWidth=alt.StrokeWidth(
                 "significant:O",
@@ -259,24 +268,11 @@ def _winners_layers(frame: pl.DataFrame) -> list[alt.Chart]:
             ),
         )
     )
-    best = (
+    points = [
         alt.Chart()
-        .mark_point(filled=True, size=50)
-        .encode(
-            x="estimate:Q",
-            y=y,
-            tooltip=tooltip,
-            **category_encoding("best", frame["best"].n_unique(), title="best"),
-        )
-    )
-    runner = (
-        alt.Chart()
-        .mark_point(size=50, color="#777")
-        .encode(  # drawn at the best's where it has none, unseen
-            x="runner_x:Q",
-            y=y,
-            tooltip=tooltip,
-            opacity=alt.condition("isValid(datum.runner_up_estimate)", alt.value(1), alt.value(0)),
-        )
-    )
-    return [rules, best, runner]
+        .mark_point(filled=filled, size=55, opacity=1)
+        .transform_filter(f"datum.side === '{side}'")
+        .encode(x="estimate:Q", y=y, yOffset=offset, color=colour, tooltip=tooltip)
+        for side, filled in (("best", True), ("runner-up", False))
+    ]
+    return [rules, *points]

@@ -22,7 +22,9 @@ and the note says so.
 `variance_components` splits the log-latency variance into between-run and within-run parts
 (one-way random-effects ANOVA, method of moments; Searle, Casella & McCulloch 1992, §3.6), and
 `recommended_runs` turns them into how many runs (and iterations per run) a target precision
-needs (Kalibera & Jones 2013; Cochran 1977, §10.6 for the cost-optimal split).
+needs (Kalibera & Jones 2013; Cochran 1977, §10.6 for the cost-optimal split): ±2 % for summary's
+`recommendation`, ±5 % for `next_step`, the advice beside a median whose interval is wider than
+±25 % or that rests on fewer than 3 runs.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from edgestats.analysis.intervals import (
     t_quantile,
 )
 from edgestats.analysis.ratios import MIN_RESAMPLED
+from edgestats.formatting import counted, format_number
 
 ONE_RUN_NOTE = "one run: the interval covers within-run variance only"
 # t with 1 degree of freedom is 12.7 at 95 %: two runs bound the spread between processes only loosely
@@ -327,3 +330,54 @@ def recommended_runs(
         level,
         note=note,
     )
+
+
+# -- the next step beside a wide interval -------------------------------------------------------
+
+WIDE_REL_HALF_WIDTH = 0.25  # an interval wider than ±25 % of the median gets a next step
+NEXT_STEP_TARGET = 0.05  # ... saying how many runs would reach ±5 %
+MIN_ADVISED_RUNS = 3  # below 3 runs the between-run spread rests on at most one degree of freedom
+NEXT_STEP_COMMAND = "edgestats collect --until-precise 5%"
+
+
+def interval_rel_half_width(estimate: Estimate) -> float | None:
+    """(high − low) / 2 / estimate: the measure `collect --until-precise` stops on; None without
+    an interval."""
+    if not estimate.has_interval or not estimate.estimate:
+        return None
+    return (estimate.ci_high - estimate.ci_low) / 2 / estimate.estimate
+
+
+def next_step(median: Estimate, components: VarianceComponents, n_runs: int) -> dict[str, Any] | None:
+    """What to do about a median whose interval is wider than ±25 % (interval_rel_half_width) or that
+    rests on fewer than 3 runs: how many runs (at least 3) would make it ±5 % at the measured
+    between-run spread (`recommended_runs` of these components, at the current iterations per
+    run), and the command; None when the median is precise enough and has 3 runs or more."""
+    width = interval_rel_half_width(median)
+    wide = width is None or width > WIDE_REL_HALF_WIDTH
+    if not wide and n_runs >= MIN_ADVISED_RUNS:
+        return None
+    advice = recommended_runs(components, target_rel_half_width=NEXT_STEP_TARGET, level=median.level)
+    runs = max(advice.runs, MIN_ADVISED_RUNS) if advice.runs is not None else None
+    if width is None:
+        why = "no interval"
+    elif wide:
+        why = f"the interval is ±{format_number(100 * width)} %"
+    else:
+        why = f"{counted(n_runs, 'runs')} (fewer than {MIN_ADVISED_RUNS})"
+    if runs is not None:
+        target = f"±{NEXT_STEP_TARGET * 100:g} %"
+        text = f"{why}: about {runs:,} runs would reach {target} at the measured between-run spread"
+    elif n_runs < 2:
+        text = f"{why}: one run cannot measure the between-run spread; collect at least {MIN_ADVISED_RUNS}"
+    else:
+        text = f"{why}: {advice.note}"
+    return {
+        "rel_half_width": width,
+        "target_rel_half_width": NEXT_STEP_TARGET,
+        "n_runs": n_runs,
+        "runs_needed": runs,
+        "more_runs": None if runs is None else max(runs - n_runs, 0),
+        "command": NEXT_STEP_COMMAND,
+        "text": f"{text} ({NEXT_STEP_COMMAND})",
+    }

@@ -12,7 +12,7 @@ The report draws what `load_power_trace` returns; the SQL lives here, in the ana
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -57,7 +57,7 @@ LIMIT 1
 """
 
 RUN_FACTS_SQL = """
-SELECT d.name, r.framework, r.model, r.power_source
+SELECT d.name, r.framework, r.model, r.power_source, r.runtime
 FROM runs r LEFT JOIN devices d USING (device_id) WHERE r.run_id = CAST(? AS UUID)
 """
 
@@ -74,6 +74,9 @@ class PowerTrace:
     power: pl.DataFrame
     phases: pl.DataFrame
     idle_power_w: float | None
+    # The run's device, framework, runtime and model (those it has): the chart's rows carry them
+    # so the page's filter reaches the trace.
+    filters: dict[str, str] = field(default_factory=dict)
 
 
 def rail_power(samples: pl.DataFrame, rails: list[str] | None = None) -> pl.DataFrame:
@@ -154,14 +157,16 @@ def load_power_trace(
     if power.height == 0:
         return None
     t0_ns = int(power["t_ns"].min())
-    device, framework, model, source = facts[0] if facts else (None, None, None, None)
+    device, framework, model, source, runtime = facts[0] if facts else (None,) * 5
     label = " · ".join(str(v) for v in (device, framework, model, source) if v)
+    filters = {"device": device, "framework": framework, "runtime": runtime, "model": model}
     return PowerTrace(
         run_id,
         label,
         downsample(power, t0_ns, max_points),
         phase_windows(phases, t0_ns),
         baseline[0][0] if baseline else None,
+        {k: str(v) for k, v in filters.items() if v is not None},
     )
 
 

@@ -14,7 +14,9 @@ model of runs and latencies, with a pivotal interval), and `latency_p90_typical_
 a run counts towards p99 only with 100 steady latencies (p90: 20). Each entry also gives n_runs,
 n_latencies, the between-run and within-run variance components of log latency and their ratio,
 how many runs a ±2 % median needs (Kalibera & Jones 2013; the `variance` frame tabulates them),
-and whether the runs' medians form clusters (`multimodal`, edgestats.analysis.modality).
+and whether the runs' medians form clusters (`multimodal`, edgestats.analysis.modality). A median
+whose interval is wider than ±25 % or that rests on fewer than 3 runs gets `next_step`: how many
+runs would make it ±5 % at the same variance components (edgestats.analysis.hierarchical.next_step).
 Imported runs have one figure per run (edgestats.analysis.imported_runs): the median's interval is
 across runs, the same log-t; p90/p99 only as the typical run's, from what each run's tool printed.
 Memory, energy and throughput are per-run figures: their intervals are across runs, on the log
@@ -40,7 +42,9 @@ import polars as pl
 
 from edgestats.analysis.bounded import clip_at_zero, positive_mean
 from edgestats.analysis.hierarchical import (
+    VarianceComponents,
     mean_over_runs,
+    next_step,
     per_run_quantiles,
     quantile_over_runs,
     recommended_runs,
@@ -153,9 +157,8 @@ def latency_estimates(
     return {metric: out[metric] for metric in LATENCY_METRICS}
 
 
-def variance_entry(by_run: list[np.ndarray], level: float) -> dict:
+def variance_entry(components: VarianceComponents, level: float) -> dict:
     """The variance components of log latency and the Kalibera–Jones run count, for the JSON."""
-    components = variance_components(by_run)
     return {
         "variance_components": components.as_dict(),
         "recommendation": recommended_runs(components, level=level).as_dict(),
@@ -304,7 +307,12 @@ def summarise(
         )
         n_latencies = index.count(sub["run_idx"].to_list())
         by_run = run_latencies(index, sub["run_idx"].to_list())
-        variance = variance_entry(by_run, level) if by_run else {}
+        # Imported runs: the spread of their medians (one figure per run) is the between-run one.
+        components = variance_components(by_run or [[m] for m in sub["latency_median_ms"].to_list()])
+        variance = variance_entry(components, level) if by_run else {}
+        metrics = [{"metric": m, **e.as_dict()} for m, e in estimates.items()]
+        step = next_step(estimates[MEDIAN], components, sub.height)
+        metrics[0].update({"next_step": step} if step else {})  # MEDIAN comes first (LATENCY_METRICS)
         entries.append(
             {
                 "group": group,
@@ -313,7 +321,7 @@ def summarise(
                 "n_runs": sub.height,
                 "n_latencies": n_latencies,
                 "level": level,
-                "metrics": [{"metric": m, **e.as_dict()} for m, e in estimates.items()],
+                "metrics": metrics,
                 **variance,
             }
         )

@@ -4,7 +4,8 @@
   intervals (as summary gives them), and which configurations no other one beats on both (on
   the estimates: the intervals show how firm each point's place is).
 - winners: per stratum (default device × model × batch size: only like is compared with like),
-  for every metric the best candidate (framework/runtime) and the runner-up, a two-sided
+  for every metric the best candidate and the runner-up, a candidate being one configuration
+  (framework/runtime, and threads or precision where they vary inside the stratum), a two-sided
   Mann–Whitney U test between them (rank-based: latencies are skewed), Holm-corrected across
   every test in the table, with the probability of superiority and the runner-up's estimate over
   the best's as effect sizes. A stratum has a single winner only when one candidate is
@@ -162,9 +163,7 @@ def tradeoff(
 ) -> AnalysisResult:
     settings = settings or BootstrapSettings()
     index = LatencyIndex(latencies)
-    candidates = [
-        c for c in CANDIDATE_COLUMNS if c in runs.columns and runs[c].is_not_null().any() and c not in strata
-    ]
+    candidates = candidate_columns(runs, config, strata)
     measured = runs.filter(pl.col("latency_median_ms").is_not_null() | pl.col("rss_peak_bytes").is_not_null())
     if measured.height == 0 or not candidates:
         why = (
@@ -183,7 +182,47 @@ def tradeoff(
     holm_adjust(winner_entries, 1 - level)
     rows = _settle_winners(winner_entries, level)
     entries += winner_entries
-    return AnalysisResult(NAME, level, entries, {"pareto": points, "winners": rows_frame(rows)})
+    frames = {"pareto": points, "winners": rows_frame(rows), "contenders": contender_rows(winner_entries)}
+    return AnalysisResult(NAME, level, entries, frames, chart_only={"contenders"})
+
+
+def candidate_columns(runs: pl.DataFrame, config: list[str], strata: list[str]) -> list[str]:
+    """framework and runtime, and every other configuration column that varies inside a stratum
+    (threads, precision ...): a candidate is then one configuration, whose figures are summary's."""
+    named = [c for c in CANDIDATE_COLUMNS if c in runs.columns and runs[c].is_not_null().any()]
+    others = [c for c in config if c in runs.columns and c not in (*CANDIDATE_COLUMNS, *strata)]
+    present = [s for s in strata if s in runs.columns]
+    if present and others:
+        spread = runs.group_by(present).agg(pl.col(others).n_unique())
+        others = [c for c in others if spread[c].max() > 1]
+    else:
+        others = [c for c in others if runs[c].n_unique() > 1]
+    return [c for c in (*named, *others) if c not in strata]
+
+
+def contender_rows(winner_entries: list[dict]) -> pl.DataFrame:
+    """What the winners chart draws: one row per stratum, metric and side (best, runner-up), with
+    the candidate's configuration columns, the stratum's name (the group values that differ
+    between strata) and the candidate's estimate and interval (summary's)."""
+    groups = [e["group"] for e in winner_entries if "metrics" in e]
+    shown = [k for k in (groups[0] if groups else {}) if len({str(g.get(k)) for g in groups}) > 1]
+    rows = [
+        {
+            **entry["group"],
+            **metric[side]["candidate"],
+            "stratum": _text({k: entry["group"][k] for k in shown or entry["group"]}),
+            "metric": metric["metric"],
+            "side": side,
+            "candidate": _text(metric[side]["candidate"]),
+            **{k: metric[side][k] for k in ("estimate", "ci_low", "ci_high", "level", "n", "n_unit", "note")},
+            "p_holm": metric["p_holm"],
+            "significant": metric["significant"],
+        }
+        for entry in winner_entries
+        for metric in entry.get("metrics", [])
+        for side in ("best", "runner_up")
+    ]
+    return rows_frame(rows)
 
 
 def _pareto_entries(points: pl.DataFrame, device: list[str], level: float) -> list[dict]:
@@ -295,9 +334,11 @@ def _winner_row(group: dict, metric: dict, level: float) -> dict:
 
 
 def _text(candidate: dict) -> str:
-    """A candidate's name: its values, missing ones (an imported run has no runtime) and repeats
-    (tflite's runtime is tflite) left out."""
-    return " / ".join(dict.fromkeys(str(v) for v in candidate.values() if v is not None)) or "all"
+    """A candidate's (or stratum's) name: its values, missing ones (an imported run has no runtime)
+    and repeats (tflite's runtime is tflite) left out; a number says what it counts (threads 4)."""
+    named = ("device", "framework", "runtime", "model")
+    parts = (str(v) if k in named else f"{k} {v}" for k, v in candidate.items() if v is not None)
+    return " / ".join(dict.fromkeys(parts)) or "all"
 
 
 def analyse(data: AnalysisData, options: AnalysisOptions) -> AnalysisResult:

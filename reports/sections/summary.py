@@ -1,4 +1,5 @@
-"""The summary section: latency per configuration (box plot with the median's interval, ECDF).
+"""The summary section: latency per configuration (summary's run-level median with its interval,
+p90 and p99, over a box plot of the pooled latencies; the pooled latencies' ECDF).
 
 The `variance` frame (runs, latencies, between- and within-run SD, recommended runs) is shown
 as a table, as every frame that is not chart-only is."""
@@ -21,11 +22,12 @@ def figures(result: Any) -> list[FigureSpec]:
     metrics, ecdf = frames.get("metrics"), frames.get("ecdf")
     medians = None if metrics is None else metrics.filter(pl.col("metric") == "latency_median_ms")
     latency = with_intervals(
-        "Steady-state latency per configuration: box p25–p75, whiskers p5–p95, dotted to p99, median tick",
+        "Steady-state latency per configuration: the median across runs (tick), thin ticks at p90 and p99; "
+        "behind them a box plot of the pooled latencies (box p25–p75, whiskers p5–p95)",
         medians,
-        drawn="with its interval (dark bar)",
+        drawn="the median with its interval (dark bar)",
     )
-    ecdf_title = "ECDF of the steady-state latencies per configuration (51 quantiles each)"
+    ecdf_title = "ECDF of the pooled steady-state latencies per configuration (51 quantiles each)"
     if ecdf is not None:
         _, left_out = charts_latency.ecdf_spread(ecdf)
         ecdf_title += (

@@ -7,7 +7,8 @@ from typing import Any
 from edgestats.reports import charts_tradeoff
 from edgestats.reports.sections import FigureSpec, drawable, figure, with_intervals
 
-DRAWN = frozenset({"pareto", "winners"})
+# `winners` is drawn through `contenders` (its rows per side, with each candidate's configuration).
+DRAWN = frozenset({"pareto", "winners", "contenders"})
 
 
 def figures(result: Any) -> list[FigureSpec]:
@@ -21,13 +22,14 @@ def figures(result: Any) -> list[FigureSpec]:
         drawn="each point with its intervals",
     )
     winners = with_intervals(
-        "Best and runner-up per metric: best's median, runner-up hollow",
-        frames.get("winners"),
-        drawn="the best's with its interval",
+        "Best (filled) and runner-up (hollow) per metric, each at the summary's estimate for that "
+        "configuration",
+        frames.get("contenders"),
+        drawn="each with its interval",
     )
     return [
         *figure(frames, "pareto", "pareto", pareto, charts_tradeoff.pareto_chart),
-        *figure(frames, "winners", "winners", winners, charts_tradeoff.winners_chart),
+        *figure(frames, "contenders", "winners", winners, charts_tradeoff.winners_chart),
     ]
 
 

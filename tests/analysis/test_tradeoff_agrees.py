@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import numpy as np
+import polars as pl
 import pytest
 from builders import write_inference_run
 
@@ -92,3 +94,37 @@ def test_winners_and_pareto_give_summary_s_estimates(tmp_path):
     assert imported["method"].startswith("run-level t on the log scale") and imported["n"] == 3
     one_run = by_config[("jetson", "tflite")]["latency_median_ms"]
     assert one_run["method"] == "bootstrap-bca" and one_run["ci_low"] is not None  # its 55 latencies
+
+
+@pytest.mark.slow
+def test_a_framework_at_two_thread_counts_is_two_candidates_with_summary_s_figures(tmp_path):
+    """pytorch's 3 runs on the jetson split into 2 and 4 threads: the stratum's candidates are
+    configurations (framework/runtime and threads), so each keeps summary's figures; the chart's
+    `contenders` rows carry the configuration's columns."""
+    db = write_db(tmp_path)
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "UPDATE runs SET threads = CASE WHEN run_id = (SELECT min(run_id) FROM runs WHERE framework = "
+            "'pytorch' AND source = 'collect') THEN 4 ELSE 2 END WHERE source = 'collect'"
+        )
+    data = load_data(db, needs=Needs(latencies=True))
+    options = AnalysisOptions(seed=4, n_resamples=999)
+    summary = {
+        (e["group"]["framework"], e["group"]["threads"]): {m["metric"]: m for m in e["metrics"]}
+        for e in summary_analyse(data, options).to_json()
+        if e["group"]["device"] == "jetson"
+    }
+    result = tradeoff_analyse(data, options)
+    (jetson,) = [
+        e for e in result.to_json() if e.get("part") == "winners" and e["group"]["device"] == "jetson"
+    ]
+    assert jetson["candidate_keys"][0] == "framework" and jetson["candidate_keys"][-1] == "threads"
+    contenders = result.frames["contenders"].filter(pl.col("device") == "jetson")
+    assert {(r["framework"], r["threads"]) for r in contenders.iter_rows(named=True)} >= {
+        ("pytorch", 2),
+        ("pytorch", 4),
+    }
+    for row in contenders.iter_rows(named=True):
+        expected = summary[(row["framework"], row["threads"])][row["metric"]]
+        same({**row, "method": expected["method"]}, expected)  # the frame keeps no method column
+    assert "contenders" in result.chart_only, "a chart's rows, not a table"

@@ -59,7 +59,7 @@ BUILDERS = {
     ),
     "correlation": ("energy", "correlation", lambda f: charts_energy.correlation_chart(f["correlation"])),
     "pareto": ("tradeoff", "pareto", lambda f: charts_tradeoff.pareto_chart(f["pareto"])),
-    "winners": ("tradeoff", "winners", lambda f: charts_tradeoff.winners_chart(f["winners"])),
+    "winners": ("tradeoff", "contenders", lambda f: charts_tradeoff.winners_chart(f["contenders"])),
     "main_effects": (
         "hyperparams",
         "main_effects",

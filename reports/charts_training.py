@@ -9,12 +9,15 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from edgestats.analysis.hyperparams_effects import MEANS_KEPT_APART
 from edgestats.contracts import ITERATION_FACTORS, SERIES_CANDIDATES
 from edgestats.reports.charts_common import (
+    FILTER_FIELDS,
     WIDTH,
     category_encoding,
     coefficient_chart,
     drawn_bounds,
+    filter_fields,
     group_columns,
     interval_tooltip,
     label_column,
@@ -43,6 +46,18 @@ def _series_layers(x: alt.X, y: alt.Y, colour: dict, series: str, *fields: str) 
     return [line, bars, dots]
 
 
+def _naming(frame: pl.DataFrame, keys: list[str]) -> list[str]:
+    """The keys that vary, less a filter field (device, framework, runtime, model: every row
+    carries them for the page's filter) that the other varying keys already determine: the
+    runtime that goes with each framework would only repeat it in each series' name."""
+    named = varying(frame, keys)
+    for column in reversed([c for c in named if c in FILTER_FIELDS]):
+        rest = [c for c in named if c != column]
+        if rest and frame.select(rest).n_unique() == frame.select([*rest, column]).n_unique():
+            named = rest
+    return named
+
+
 # -- hyperparams: main effects, response vs iterations -------------------------------------------
 
 
@@ -59,7 +74,7 @@ def main_effects_chart(effects: pl.DataFrame) -> alt.FacetChart:
     """Mean response at each level of each factor with its interval, one panel per factor
     (rows: response), levels in numeric order; one colour per group when there are several."""
     keys = group_columns(effects, {"response", "factor", "value"})
-    frame = label_column(effects, varying(effects, keys) or keys, name="group").with_columns(
+    frame = label_column(effects, _naming(effects, keys) or keys, name="group").with_columns(
         pl.col("value").cast(pl.String),
         *(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")),
     )
@@ -70,7 +85,7 @@ def main_effects_chart(effects: pl.DataFrame) -> alt.FacetChart:
     y = alt.Y("estimate:Q", title="mean response", scale=alt.Scale(zero=False))
     layers = _series_layers(x, y, colour, "group", "group", "response", "factor", "value")
     data = drawn_bounds(with_interval_text(frame)).select(
-        "group",
+        *filter_fields(frame, "group"),
         "response",
         "factor",
         "value",
@@ -94,11 +109,18 @@ def main_effects_chart(effects: pl.DataFrame) -> alt.FacetChart:
 def response_vs_iterations_chart(means: pl.DataFrame) -> alt.FacetChart:
     """Each response (accuracy, training time) against iterations or epochs: the mean per
     combination with its interval (hyperparams' `vs_iterations` frame), one line per batch size
-    (the DLaaS study's tables), one row per response."""
+    (the DLaaS study's tables) and per device, framework or model where they vary, one row per
+    response."""
     factor = next(c for c in ITERATION_FACTORS if c in means.columns)
     colour_by = next((c for c in SERIES_CANDIDATES if c in means.columns and c != factor), None)
+    # the means are kept apart per device, framework and model: each that varies names its own lines
+    apart = varying(means, MEANS_KEPT_APART)
     frame = means.with_columns(
-        (pl.col(colour_by).cast(pl.String) if colour_by else pl.lit("all")).alias("series")
+        pl.concat_str(
+            [pl.col(colour_by).cast(pl.String) if colour_by else pl.lit("all"), *(pl.col(c) for c in apart)],
+            separator=" · ",
+            ignore_nulls=True,
+        ).alias("series")
     )
     x = alt.X(
         f"{factor}:Q",
@@ -106,12 +128,15 @@ def response_vs_iterations_chart(means: pl.DataFrame) -> alt.FacetChart:
         scale=alt.Scale(type="log") if wide_range(frame[factor]) else alt.Scale(zero=False),
     )
     colour = category_encoding(
-        "series", frame["series"].n_unique(), title=colour_by or "", sort=_level_order(frame["series"])
+        "series",
+        frame["series"].n_unique(),
+        title=" · ".join([colour_by or "all", *apart]) if apart else colour_by or "",
+        sort=_level_order(frame["series"]),
     )
     y = alt.Y("estimate:Q", title="mean", scale=alt.Scale(zero=False))
     layers = _series_layers(x, y, colour, "series", "series", factor, "response")
     data = drawn_bounds(with_interval_text(frame)).select(
-        factor,
+        *filter_fields(frame, factor),
         "series",
         "response",
         "estimate",
@@ -141,7 +166,7 @@ def workers_chart(workers: pl.DataFrame) -> alt.FacetChart:
     row_by = "device" if "device" in workers.columns and workers["device"].n_unique() > 1 else None
     frame = label_column(
         workers,
-        [c for c in varying(workers, keys) if c != row_by] or ["storage"]
+        [c for c in _naming(workers, keys) if c != row_by] or ["storage"]
         if "storage" in workers.columns
         else [],
         name="series",
@@ -151,10 +176,7 @@ def workers_chart(workers: pl.DataFrame) -> alt.FacetChart:
     y = alt.Y("estimate:Q", title="median seconds per epoch")
     layers = _series_layers(x, y, colour, "series", "series", "num_workers", "quantity")
     data = drawn_bounds(with_interval_text(frame)).select(
-        "series",
-        "num_workers",
-        "quantity",
-        *([row_by] if row_by else []),
+        *filter_fields(frame, "series", "num_workers", "quantity", *([row_by] if row_by else [])),
         "estimate",
         "ci_low",
         "ci_high",
@@ -179,5 +201,5 @@ def resources_chart(resources: pl.DataFrame) -> alt.LayerChart:
     """Spearman's correlation of each CPU/memory figure with batch size, with intervals."""
     keys = group_columns(resources, {"x", "y", "p_value"})
     return coefficient_chart(
-        label_column(resources, ["y", *varying(resources, keys)]), title="Spearman's rho with batch size"
+        label_column(resources, ["y", *_naming(resources, keys)]), title="Spearman's rho with batch size"
     )

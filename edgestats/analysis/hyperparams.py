@@ -19,6 +19,9 @@ in n_excluded):
   satisfy --constraint (e.g. max accuracy with training_time_s <= 600), with the same bounded
   interval of its mean.
 
+Every frame row carries the page filter's fields (device, framework, runtime, model) of the
+group's runs (edgestats.analysis.filter_tags), a point those of its run.
+
 This module runs them per group and assembles the entries and frames; the model and the scale
 choice are in hyperparams_fit.py, the main effects, proportionality and response-vs-iterations
 means in hyperparams_effects.py, the configurations (--constraint, --best) in hyperparams_configs.py.
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from edgestats.analysis.filter_tags import FILTER_TAGS, filter_tags, tag_columns
 from edgestats.analysis.hyperparams_configs import Condition, best_configuration, best_row, parse_constraint
 from edgestats.analysis.hyperparams_effects import iteration_means, main_effects, proportionality
 from edgestats.analysis.hyperparams_fit import fit_ols, pick_scales
@@ -99,8 +103,9 @@ def hyperparams(
             entry["best"] = best_configuration(complete, response, factors, best, conditions, level)
         entries.append(entry)
         scale_notes += _scale_notes(response, group, why)
-        _add_rows(rows, {**group, "response": response}, entry, level)
-        rows["points"] += complete.select(*[c for c in dict.fromkeys([*by, *factors, response])]).to_dicts()
+        _add_rows(rows, {**group, **filter_tags(complete, skip=group), "response": response}, entry, level)
+        kept = dict.fromkeys([*by, *tag_columns(complete), *factors, response])
+        rows["points"] += complete.select(*kept).to_dicts()
     frames = {key: rows_frame(rows[key]) for key in FRAME_KEYS}
     if rows["best"]:
         frames["best"] = rows_frame(rows["best"])
@@ -147,7 +152,11 @@ def _add_rows(rows: dict[str, list[dict]], tags: dict, entry: dict, level: float
         {**tags, **t, "level": level, "n": entry["n"], "r_squared": entry.get("r_squared")}
         for t in entry.get("terms", [])
     ]
-    rows["main_effects"] += [{**tags, **e} for e in entry["main_effects"]]
+    # a level of a filter field (--factor runtime) is about that value alone, not the group's runs
+    rows["main_effects"] += [
+        {**tags, **({e["factor"]: str(e["value"])} if e["factor"] in FILTER_TAGS else {}), **e}
+        for e in entry["main_effects"]
+    ]
     rows["proportionality"] += [_proportional_row(tags, p, level) for p in entry["proportionality"]]
 
 

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import polars as pl
 
+from edgestats.analysis.filter_tags import filter_tags, tag_columns
 from edgestats.analysis.hyperparams_configs import response_mean
 from edgestats.analysis.intervals import finite_or_none
 from edgestats.analysis.result import iter_groups
@@ -27,8 +28,9 @@ MAX_MAIN_EFFECT_LEVELS = 20  # more distinct values than this is a continuum, no
 PROPORTIONAL_FACTORS = (*ITERATION_FACTORS, "dataset_samples")
 
 # The response-vs-iterations means: one line per the first of these present (besides the
-# iteration factor), kept apart per device and framework (the chart's facets).
-MEANS_KEPT_APART = ("device", "framework")
+# iteration factor), kept apart per device, framework and model (one model's times say nothing
+# of another's; the chart draws each as its own line).
+MEANS_KEPT_APART = ("device", "framework", "model")
 
 
 def main_effects(rows: pl.DataFrame, response: str, factors: list[str], level: float) -> list[dict]:
@@ -97,20 +99,23 @@ def proportionality(rows: pl.DataFrame, response: str, factors: list[str], level
 
 def iteration_means(points: pl.DataFrame, responses: list[str], level: float) -> pl.DataFrame:
     """Mean of each response with its bounded interval (`response_mean`) per iteration count (or
-    epochs), per series (batch size, else learning rate or optimizer) and per device / framework,
+    epochs), per series (batch size, else learning rate or optimizer) and per device / framework /
+    model,
     however many runs there are: what the response-vs-iterations chart draws (the DLaaS study's
-    tables)."""
+    tables). Each row carries the page filter's fields of its runs (filter_tags)."""
     factor = next(c for c in ITERATION_FACTORS if c in points.columns)
     series = next((c for c in SERIES_CANDIDATES if c in points.columns and c != factor), None)
     keys = [factor, *([series] if series else []), *(c for c in MEANS_KEPT_APART if c in points.columns)]
+    tagged = tag_columns(points, skip=keys)
     rows = []
     for response in responses:
         measured = points.filter(pl.col(response).is_not_null())
-        for values, sub in measured.select(*keys, response).group_by(keys, maintain_order=True):
+        for values, sub in measured.select(*keys, *tagged, response).group_by(keys, maintain_order=True):
             e = response_mean(sub, response, level)
             rows.append(
                 {
                     **dict(zip(keys, values)),
+                    **filter_tags(sub, skip=keys),
                     "response": response,
                     "estimate": e.estimate,
                     "ci_low": e.ci_low,

@@ -1,16 +1,21 @@
 """pipeline: data-loading stalls in training (the Jetson study) and resource use against batch
 size (the DLaaS study's Table XXII).
 
-- workers: per group (default device × storage) and num_workers, the median fetch stall and
-  the median end-to-end time per epoch with intervals. Collected runs give one value per epoch
-  (cumulative over its batches; n counts epochs); imported runs one per run (n counts runs).
-  From 10 values a BCa interval of the median; fewer are not resampled (a bootstrap of 3 values
-  is [min, max]): the geometric mean with its log-scale t interval (edgestats.analysis.ratios).
+- workers: per group (default device × storage, × model where the runs span several) and
+  num_workers, the median fetch stall and the median end-to-end time per epoch with intervals.
+  Collected runs give one value per epoch (cumulative over its batches; n counts epochs);
+  imported runs one per run (n counts runs). From 10 values a BCa interval of the median; fewer
+  are not resampled (a bootstrap of 3 values is [min, max]): the geometric mean with its
+  log-scale t interval (edgestats.analysis.ratios).
 - reduction: how many times smaller the median stall (and E2E time) gets from 0 to 1 worker
   (pipelining) and from 1 to 2 (parallel fetch): a bootstrap interval of the ratio of medians
   from 10 values a side, else the ratio of geometric means with Welch's log-t interval.
 - resources: Spearman's rank correlation of CPU use and memory with batch size, per group
-  (default device × framework), with the Bonett–Wright Fisher-z interval.
+  (default device × framework, × model where the runs span several), with the Bonett–Wright
+  Fisher-z interval.
+
+Every row carries the page filter's fields (device, framework, runtime, model) of the runs behind
+it (edgestats.analysis.filter_tags).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import polars as pl
 
 from edgestats.analysis.bounded import geometric_mean_t
 from edgestats.analysis.correlations import correlation
+from edgestats.analysis.filter_tags import filter_tags, tag_columns
 from edgestats.analysis.intervals import (
     BootstrapSettings,
     Estimate,
@@ -76,7 +82,7 @@ def workers_part(
     runs: pl.DataFrame, units: pl.DataFrame, by: list[str], level: float, settings: BootstrapSettings
 ) -> tuple[list, list, list]:
     joined = (
-        runs.select("run_idx", *by, "num_workers")
+        runs.select("run_idx", *dict.fromkeys([*by, *tag_columns(runs)]), "num_workers")
         .join(units, on="run_idx")
         .filter(pl.col("num_workers").is_not_null())
     )
@@ -120,8 +126,9 @@ def _worker_medians(
                 "e2e_median_s": e2e.as_dict(),
             }
         )
-        rows.append(estimate_row(group, stall, num_workers=workers, quantity="stall_median_s"))
-        rows.append(estimate_row(group, e2e, num_workers=workers, quantity="e2e_median_s"))
+        tags = filter_tags(part, skip=group)
+        rows.append(estimate_row(group, stall, **tags, num_workers=workers, quantity="stall_median_s"))
+        rows.append(estimate_row(group, e2e, **tags, num_workers=workers, quantity="e2e_median_s"))
     return entries, rows
 
 
@@ -179,7 +186,8 @@ def _reductions(
                     "n_unit": ratio.n_unit,
                 }
             )
-            rows.append(estimate_row(group, ratio, metric=column, from_workers=low, to_workers=high))
+            tags = filter_tags(pl.concat([by_workers[low], by_workers[high]]), skip=group)
+            rows.append(estimate_row(group, ratio, **tags, metric=column, from_workers=low, to_workers=high))
     return entries, rows
 
 
@@ -214,7 +222,12 @@ def resources_part(runs: pl.DataFrame, by: list[str], level: float) -> tuple[lis
             )
             rows.append(
                 estimate_row(
-                    group, result.estimate, x="batch_size", y=metric, p_value=finite_or_none(result.p_value)
+                    group,
+                    result.estimate,
+                    **filter_tags(measured, skip=group),
+                    x="batch_size",
+                    y=metric,
+                    p_value=finite_or_none(result.p_value),
                 )
             )
     return entries, rows
@@ -222,6 +235,31 @@ def resources_part(runs: pl.DataFrame, by: list[str], level: float) -> tuple[lis
 
 def _present(runs: pl.DataFrame, columns: tuple[str, ...]) -> list[str]:
     return [c for c in columns if c in runs.columns and runs[c].is_not_null().any()]
+
+
+def _worker_runs(runs: pl.DataFrame, units: pl.DataFrame) -> pl.DataFrame:
+    """The runs the workers part reads: those with stall or E2E units and a num_workers."""
+    return runs.filter(
+        pl.col("run_idx").is_in(units["run_idx"].unique().to_list()) & pl.col("num_workers").is_not_null()
+    )
+
+
+def _resource_runs(runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs the resources part reads: a batch size and some CPU or memory figure."""
+    measured = [pl.col(m).is_not_null() for m in RESOURCE_METRICS if m in runs.columns]
+    return (
+        runs.filter(pl.col("batch_size").is_not_null() & pl.any_horizontal(measured))
+        if measured
+        else runs.clear()
+    )
+
+
+def _by_model(by: list[str], runs: pl.DataFrame) -> list[str]:
+    """The default groups, and model where the part's runs span several: a stall or a CPU figure
+    of one model says nothing of another's, and each group's rows then carry one model, which the
+    page's filter can choose."""
+    spans = "model" in runs.columns and runs["model"].drop_nulls().n_unique() > 1
+    return [*by, "model"] if spans and "model" not in by else by
 
 
 def pipeline(
@@ -240,8 +278,12 @@ def pipeline(
         .is_not_null()
         .any()
     )
-    stall_by = by if by is not None else _present(runs, ("device", "storage"))
-    resource_by = by if by is not None else _present(runs, ("device", "framework"))
+    stall_by = (
+        by if by is not None else _by_model(_present(runs, ("device", "storage")), _worker_runs(runs, units))
+    )
+    resource_by = (
+        by if by is not None else _by_model(_present(runs, ("device", "framework")), _resource_runs(runs))
+    )
     entries, frames = [], {}
     if has_workers:
         worker_entries, worker_rows, reduction_rows = workers_part(runs, units, stall_by, level, settings)

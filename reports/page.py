@@ -24,7 +24,10 @@ import polars as pl
 from edgestats.analysis.load_overview import Overview
 from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.headline import headline_table
+from edgestats.reports.page_answers import answers_html
 from edgestats.reports.page_assets import FILTER_JS, LOADER_JS, SORT_JS, STYLE
+from edgestats.reports.page_environment import TITLE as ENVIRONMENT_TITLE
+from edgestats.reports.page_environment import environment_html, overview_environment
 from edgestats.reports.page_tables import Footnotes, collapsed_html, csv_link, page_table, table_markup
 from edgestats.version import __version__
 
@@ -111,12 +114,9 @@ def _date(value: dt.datetime | None) -> str:
 
 
 def header_html(overview: Overview) -> str:
-    devices = "".join(
-        f"<tr><td>{esc(d.name)}</td><td>{esc(d.arch or '–')}</td><td>{esc(d.cpu_model or '–')}</td>"
-        f"<td class=num>{esc(d.cores if d.cores is not None else '–')}</td>"
-        f"<td class=num>{d.n_runs:,}</td></tr>"
-        for d in overview.devices
-    )
+    """The title and one wrapped line of facts. The counts of configurations, runs and devices
+    are recounted by the page's filter from `data-runs` (one entry per kind x status x
+    configuration); the devices' facts are in the environment section."""
     runs = ", ".join(
         f"{n:,} {esc(kind)} {esc(status)}" for (kind, status), n in overview.runs_by_kind_status.items()
     )
@@ -128,20 +128,20 @@ def header_html(overview: Overview) -> str:
         dates = "not recorded (imported results carry no dates)"
     else:
         dates = "not recorded"
-    return f"""<header>
+    configs = {tuple(g.get(k) for k in g if k not in ("status", "n_runs")) for g in overview.run_groups}
+    n_configs = (
+        f"<div><dt>configurations</dt><dd id=count-configs>{len(configs):,}</dd></div>\n" if configs else ""
+    )
+    return f"""<header data-runs="{esc(script_json(overview.run_groups))}">
 <h1>edgestats report: {esc(overview.db_name)}</h1>
-<div class=top>
 <dl class=facts>
-<dt>runs</dt><dd>{overview.n_runs:,}{f" ({runs})" if runs else ""}</dd>
-<dt>devices</dt><dd>{len(overview.devices):,}</dd>
-<dt>dates</dt><dd>{dates}</dd>
-<dt>power sources</dt><dd>{power}</dd>
-<dt>where from</dt><dd>{sources or "–"}</dd>
+{n_configs}<div><dt>runs</dt><dd><span id=count-runs>{overview.n_runs:,}</span><span id=count-kinds>\
+{f" ({runs})" if runs else ""}</span></dd></div>
+<div><dt>devices</dt><dd id=count-devices>{len(overview.devices):,}</dd></div>
+<div><dt>dates</dt><dd>{dates}</dd></div>
+<div><dt>power sources</dt><dd>{power}</dd></div>
+<div><dt>where from</dt><dd>{sources or "–"}</dd></div>
 </dl>
-<table class=devices><thead>\
-<tr><th>device</th><th>arch</th><th>CPU</th><th>cores</th><th>runs</th></tr></thead>
-<tbody>{devices}</tbody></table>
-</div>
 </header>"""
 
 
@@ -196,12 +196,15 @@ def section_html(
     notes: Footnotes | None = None,
     moved: frozenset = frozenset(),
     shared: tuple[str, ...] = (),
+    lead: str = "",
 ) -> str:
-    """A section: its sentence, its charts (those in `moved` are at the top), its tables folded."""
+    """A section: its sentence, its `lead` (HTML: the answers' tables), its charts (those in
+    `moved` are at the top), its tables folded."""
     notes = notes if notes is not None else Footnotes()
     parts = [
         f'<section id="{element_id(section.key)}"><h2>{esc(section.title)}</h2>',
         f"<p class=sentence>{esc(section.sentence)}</p>",
+        lead,
     ]
     shown = [f for f in section.figures if (section.key, f.key) not in moved]
     if len(shown) < len(section.figures):
@@ -249,10 +252,35 @@ def chart_specs(sections: list[Section]) -> dict[str, dict[str, Any]]:
     return {element_id("chart", s.key, f.key): f.spec for s in sections for f in s.figures}
 
 
-def contents_html(sections: list[Section], glance: bool) -> str:
-    items = "".join(f'<li><a href="#{element_id(s.key)}">{esc(s.title)}</a></li>' for s in sections)
-    first = '<li><a href="#glance">At a glance</a></li>' if glance else ""
-    return f"<nav><ol>{first}{items}</ol></nav>"
+def contents_html(entries: list[tuple[str, str]]) -> str:
+    """The contents list: (element id, title) per part, in page order."""
+    items = "".join(f'<li><a href="#{key}">{esc(title)}</a></li>' for key, title in entries)
+    return f"<nav><ol>{items}</ol></nav>"
+
+
+def page_body(
+    sections: list[Section],
+    notes: Footnotes,
+    *,
+    summary: Any = None,
+    answers: Any = None,
+    environment: str = "",
+) -> tuple[list[tuple[str, str]], str]:
+    """(contents entries, the <main> markup): the answers first (before "At a glance" and any
+    chart), then the headline and main charts, every other section, the environment."""
+    first = [s for s in sections if s.key == "answers"]
+    rest = [s for s in sections if s.key != "answers"]
+    shared = tuple(shared_notes(sections))
+    lead = answers_html(answers, notes) if answers is not None else ""
+    top = "\n".join(section_html(s, notes, frozenset(), shared, lead) for s in first)
+    glance, moved = glance_html(rest, summary, notes)
+    body = "\n".join(section_html(s, notes, moved, shared) for s in rest)
+    every = "".join(f"<p class=note>In every section: {esc(note)}</p>" for note in shared)
+    entries = [(element_id(s.key), s.title) for s in first]
+    entries += [("glance", "At a glance")] if glance else []
+    entries += [(element_id(s.key), s.title) for s in rest]
+    entries += [("environment", ENVIRONMENT_TITLE)] if environment else []
+    return entries, "\n".join((top, glance, every, body, environment))
 
 
 def render_page(
@@ -260,16 +288,19 @@ def render_page(
     sections: list[Section],
     *,
     summary: Any = None,
+    answers: Any = None,
+    environment: dict[str, pl.DataFrame] | None = None,
     generated_at: dt.datetime | None = None,
 ) -> str:
-    """The page: header, "At a glance" (the headline table of `summary`, the summary analysis'
-    result, and the main charts), a section per analysis, the footnotes, the scripts."""
-    generated_at = generated_at or dt.datetime.now(dt.UTC)
+    """The page: header, contents, filter bar; the answers (of `answers`, the answers analysis'
+    result), "At a glance" (the headline table of `summary`, the summary analysis' result, and
+    the main charts), a section per analysis, the environment (`environment`: the frames of
+    edgestats.analysis.load_environment; without it, the devices of `overview`), the footnotes,
+    the scripts."""
+    generated_at = generated_at or dt.datetime.now(dt.timezone.utc)
     notes = Footnotes()
-    glance, moved = glance_html(sections, summary, notes)
-    shared = tuple(shared_notes(sections))
-    body = "\n".join(section_html(s, notes, moved, shared) for s in sections)
-    every = "".join(f"<p class=note>In every section: {esc(note)}</p>" for note in shared)
+    environment_part = environment_html(environment or overview_environment(overview), notes, MAX_TABLE_ROWS)
+    entries, main = page_body(sections, notes, summary=summary, answers=answers, environment=environment_part)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -282,18 +313,17 @@ def render_page(
 </head>
 <body>
 {header_html(overview)}
-{contents_html(sections, bool(glance))}
+{contents_html(entries)}
 <div id=filters hidden><b>Filter</b><span id=filter-state>showing everything</span></div>
 <main>
-{every}
-{glance}
-{body}
+{main}
 </main>
 {notes.html()}
 <footer>Written by edgestats {esc(__version__)} on {generated_at.strftime("%Y-%m-%d %H:%M UTC")}.
 Intervals are confidence intervals at the level given under each table; n is the number of
 observations behind each figure. Click a table's header to sort it; CSV links download the
-table's numbers; the filter bar shows one device, framework or model in every table and chart.
+table's numbers; the filter bar shows one device, framework, runtime or model in every table,
+chart, answer and count.
 This page makes no network requests.</footer>
 <script type="application/json" id="edgestats-specs">{script_json(chart_specs(sections))}</script>
 <script type="application/json" id="edgestats-embed-options">{script_json(EMBED_OPTIONS)}</script>

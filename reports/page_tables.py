@@ -111,11 +111,13 @@ class PageTable:
 
 # What the page's filter bar selects on: a row carries its values as data-f-* attributes, a chart
 # its data rows' fields of these names.
-FILTER_KEYS = ("device", "framework", "model")
+FILTER_KEYS = ("device", "framework", "runtime", "model")
 
 
 def filter_values(record: dict) -> dict[str, str]:
-    return {k: str(record[k]) for k in FILTER_KEYS if record.get(k) is not None}
+    """The row's filter fields it has a column for; an unknown value is "" (the row is about that
+    field but cannot match a choice), a column it lacks is left out (the row stays under any)."""
+    return {k: "" if record[k] is None else str(record[k]) for k in FILTER_KEYS if k in record}
 
 
 def value_cell(estimate: object, low: object, high: object, name: str, marker: str = "") -> Cell:

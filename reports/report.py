@@ -29,6 +29,7 @@ from edgestats.reports.charts_common import (
     ESTIMATE_COLUMNS,
     estimate_interval_chart,
     facet_column,
+    filter_fields,
     label_column,
     no_data_chart,
     varying,
@@ -37,7 +38,8 @@ from edgestats.reports.charts_energy import power_over_time_chart
 from edgestats.reports.images import IMAGE_FORMATS, write_images
 from edgestats.reports.page import Figure, Section, element_id, render_page
 from edgestats.reports.sections import unavailable_sentence, with_intervals
-from edgestats.reports.tables import TABLE_FORMATS, write_tables
+from edgestats.reports.tables import TABLE_FORMATS
+from edgestats.reports.tables_write import write_tables
 
 # Columns of result frames that mean nothing to a reader of a table.
 HIDDEN_COLUMNS = ("run_idx",)
@@ -111,7 +113,14 @@ def generic_interval_chart(frame: pl.DataFrame):
     facet_by = facet_column(frame.select(keys))
     labelled = label_column(frame, [c for c in varying(frame, keys) if c != facet_by] or keys)
     labelled = labelled.with_columns(*(pl.col(c).cast(pl.Float64) for c in ("estimate", "ci_low", "ci_high")))
-    columns = ["config", *([facet_by] if facet_by else []), "estimate", "ci_low", "ci_high", "level", "n"]
+    columns = [
+        *filter_fields(labelled, "config", *([facet_by] if facet_by else [])),
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "level",
+        "n",
+    ]
     return estimate_interval_chart(
         labelled.select([c for c in columns if c in labelled.columns]).filter(
             pl.col("estimate").is_not_null()
@@ -231,13 +240,15 @@ def write_report(
     *,
     images: Iterable[str] = (),
     tables: str | None = None,
+    environment: dict[str, pl.DataFrame] | None = None,
 ) -> ReportFiles:
     """Write `out_dir/index.html` and `out_dir/analysis.json`; with `images` ("png", "svg") every
     chart under `images/`, with `tables` ("latex", "markdown", "csv") every table under `tables/`.
 
     `overview` is the header (edgestats.analysis.load_overview.load_overview), `power_trace` the run
     drawn in the power section (edgestats.analysis.load_power_trace.load_power_trace; None: no run has
-    power samples)."""
+    power samples), `environment` the devices' facts and software versions of the environment
+    section (edgestats.analysis.load_environment.load_environment; None: the overview's devices)."""
     out_dir, images = Path(out_dir), list(images)
     if any(f not in IMAGE_FORMATS for f in images):
         raise ReportError(f"unknown image format in {images}: use {', '.join(IMAGE_FORMATS)}")
@@ -248,18 +259,19 @@ def write_report(
     sections = [build_section(name, result, errors) for name, result in results.items()]
     sections.append(power_section(power_trace))
     index = out_dir / "index.html"
-    _write_atomic(index, render_page(overview, sections, summary=results.get("summary")))
+    page = render_page(
+        overview,
+        sections,
+        summary=results.get("summary"),
+        answers=results.get("answers"),
+        environment=environment,
+    )
+    _write_atomic(index, page)
     analysis_json = out_dir / "analysis.json"
     _write_atomic(analysis_json, dumps(results) + "\n")  # the same document as `analyze --json`
     files = ReportFiles(index, analysis_json, chart_errors=errors)
     specs = {element_id(s.key, f.key): f.spec for s in sections for f in s.figures}
     files.images = write_images(specs, out_dir, images)
     if tables:
-        frames = {
-            key: (caption, frame)
-            for name, result in results.items()
-            if getattr(result, "available", True)
-            for key, caption, frame in table_frames(name, result)
-        }
-        files.tables = write_tables(frames, out_dir, tables)
+        files.tables = write_tables(results, out_dir, tables, environment=environment)
     return files

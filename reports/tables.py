@@ -1,20 +1,20 @@
-"""Tables of an analysis' figures with their intervals: for the HTML page and for papers.
+"""What the page's tables and the paper tables (`--tables`) share: where a frame's intervals are,
+its confidence level, CSV, and escaping for Markdown and LaTeX.
 
 An analysis result frame carries each estimate next to its interval, either as `X`,
 `X_ci_low`, `X_ci_high`, or as one value column with bare `ci_low`/`ci_high` (and `level`,
-`n`). Here each estimate and its interval become one cell, "12.3 [11.9, 12.8]", so a table
-never shows a figure without its uncertainty; edgestats.formatting writes the cells, as it does
-for the page's sentences and the terminal. CSV keeps the numbers as they are (for programs).
+`n`). The tables show each estimate and its interval as one cell, "12.3 [11.9, 12.8]", so a
+table never shows a figure without its uncertainty (page_tables.py, tables_wide.py); CSV keeps
+the numbers as they are (for programs).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import unicodedata
 
 import polars as pl
 
 from edgestats.errors import EdgestatsError
-from edgestats.formatting import MISSING, format_interval, format_number
 
 TABLE_FORMATS = ("latex", "markdown", "csv")
 TABLE_SUFFIX = {"latex": ".tex", "markdown": ".md", "csv": ".csv"}
@@ -53,90 +53,16 @@ def confidence_level(frame: pl.DataFrame) -> float | None:
     return float(levels[0]) if levels.len() == 1 else None
 
 
-def _is_plain(dtype: pl.DataType) -> bool:
+def is_plain(dtype: pl.DataType) -> bool:
     """Columns a table cell can show: numbers, text, booleans, dates (not lists or structs)."""
     return not isinstance(dtype, (pl.List, pl.Array, pl.Struct, pl.Object))
 
 
-# -- the formatted table ------------------------------------------------------------------------
-
-
-MIB = 1024 * 1024
-PER_ROW_VALUES = ("estimate", "ci_low", "ci_high", "runner_up_estimate")
-
-
-def in_mib(frame: pl.DataFrame) -> pl.DataFrame:
-    """Memory for reading: `X_bytes` columns become `X_mib`, and rows whose metric is `X_bytes`
-    have their estimate and bounds in MiB under the metric `X_mib` (CSV keeps bytes)."""
-    renames = {
-        c: c.replace("_bytes", "_mib")
-        for c in frame.columns
-        if "_bytes" in c and frame.schema[c].is_numeric()
-    }
-    frame = frame.with_columns(pl.col(c) / MIB for c in renames).rename(renames)
-    if "metric" in frame.columns and frame.schema["metric"] == pl.String:
-        is_bytes = pl.col("metric").str.ends_with("_bytes")
-        frame = frame.with_columns(
-            *(
-                pl.when(is_bytes).then(pl.col(c) / MIB).otherwise(pl.col(c)).alias(c)
-                for c in PER_ROW_VALUES
-                if c in frame.columns and frame.schema[c].is_numeric()
-            ),
-            pl.col("metric").str.replace(r"_bytes$", "_mib"),
-        )
-    return frame
-
-
-def report_table(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every cell as text, each estimate merged with its interval; bounds and a shared level
-    are folded into the header ("latency_median_ms [95 % CI]"); memory in MiB (`in_mib`)."""
-    frame = in_mib(frame.select([c for c, t in frame.schema.items() if _is_plain(t)]))
-    pairs = interval_columns(frame.columns)
-    level = confidence_level(frame)
-    bounds = {c for low_high in pairs.values() for c in low_high}
-    drop = bounds | ({"level"} if level is not None else set())
-    label = f" [{level * 100:g} % CI]" if level is not None else " [CI]"
-    cells: dict[str, list[str]] = {}
-    for column in frame.columns:
-        if column in drop:
-            continue
-        values = frame[column].to_list()
-        if column in pairs:
-            low, high = (frame[c].to_list() for c in pairs[column])
-            cells[column + label] = [format_interval(v, lo, hi) for v, lo, hi in zip(values, low, high)]
-        else:
-            cells[column] = [
-                format_number(v) if isinstance(v, (int, float)) else (MISSING if v is None else str(v))
-                for v in values
-            ]
-    return pl.DataFrame(cells, schema={c: pl.String for c in cells})
-
-
-def numeric_columns(frame: pl.DataFrame) -> set[str]:
-    """Columns to right-align: numbers and estimates with intervals."""
-    pairs = interval_columns(frame.columns)
-    return {c for c, t in frame.schema.items() if t.is_numeric()} | set(pairs)
-
-
-def right_aligned(frame: pl.DataFrame, formatted: pl.DataFrame) -> list[bool]:
-    numeric = numeric_columns(in_mib(frame.select([c for c, t in frame.schema.items() if _is_plain(t)])))
-    return [column.split(" [")[0] in numeric for column in formatted.columns]
-
-
-# -- writers ------------------------------------------------------------------------------------
+# -- escaping ----------------------------------------------------------------------------------
 
 
 def markdown_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(frame: pl.DataFrame) -> str:
-    formatted = report_table(frame)
-    align = right_aligned(frame, formatted)
-    header = "| " + " | ".join(markdown_escape(c) for c in formatted.columns) + " |"
-    rule = "|" + "|".join("---:" if right else "---" for right in align) + "|"
-    rows = ["| " + " | ".join(markdown_escape(cell) for cell in row) + " |" for row in formatted.iter_rows()]
-    return "\n".join([header, rule, *rows]) + "\n"
 
 
 LATEX_SPECIALS = {
@@ -154,60 +80,69 @@ LATEX_SPECIALS = {
     "|": r"\textbar{}",
     "<": r"\textless{}",
     ">": r"\textgreater{}",
+    # what edgestats' own text uses beyond ASCII, in commands of LaTeX itself (no package)
+    "\u2013": "--",  # en dash: formatting.MISSING, ranges
+    "\u2014": "---",
+    "\u2212": "$-$",
+    "\u00d7": r"$\times$",
+    "\u00b1": r"$\pm$",
+    "\u00b7": r"$\cdot$",
+    "\u2026": r"\dots{}",
+    "\u2264": r"$\leq$",
+    "\u2265": r"$\geq$",
+    "\u2248": r"$\approx$",
+    "\u2192": r"$\rightarrow$",
+    "\u00f7": r"$\div$",
+    "\u00b5": r"$\mu$",
+    "\u03bc": r"$\mu$",
+    "\u00b0": r"$^{\circ}$",
+    "\u00a0": "~",
+    "\u2018": "`",
+    "\u2019": "'",
+    "\u201c": "``",
+    "\u201d": "''",
+    "\u00df": r"{\ss}",
+    "\u00f8": r"{\o}",
+    "\u00d8": r"{\O}",
+    "\u00e6": r"{\ae}",
+    "\u00c6": r"{\AE}",
+}
+# Combining accents (after NFD) -> LaTeX's accent commands, for accented Latin letters in names.
+LATEX_ACCENTS = {
+    "\u0300": "`",
+    "\u0301": "'",
+    "\u0302": "^",
+    "\u0303": "~",
+    "\u0308": '"',
+    "\u0327": "c",
+    "\u030c": "v",
+    "\u030a": "r",
+    "\u0304": "=",
 }
 
 
+def _latex_char(ch: str) -> str:
+    """One character as pdflatex reads it with no package: specials escaped, known symbols as
+    commands, an accented letter as its accent command, anything else as "?" (a DB string may
+    hold any script; an unknown character would stop the document from compiling)."""
+    if ch in LATEX_SPECIALS:
+        return LATEX_SPECIALS[ch]
+    if ch.isascii():
+        return ch
+    base, *marks = unicodedata.normalize("NFD", ch)
+    if base.isascii() and base.isalpha() and marks and all(m in LATEX_ACCENTS for m in marks):
+        text = base
+        for mark in marks:
+            text = f"\\{LATEX_ACCENTS[mark]}{{{text}}}"
+        return "{" + text + "}"
+    return "?"
+
+
 def latex_escape(text: str) -> str:
-    return "".join(LATEX_SPECIALS.get(ch, ch) for ch in text.replace("\n", " "))
-
-
-def to_latex(frame: pl.DataFrame, *, caption: str, label: str) -> str:
-    """A booktabs table (\\usepackage{booktabs}) ready to \\input into a paper."""
-    formatted = report_table(frame)
-    spec = "".join("r" if right else "l" for right in right_aligned(frame, formatted))
-    lines = [
-        r"\begin{table}[ht]",
-        r"\centering",
-        rf"\caption{{{latex_escape(caption)}}}",
-        rf"\label{{{latex_escape(label)}}}",
-        rf"\begin{{tabular}}{{{spec}}}",
-        r"\toprule",
-        " & ".join(latex_escape(c) for c in formatted.columns) + r" \\",
-        r"\midrule",
-        *(" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in formatted.iter_rows()),
-        r"\bottomrule",
-        r"\end{tabular}",
-        r"\end{table}",
-    ]
-    return "\n".join(lines) + "\n"
+    """Text from a table (names from the DB, units, notes) safe inside a LaTeX cell or caption."""
+    return "".join(_latex_char(ch) for ch in text.replace("\n", " "))
 
 
 def to_csv(frame: pl.DataFrame) -> str:
     """The figures as numbers, bounds in their own columns: for programs, not for reading."""
-    return frame.select([c for c, t in frame.schema.items() if _is_plain(t)]).write_csv()
-
-
-def render_table(frame: pl.DataFrame, fmt: str, *, caption: str, label: str) -> str:
-    if fmt == "latex":
-        return to_latex(frame, caption=caption, label=label)
-    if fmt == "markdown":
-        return to_markdown(frame)
-    if fmt == "csv":
-        return to_csv(frame)
-    raise TableFormatError(f"unknown table format {fmt!r}: use one of {', '.join(TABLE_FORMATS)}")
-
-
-def write_tables(tables: dict[str, tuple[str, pl.DataFrame]], out_dir: Path, fmt: str) -> list[Path]:
-    """One file per table: `tables/<key>.<suffix>`. `tables` maps key -> (caption, frame)."""
-    if fmt not in TABLE_FORMATS:
-        raise TableFormatError(f"unknown table format {fmt!r}: use one of {', '.join(TABLE_FORMATS)}")
-    folder = out_dir / "tables"
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for key, (caption, frame) in tables.items():
-        path = folder / f"{key}{TABLE_SUFFIX[fmt]}"
-        path.write_text(
-            render_table(frame, fmt, caption=caption, label=f"tab:edgestats-{key}"), encoding="utf-8"
-        )
-        written.append(path)
-    return written
+    return frame.select([c for c, t in frame.schema.items() if is_plain(t)]).write_csv()

@@ -35,6 +35,9 @@ class Overview:
     last_started: dt.datetime | None
     power_sources: list[str]
     sources: dict[str, int] = field(default_factory=dict)  # 'collect' / 'import:<file>' -> runs
+    # One dict per kind x status x configuration (RUN_GROUP_COLUMNS) with its run count "n_runs":
+    # the page recounts configurations, runs and devices under its filter from these.
+    run_groups: list[dict] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
@@ -63,6 +66,25 @@ SELECT DISTINCT s FROM (
 
 RUN_SOURCES_SQL = "SELECT source, count(*) FROM runs GROUP BY ALL ORDER BY source"
 
+# What a configuration is (edgestats.analysis.load.CONFIG_COLUMNS), with the run's kind and status.
+RUN_GROUP_COLUMNS = (
+    "kind",
+    "status",
+    "device",
+    "framework",
+    "runtime",
+    "model",
+    "batch_size",
+    "threads",
+    "precision",
+)
+RUN_GROUPS_SQL = """
+SELECT r.kind, r.status, d.name AS device, r.framework, r.runtime, r.model, r.batch_size, r.threads,
+       r.precision, count(*) AS n_runs
+FROM runs r JOIN devices d USING (device_id)
+GROUP BY ALL ORDER BY ALL
+"""
+
 COLLECTED_DEVICES_SQL = (
     "\nSELECT DISTINCT d.name FROM runs r JOIN devices d USING (device_id) "
     "WHERE r.source = 'collect' AND d.name IS NOT NULL\n"
@@ -77,7 +99,10 @@ def load_overview(db: str | Path) -> Overview:
         first, last = first_row(con, DATE_RANGE_SQL) or (None, None)
         power = [row[0] for row in con.execute(POWER_SOURCES_SQL).fetchall()]
         sources = dict(con.execute(RUN_SOURCES_SQL).fetchall())
-    return Overview(Path(db).name, devices, counts, first, last, power, sources)
+        groups = [
+            dict(zip((*RUN_GROUP_COLUMNS, "n_runs"), row)) for row in con.execute(RUN_GROUPS_SQL).fetchall()
+        ]
+    return Overview(Path(db).name, devices, counts, first, last, power, sources, groups)
 
 
 def collected_devices(db: str | Path) -> frozenset[str]:

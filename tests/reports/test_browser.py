@@ -1,7 +1,7 @@
 """The report in a real browser: Debian's Chromium, headless, driven by playwright, with every
 network request refused. Every chart must draw, nothing may reach the network or the console
 (no error, no warning), a device named like a script must show as text, and the page is one a
-person takes in at a glance: at most 9,000 px tall at 1400 px wide with every table folded,
+person takes in at a glance: at most 12,000 px tall at 1400 px wide with every table folded,
 no table wider than its box when all are open, every table and link still reachable, and each
 table's CSV downloadable offline.
 
@@ -33,7 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
 SAMPLES = REPO / "sample_data"
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:")
-WIDTH, MAX_HEIGHT = 1400, 9_000
+# The answers (their tables and ratio charts) open the page and the environment closes it: about
+# 2,500 px more than the 9,000 the page took without them.
+WIDTH, MAX_HEIGHT = 1400, 12_000
 
 # Table boxes wider than their content, after every <details> is opened: none may scroll sideways.
 OVERFLOW_JS = """() => Array.from(document.querySelectorAll('.table-wrap'))
@@ -89,7 +91,7 @@ def _measure(page, seen: dict, screenshot: Path) -> None:
         "drawn: !!e.querySelector('svg, canvas')}))",
     )
     seen["device_cells"] = page.eval_on_selector_all(
-        "table.devices td:first-child", "els => els.map(e => e.textContent)"
+        "#table-environment-devices td:first-child", "els => els.map(e => e.textContent)"
     )
     seen["script_count"] = page.eval_on_selector_all("script", "els => els.length")
     seen["height"] = page.evaluate("document.documentElement.scrollHeight")
@@ -201,7 +203,8 @@ def test_every_table_and_link_is_reachable(opened):
     kind, seen, _ = opened
     assert seen["dangling"] == [], f"links to nothing: {seen['dangling']}"
     assert seen["tables"] and all(t["rows"] > 0 and t["visible"] for t in seen["tables"]), seen["tables"]
-    assert seen["tables"][0]["id"] == "table-headline", "the headline table comes first"
+    after_answers = [t["id"] for t in seen["tables"] if not t["id"].startswith("table-answers")]
+    assert after_answers[0] == "table-headline", "the headline table comes first after the answers"
 
 
 def test_each_table_downloads_as_csv_offline(opened):

@@ -52,8 +52,8 @@ def test_analyze_out_writes_the_report_images_and_tables(tmp_path):
     pngs, svgs = sorted((out / "images").glob("*.png")), sorted((out / "images").glob("*.svg"))
     assert len(pngs) == len(svgs) >= 12 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert "summary-latency.png" in {p.name for p in pngs} and "power-trace.png" in {p.name for p in pngs}
-    summary = (out / "tables" / "summary-metrics.md").read_text()
-    assert "[95 % CI]" in summary and re.search(r"\d \[\d[\d.,]* ?, \d", summary)
+    summary = (out / "tables" / "summary.md").read_text()
+    assert "95 % confidence interval" in summary and re.search(r"\d \[\d[\d.,]* ?, \d", summary)
     # escaped in the header's HTML, and as \u003c in the chart data; never raw
     assert html.count(EVIL_DEVICE) == 0
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

@@ -15,8 +15,10 @@ slower (higher) when Holm's p < 1 - level and the whole interval lies above 1+t;
 likewise below 1/(1+t) (criterion.rs's rule: significant and beyond the noise threshold); same
 when Schuirmann's TOST p, Holm-adjusted, is < (1 - level)/2 (for one configuration: the whole
 interval inside the band); inconclusive otherwise. Holm (1979) adjusts each metric's family of
-p-values, and of TOST p-values, across configurations. Beside it, the minimum detectable effect:
-the smallest increase that would be called slower (higher) with 80 % power at the measured spread.
+p-values, and of TOST p-values, across configurations. Beside it, the minimum detectable effect (the
+smallest increase called slower (higher) with 80 % power at the measured spread) in words, and the
+runs that would settle an inconclusive verdict (compare_detect.py). Across configurations: the
+geometric mean of the ratios (compare_overall.py) and warnings (compare_warnings.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis import compare_stats as cs
+from edgestats.analysis.compare_detect import describe_detectable
+from edgestats.analysis.compare_overall import Overall, overall_ratios
+from edgestats.analysis.compare_warnings import CompareWarning, compare_warnings
 from edgestats.analysis.intervals import DEFAULT_LEVEL, clean_values
 from edgestats.analysis.load import AnalysisInputError, check_where, load_data, present_columns
 from edgestats.analysis.multiplicity import holm
@@ -91,6 +96,8 @@ class RatioTest:
     p_equivalence_holm: float | None = None
     min_detectable_pct: float | None = None  # the smallest increase called slower/higher at 80 % power
     min_detectable_alpha: float | None = None  # the test's two-sided level it assumes: Holm's first step
+    min_detectable_text: str | None = None  # min_detectable_pct in words (compare_detect.detect_text)
+    next_step: dict[str, Any] | None = None  # an inconclusive verdict's runs to resolve (resolve_step)
     verdict: str = "inconclusive"
     method: str = "Welch t on log per-run figures"
     note: str | None = None
@@ -115,6 +122,8 @@ class Comparison:
     matched: list[tuple[dict[str, Any], list[RatioTest]]] = field(default_factory=list)
     unmatched: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    overall: list[Overall] = field(default_factory=list)  # the geometric mean of B/A per metric
+    warnings: list[CompareWarning] = field(default_factory=list)  # why the result may be unstable
 
     @property
     def regressions(self) -> list[dict[str, Any]]:
@@ -140,14 +149,20 @@ class Comparison:
                     {"config": config, "metrics": [t.as_dict() for t in tests]}
                     for config, tests in self.matched
                 ],
+                "overall": [o.as_dict() for o in self.overall],
                 "unmatched": self.unmatched,
                 "notes": self.notes,
+                "warnings": [w.as_dict() for w in self.warnings],
             }
         )
 
     def frame(self) -> pl.DataFrame:
-        """One row per configuration and metric (the report's chart and table)."""
-        rows = [{**config, **t.as_dict()} for config, tests in self.matched for t in tests]
+        """One row per configuration and metric (the report's chart and table); next_step is its text."""
+        rows = [
+            {**config, **t.as_dict(), "next_step": (t.next_step or {}).get("text")}
+            for config, tests in self.matched
+            for t in tests
+        ]
         return pl.DataFrame(rows, strict=False, infer_schema_length=None) if rows else pl.DataFrame()
 
 
@@ -170,9 +185,8 @@ def welch_log_ratio(
     b_est = float(np.exp(np.mean(np.log(b)))) if len(b) and np.all(b > 0) else None
     test = RatioTest(metric, a_est, b_est, len(a), len(b), None, None, None, level, None, None)
     if len(a) == 0 or len(b) == 0:
-        test.note = "not measured on " + (
-            "either side" if len(a) == len(b) else "side A" if len(a) == 0 else "side B"
-        )
+        missing = "either side" if len(a) == len(b) else "side A" if len(a) == 0 else "side B"
+        test.note = f"not measured on {missing}"
         return test
     if np.any(a <= 0) or np.any(b <= 0):
         test.note = "some runs have a value <= 0 (energy above idle can be): no ratio on the log scale"
@@ -222,14 +236,12 @@ def add_min_detectable(tests: list[RatioTest], threshold: float) -> None:
 def verdict(test: RatioTest, threshold: float) -> str:
     """faster/slower (or lower/higher), same or inconclusive: see the module docstring."""
     _, _, larger, smaller = METRICS[test.metric]
-    [code] = cs.verdict_codes(
-        [np.nan if test.ci_low is None else test.ci_low],
-        [np.nan if test.ci_high is None else test.ci_high],
-        [np.nan if test.p_holm is None else test.p_holm],
-        [np.nan if test.p_equivalence_holm is None else test.p_equivalence_holm],
-        level=test.level,
-        threshold=threshold,
-    )
+    # a missing figure is NaN: never significant, never inside the band
+    figures = [
+        [np.nan if x is None else x]
+        for x in (test.ci_low, test.ci_high, test.p_holm, test.p_equivalence_holm)
+    ]
+    [code] = cs.verdict_codes(*figures, level=test.level, threshold=threshold)
     return {cs.LARGER: larger, cs.SMALLER: smaller}.get(code, code)
 
 
@@ -308,13 +320,12 @@ def compare_runs(
         family = [t for _, tests in comparison.matched for t in tests if t.metric == metric]
         holm_adjust(family)
         add_min_detectable(family, threshold)
-    for _, tests in comparison.matched:
-        for t in tests:
-            t.verdict = verdict(t, threshold)
+    for t in (t for _, tests in comparison.matched for t in tests):
+        t.verdict = verdict(t, threshold)
+        describe_detectable(t, threshold)
+    comparison.overall = overall_ratios(comparison.matched, list(METRICS), level)
+    comparison.warnings = compare_warnings(comparison, runs_a, runs_b)
     return comparison
-
-
-# -- loading ------------------------------------------------------------------------------------
 
 
 def combined_where(parts: dict[str, str | None]) -> str | None:

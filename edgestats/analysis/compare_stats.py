@@ -43,6 +43,24 @@ def welch_log(log_a: np.ndarray, log_b: np.ndarray) -> WelchLog:
     return WelchLog(np.mean(log_b, axis=-1) - np.mean(log_a, axis=-1), np.sqrt(var_a + var_b), df)
 
 
+def pooled_welch(
+    d: np.ndarray, var_a: np.ndarray, n_a: np.ndarray, var_b: np.ndarray, n_b: np.ndarray
+) -> WelchLog:
+    """The mean of k configurations' log ratios (the last axis), for the geometric mean of their
+    ratios B/A: d_i = mean(log B_i) - mean(log A_i), with var_a = s_a^2/n_a and var_b = s_b^2/n_b
+    each configuration's squared standard errors. The configurations are fixed (the ones
+    compared) and independent, the run is the unit: se = sqrt(sum(var_a + var_b)) / k, and the
+    degrees of freedom are Welch-Satterthwaite's over all 2k variance components,
+    (sum v)^2 / sum(v^2 / (n - 1)). For one configuration it is that configuration's Welch test."""
+    d, var_a, var_b = (np.asarray(x, dtype=float) for x in (d, var_a, var_b))
+    n_a, n_b = np.asarray(n_a, dtype=float), np.asarray(n_b, dtype=float)
+    k = d.shape[-1]
+    total = np.sum(var_a + var_b, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = total**2 / np.sum(var_a**2 / (n_a - 1) + var_b**2 / (n_b - 1), axis=-1)
+    return WelchLog(np.mean(d, axis=-1), np.sqrt(total) / k, df)
+
+
 def welch_p_value(w: WelchLog) -> np.ndarray:
     """Two-sided p of H0: equal means of logs (a ratio of geometric means of 1)."""
     return 2 * stats.t.sf(np.abs(w.d) / w.se, w.df)

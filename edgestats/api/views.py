@@ -4,7 +4,9 @@ Nothing here computes: the figures come from the analysis layer (an AnalysisResu
 Comparison) and the charts from the report's own builders (reports/report.py `figures_for`,
 reports/compare_page.py), so a chart in a notebook is the chart `analyze --out` and
 `compare --out` draw. Objects show themselves in Jupyter (`_repr_html_`): the report's sentence
-and its tables, intervals merged into cells as the report's tables do.
+(and, for `answers`, its one sentence per group) and its tables, intervals merged into cells as the
+report's tables do; a comparison leads with its warnings and gives its overall ratio. `print()`
+gives the sentences as text.
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ class Analysis:
             else unavailable_sentence(self.result)
         )
 
+    @property
+    def sentences(self) -> list[str]:
+        """The report's sentence per group, where the analysis answers group by group (answers:
+        "On pi5 / cnn9 / batch 1 / fp32, onnxruntime is the fastest ...", as `analyze` prints
+        them); empty for the others (their `.sentence` says it all)."""
+        from edgestats.reports.report import section_module
+
+        per_group = getattr(section_module(self.name), "sentences", None)
+        return list(per_group(self.result)) if self.available and per_group is not None else []
+
     def chart_keys(self) -> list[str]:
         """The keys of the charts the report draws for this analysis, in its order."""
         return [key for key, _, _ in self._figures()]
@@ -104,16 +116,33 @@ class Analysis:
         return figures_for(self.name, self.result)
 
     def _repr_html_(self) -> str:
-        from edgestats.reports.page import esc, table_html
-        from edgestats.reports.report import table_frames
+        from edgestats.reports.page import esc
 
         parts = [f"<h4>{esc(self.name)}</h4><p>{esc(self.sentence)}</p>"]
-        if self.available:
-            parts += [
-                table_html(caption, frame) for _, caption, frame in table_frames(self.name, self.result)
-            ]
+        if self.sentences:
+            parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in self.sentences) + "</ul>")
+        parts += self._tables_html() if self.available else []
         parts += [f"<p><em>note: {esc(note)}</em></p>" for note in self.notes]
         return "".join(parts)
+
+    def _tables_html(self) -> list[str]:
+        """The page's compact answers tables for answers (a group a row); else the report's tables."""
+        from edgestats.reports.page import table_html
+        from edgestats.reports.page_answers import answers_html
+        from edgestats.reports.page_tables import Footnotes
+        from edgestats.reports.report import table_frames
+
+        if self.name == "answers":
+            notes = Footnotes()
+            compact = answers_html(self.result, notes)
+            if compact:
+                return [compact, notes.html().replace("<h2>Notes</h2>", "")]
+        return [table_html(caption, frame) for _, caption, frame in table_frames(self.name, self.result)]
+
+    def __str__(self) -> str:
+        """The sentence, then one line per group's sentence (answers), then the notes."""
+        lines = [f"{self.name}: {self.sentence}", *[f"- {s}" for s in self.sentences]]
+        return "\n".join(lines + [f"note: {note}" for note in self.notes])
 
     def __repr__(self) -> str:
         state = f"frames {', '.join(self.result.frames)}" if self.available else f"unavailable: {self.reason}"
@@ -145,12 +174,16 @@ class Analyses(Mapping[str, Analysis]):
     def _repr_html_(self) -> str:
         return "".join(view._repr_html_() for view in self._views.values())
 
+    def __str__(self) -> str:
+        return "\n\n".join(str(view) for view in self._views.values())
+
     def __repr__(self) -> str:
         return f"<Analyses {', '.join(self._views)}>"
 
 
 class ComparisonView:
-    """B against A (edgestats/analysis/compare.py): `.frame`, `.json()`, `.chart()`, `.regressions`."""
+    """B against A (edgestats/analysis/compare.py): `.frame`, `.json()`, `.chart()`, `.regressions`,
+    `.overall` (the geometric mean of B/A across configurations) and `.warnings`."""
 
     def __init__(self, comparison: Any):
         self.comparison = comparison  # the Comparison, as `edgestats compare` gets it
@@ -165,6 +198,19 @@ class ComparisonView:
         """The configurations whose median latency is significantly slower beyond the threshold
         (what makes `edgestats compare` exit 1)."""
         return self.comparison.regressions
+
+    @property
+    def overall(self) -> pl.DataFrame:
+        """One row per metric: the geometric mean of the ratios B/A across the matched
+        configurations, with its interval (`estimate`, `ci_low`, `ci_high`, `n_configurations`)."""
+        rows = [o.as_dict() for o in self.comparison.overall]
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+    @property
+    def warnings(self) -> list[dict[str, Any]]:
+        """Why the result may be unstable (noisy runs, a wide spread between runs), each with its
+        `message` and `next_step`: the JSON's `warnings`, empty when there is nothing to warn about."""
+        return self.json()["warnings"]
 
     def json(self) -> dict[str, Any]:
         """The document `edgestats compare --format json` prints."""
@@ -185,19 +231,73 @@ class ComparisonView:
             raise ChartError("no matched configuration has a ratio to draw")
         return ratio_chart(frame, self.comparison.threshold)
 
+    def _warning_lines(self) -> list[str]:
+        """pyperf's "WARNING: the result may be unstable", then each cause with its next step."""
+        from edgestats.analysis.compare_warnings import HEADLINE
+
+        if not self.comparison.warnings:
+            return []
+        return [f"WARNING: {HEADLINE}"] + [
+            f"- {w.message}. Next: {w.next_step}." for w in self.comparison.warnings
+        ]
+
+    def _overall_texts(self) -> list[str]:
+        """'median latency 0.679 [0.152, 3.030] over 2 configurations' per metric."""
+        from edgestats.analysis.compare import METRICS
+        from edgestats.formatting import counted, format_interval
+
+        return [
+            f"{METRICS[o.metric][0]} {format_interval(o.estimate, o.ci_low, o.ci_high)} over "
+            f"{counted(o.n_configurations, 'configurations')}" + (f" ({o.note})" if o.note else "")
+            for o in self.comparison.overall
+        ]
+
     def _repr_html_(self) -> str:
-        from edgestats.reports.compare_page import figures_table
+        from edgestats.reports.compare_page import figures_table, overall_table
         from edgestats.reports.page import esc, table_html
 
+        head, *causes = self._warning_lines() or [""]
+        banner = (
+            f"<div role=alert><p><strong>{esc(head)}</strong></p>"
+            + "<ul>"
+            + "".join(f"<li>{esc(c[2:])}</li>" for c in causes)
+            + "</ul></div>"
+            if head
+            else ""
+        )
+        overall = (
+            table_html(
+                "Overall: the geometric mean of B/A across the matched configurations",
+                overall_table(self.comparison),
+            )
+            if self.comparison.overall
+            else ""
+        )
         notes = "".join(f"<p><em>note: {esc(n)}</em></p>" for n in self.comparison.notes)
         return (
-            f"<p>{esc(self.sentence)}</p>"
+            banner
+            + f"<p>{esc(self.sentence)}</p>"
             + table_html("Every matched configuration and metric", figures_table(self.comparison))
+            + overall
             + notes
         )
 
+    def __str__(self) -> str:
+        """The warnings, the sentence and the overall ratio per metric, as text."""
+        overall = [f"overall B/A: {text}" for text in self._overall_texts()]
+        return "\n".join([*self._warning_lines(), self.sentence, *overall])
+
     def __repr__(self) -> str:
+        overall = "; ".join(f"overall {text}" for text in self._overall_texts())
+        warned = len(self.comparison.warnings)
         return (
             f"<Comparison B={self.comparison.b.label!r} vs A={self.comparison.a.label!r}: "
-            f"{len(self.comparison.matched)} matched, {len(self.regressions)} regressions>"
+            f"{len(self.comparison.matched)} matched, {len(self.regressions)} regressions"
+            + (f"; {overall}" if overall else "")
+            + (
+                f"; {warned} warning{'' if warned == 1 else 's'}: the result may be unstable"
+                if warned
+                else ""
+            )
+            + ">"
         )

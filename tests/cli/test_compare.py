@@ -6,85 +6,18 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from pathlib import Path
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 import pytest
+from compare_builders import make_db
 from scipy import stats
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.store.results import Store
 
 runner = CliRunner()
-
-
-def write_runs(
-    store: Store,
-    device_id: uuid.UUID,
-    *,
-    framework: str,
-    model: str,
-    median_ms: float,
-    run_spread: float,
-    n_runs: int,
-    seed: int,
-) -> None:
-    """n_runs runs of one configuration whose medians differ from run to run by `run_spread`
-    (log-normal), each of 40 latencies with 2 % in-run jitter."""
-    rng = np.random.default_rng(seed)
-    for _ in range(n_runs):
-        run_median_ns = median_ms * 1e6 * np.exp(rng.normal(0.0, run_spread))
-        latency_ns = (run_median_ns * np.exp(rng.normal(0.0, 0.02, 40))).astype(np.int64)
-        latencies = pa.table(
-            {
-                "iteration": pa.array(range(40), pa.int32()),
-                "warmup": [False] * 40,
-                "start_ns": np.arange(40, dtype=np.int64) * 10_000_000,
-                "latency_ns": latency_ns,
-            }
-        )
-        store.write_run(
-            {
-                "device_id": device_id,
-                "kind": "inference",
-                "status": "ok",
-                "framework": framework,
-                "model": model,
-                "batch_size": 1,
-                "threads": 2,
-                "iterations": 40,
-            },
-            latencies=latencies,
-        )
-
-
-def make_db(
-    path: Path,
-    medians_ms: dict[tuple[str, str], float],
-    *,
-    n_runs: int = 5,
-    seed: int = 0,
-    spreads: dict[str, float] | None = None,
-) -> Path:
-    """A DB of each (framework, model)'s runs; run-to-run spread 1 % unless `spreads` names the model's."""
-    with Store.open(path) as store:
-        device_id = store.register_device({"name": "pi5", "hostname": "pi5", "arch": "aarch64", "cores": 4})
-        for i, ((framework, model), median) in enumerate(medians_ms.items()):
-            write_runs(
-                store,
-                device_id,
-                framework=framework,
-                model=model,
-                median_ms=median,
-                run_spread=(spreads or {}).get(model, 0.01),
-                n_runs=n_runs,
-                seed=seed + i,
-            )
-    return path
 
 
 BEFORE = {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 40.0}
@@ -158,8 +91,10 @@ def test_the_page_of_two_dbs_says_which_side_each_device_row_is(tmp_path: Path) 
     out = tmp_path / "page"
     result = runner.invoke(app, ["compare", str(before), str(after), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    # each device row: its name, then (after any other cells) its run count, the row's last cell
     rows = re.findall(
-        r"<tr><td>([^<]*)</td><td>aarch64</td>.*?<td[^>]*>(\d+)</td></tr>", (out / "index.html").read_text()
+        r"<td[^>]*>(pi5[^<]*)</td>(?:<td[^>]*>[^<]*</td>)*?<td class=num[^>]*>(\d+)</td></tr>",
+        (out / "index.html").read_text(),
     )
     assert rows == [("pi5 (A)", "10"), ("pi5 (B)", "6")], rows
 
@@ -216,8 +151,9 @@ def test_same_and_inconclusive_say_what_they_could_detect(tmp_path: Path, column
     """cnn9 (5 vs 5 runs, 1 % apart) is `same`, squeezenet (3 vs 3 runs, 8 % apart) `inconclusive`:
     each verdict says the smallest slowdown it would find with 80 % power, which the JSON gives
     with the power and the test's alpha (Holm's first step, 0.05 / 2), and which an independent
-    simulation with scipy's Welch test finds slower 80 % of the time. At 120 columns the detail
-    is on the verdict's line; at 80 under it; no line is longer than the width. The page (--out)
+    simulation with scipy's Welch test finds slower 80 % of the time; the inconclusive one says
+    how many more runs would resolve it. At 120 columns the `same` detail is on the verdict's line;
+    a longer one, and any at 80, under it; no line is longer than the width. The page (--out)
     shows it as well."""
     spreads = {"squeezenet": 0.08}
     before = make_db(tmp_path / "before.duckdb", BEFORE, spreads=spreads, n_runs=3)
@@ -234,16 +170,22 @@ def test_same_and_inconclusive_say_what_they_could_detect(tmp_path: Path, column
             0.025
         )
         shown = f"{mde:.1f}%" if mde < 9.95 else f"{mde:,.0f}%"
+        assert latency["min_detectable_text"] == f"could detect ≥ {shown}"
         detail = (
             f"(within ±5%; could detect ≥ {shown})"
             if latency["verdict"] == "same"
-            else f"(could detect ≥ {shown}: collect more runs)"
+            else f"(could detect ≥ {shown}: {latency['next_step']['text']})"
         )
         row = next(
             i for i, line in enumerate(lines) if line.startswith("  median latency") and model in lines[i - 2]
         )
-        assert lines[row].endswith(f"{latency['verdict']} {detail}" if columns == 120 else latency["verdict"])
-        assert columns == 120 or lines[row + 1].strip() == detail
+        # on the verdict's line where it fits (the short `same` detail at 120 columns), else under it
+        on_the_line = len(lines[row]) + len(detail) + 1 <= columns or lines[row].endswith(")")
+        if on_the_line:
+            assert lines[row].endswith(f"{latency['verdict']} {detail}")
+        else:
+            assert lines[row].endswith(latency["verdict"]) and lines[row + 1].strip() == detail
+        assert on_the_line == (columns == 120 and latency["verdict"] == "same")
         power = slower_share(
             run_logs(before, model), run_logs(after, model), 1 + mde / 100, m=2, threshold=0.05
         )
@@ -254,4 +196,4 @@ def test_same_and_inconclusive_say_what_they_could_detect(tmp_path: Path, column
         out = tmp_path / "page"
         assert runner.invoke(app, ["compare", str(before), str(after), "--out", str(out)]).exit_code == 0
         html = (out / "index.html").read_text()
-        assert "could detect ≥ (%)" in html and "the smallest slowdown found with 80% power is" in html
+        assert "could detect (80% power)" in html and "the smallest slowdown found with 80% power is" in html

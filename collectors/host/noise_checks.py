@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.telemetry.pi_throttle import doctor_check
 from edgestats.collectors.telemetry.procfs import CLK_TCK
 from edgestats.collectors.telemetry.sentinel import (
-    PI_THROTTLED_NOW,
     SYSTEM_ROOT,
     NoiseThresholds,
     cpu_count,
@@ -143,15 +143,8 @@ def _thermal_checks(state, limits: NoiseThresholds) -> list[dict[str, Any]]:
                 "the CPU has been clocked down for heat: improve cooling; runs that throttle are flagged",
             )
         )
-    if state.pi_throttled is not None:
-        checks.append(
-            _check(
-                "firmware throttling",
-                not state.pi_throttled & PI_THROTTLED_NOW,
-                f"get_throttled {state.pi_throttled:#x}",
-                "under-voltage or heat: use the official power supply, cool the board",
-            )
-        )
+    if state.pi_throttled is not None:  # a Raspberry Pi: its firmware's flags, decoded
+        checks.append(_check("firmware throttling", *doctor_check(state.pi_throttled)))
     return checks
 
 

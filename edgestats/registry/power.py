@@ -33,6 +33,7 @@ class PowerSourceEntry:
 
 # Order is auto's order. A device rarely has more than one of these; where it does
 # (x86 + NVIDIA GPU) RAPL wins and the GPU's energy needs --power nvml in a second sweep.
+# Hardware counters come first, then on-board monitors whose power is sampled and integrated.
 POWER_SOURCES: tuple[PowerSourceEntry, ...] = (
     PowerSourceEntry(
         "rapl",
@@ -54,6 +55,13 @@ POWER_SOURCES: tuple[PowerSourceEntry, ...] = (
         "edgestats.collectors.power.jetson:JetsonSource",
         "Jetson on-board power monitor rails (hwmon sysfs)",
         "docs/power-sources.md#jetson",
+    ),
+    PowerSourceEntry(
+        "rpi-pmic",
+        "Raspberry Pi 5 PMIC",
+        "edgestats.collectors.power.rpi_pmic:RpiPmicSource",
+        "Raspberry Pi 5 power-management IC rails (vcgencmd pmic_read_adc)",
+        "docs/power-sources.md#rpi-pmic",
     ),
     PowerSourceEntry(
         "csv",

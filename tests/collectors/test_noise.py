@@ -156,7 +156,7 @@ def test_a_quiet_window_has_no_reason(tmp_path):
         ({}, {"governor": "powersave"}, "governor changed to powersave"),
         ({"load": "4.5 1 1 1/100 1"}, {}, "load average 4.5 before the run (> 2 per CPU)"),
         ({"load": "4.0 1 1 1/100 1"}, {}, None),
-        ({}, {"pi_throttled": "0x4"}, "firmware throttling (get_throttled 0x4)"),
+        ({}, {"pi_throttled": "0x4"}, "firmware throttling: currently throttled (get_throttled 0x4)"),
         (
             {"pi_throttled": "0x50000"},
             {"pi_throttled": "0x50000"},

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgestats.cachedir import user_cache_dir
+from edgestats.collectors.host.device_name import remember
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.processes import raise_if_stopped
@@ -92,10 +93,10 @@ def open_orchestrator(
     on_spawn: Callable[[int], None] | None = None,
 ) -> Orchestrator:
     telemetry = open_telemetry(sweep)  # first: a named power source that is unusable stops here
-    facts = read_device_facts()
+    facts = read_device_facts(device_name=sweep.settings.get("device_name"))
     with store_waiting(db_path) as store:
         device_id = store.register_device(facts)
-    return Orchestrator(
+    orchestrator = Orchestrator(
         db_path,
         device_id=device_id,
         cache_dir=cache_dir or default_cache_dir(),
@@ -105,6 +106,14 @@ def open_orchestrator(
         memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")),
         noise=noise_policy(sweep),
     )
+    # --device-name: remembered for this machine's next collects; a name that could not be, or a
+    # remembered one that was not used, is said before the first run (collectors/host/device_name.py)
+    extra = facts["facts"]
+    if extra.get("device_name_source") == "flag":
+        extra["device_name_note"] = remember(facts["name"], extra["machine_device_id"])
+    if extra.get("device_name_note") and extra.get("device_name_source") != "remembered":
+        orchestrator.warnings.append(extra["device_name_note"])
+    return orchestrator
 
 
 def _mib_to_bytes(mib: float | None) -> int | None:
@@ -165,6 +174,7 @@ def preparable(
     buildable here, because a package the conversion needs is missing (a device with only its
     runtime installed), with what to do about it: said before any run, not as a failed run."""
     from edgestats.collectors.adapters.prepare import cached_artifact
+    from edgestats.collectors.pack import is_pack, missing_from_pack
     from edgestats.registry.runtimes import runtime
 
     ready, skipped = [], []
@@ -177,6 +187,9 @@ def preparable(
         missing = [m for m in needs if not module_installed(m)]
         if missing and not cached_artifact(config, cache_dir)[0]:
             extras = ",".join(dict.fromkeys(PREPARE_EXTRAS.get(m, m) for m in missing))
+            if is_pack(cache_dir):  # a pack was given: the model is missing from it (collectors/pack.py)
+                skipped.append((config, missing_from_pack(config, cache_dir, missing, extras)))
+                continue
             skipped.append(
                 (
                     config,

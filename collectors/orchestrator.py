@@ -36,13 +36,21 @@ from edgestats.collectors.adapters.prepare import cached_artifact
 from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.power.meter_csv import ClockAnchor
-from edgestats.collectors.processes import GroupExit, Interrupted, raise_if_stopped, spawn_group, wait_group
+from edgestats.collectors.processes import (
+    GroupExit,
+    Interrupted,
+    module_command,
+    raise_if_stopped,
+    spawn_group,
+    wait_group,
+)
 from edgestats.collectors.record import RunEnd, RunOutcome, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.recovery import recover_orphans
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.runrows import noise_columns, store_run
 from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.telemetry.batchfile import write_batch
+from edgestats.collectors.telemetry.gpu_clocks import clock_check
 from edgestats.collectors.telemetry.sampler import SampleBatch
 from edgestats.collectors.telemetry.sentinel import (
     MachineState,
@@ -80,7 +88,7 @@ def _tail(path: Path, limit: int = 4000) -> str:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def _sleep_unless_stopped(seconds: float) -> None:
@@ -144,14 +152,8 @@ class Orchestrator:
         if cached:
             self._model_cache = "hit"
             return artifact, None, None
-        cmd = [
-            self.python,
-            "-P",
-            "-m",
-            "edgestats.collectors.adapters.prepare",
-            str(paths["config"]),
-            str(self.cache_dir),
-        ]
+        cmd = [*module_command(self.python, "edgestats.collectors.adapters.prepare"), str(paths["config"])]
+        cmd.append(str(self.cache_dir))
         with open(paths["log"], "ab") as log, open(paths["prepared"], "wb") as out:
             proc = spawn_group(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL, env=worker_env(config))
         ended = wait_group(proc, self.timeout_s)
@@ -213,8 +215,11 @@ class Orchestrator:
             **(extra_environment(end, spool) if extra_environment else {}),
         }
         if self._states is not None:
+            clocks = clock_check(
+                batch, spool.phases, self.noise.limits, uses_gpu=config.accelerator == "cuda"
+            )
             environment["noise"] = noise_record(
-                *self._states, self.noise.limits, batch_temperatures(batch), waited
+                *self._states, self.noise.limits, batch_temperatures(batch), waited, gpu_clocks=clocks
             )
         self.store(record, end, spool, batch, environment=environment)
         self._cleanup(paths)
@@ -289,13 +294,9 @@ class Orchestrator:
     def _spawn_and_wait(
         self, record: RunRecord, paths: dict[str, Path], artifact: str | None
     ) -> tuple[WorkerExit, SampleBatch | None, Interrupted | None]:
-        # -P: the current directory is not put on sys.path, so a checkout's edgestats/ folder in
-        # it never shadows the installed package (whose collectors/ is mapped in, not beside it)
+        # module_command: the current directory is not on the worker's sys.path (the installed package wins)
         cmd = [
-            self.python,
-            "-P",
-            "-m",
-            "edgestats.collectors.worker",
+            *module_command(self.python, "edgestats.collectors.worker"),
             str(paths["config"]),
             str(paths["spool"]),
         ]

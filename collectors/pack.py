@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -31,7 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from edgestats.collectors.adapters.prepare import cache_key, lookup, remove_dead_builds
-from edgestats.collectors.processes import die_with_parent
+from edgestats.collectors.processes import die_with_parent, module_command
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
 from edgestats.version import __version__
@@ -52,6 +53,38 @@ class PackEntry:
     # "used in place" (the runtime reads the user's own file: none in the pack)
     artifact: str | None = None  # relative to the pack
     detail: str | None = None  # why it failed or cannot run
+
+
+def is_pack(folder: Path) -> bool:
+    """Whether a --cache-dir is a model pack (`edgestats prepare` wrote its manifest)."""
+    return (Path(folder) / MANIFEST).is_file()
+
+
+def prepare_command(config: RunConfig, pack: Path) -> str:
+    """The `edgestats prepare` command that adds this configuration's model file to `pack`: the
+    flags of every field its cache key holds that differs from the default."""
+    flags = [f"-f {config.framework}", f"-m {shlex.quote(config.model)}"]
+    flags += [f"--runtime {config.runtime}"] if config.runtime else []
+    flags += [f"--precision {config.precision}"] if config.precision != "fp32" else []
+    flags += [f"--accelerator {config.accelerator}"] if config.accelerator != "cpu" else []
+    flags += [f"--seed {config.seed}"] if config.seed else []
+    for key, value in sorted(config.extra.items()):
+        text = value if isinstance(value, str) else json.dumps(value)
+        flags.append(f"--option {shlex.quote(f'{key}={text}')}")
+    return f"edgestats prepare {' '.join(flags)} --cache-dir {shlex.quote(str(pack))}"
+
+
+def missing_from_pack(config: RunConfig, pack: Path, missing: list[str], extras: str) -> str:
+    """Why a model cannot run from the pack given: it is not in it, and building it here needs
+    packages this device lacks. Names the model and the command that adds it; the same words for
+    every run of that model file (batch sizes, threads, repeats), so collect says it once."""
+    runtime = f"/{config.runtime}" if config.runtime else ""
+    model = f"{config.model} ({config.framework}{runtime}, {config.precision})"
+    return (
+        f"model {model} is not in the model pack {pack}, and building it here needs {', '.join(missing)} "
+        f"(pip install 'edgestats[{extras}]'): add it to the pack where that is installed with "
+        f"`{prepare_command(config, pack)}` and copy the pack here again"
+    )
 
 
 def model_configs(sweep: Sweep) -> list[RunConfig]:
@@ -86,7 +119,7 @@ def build_one(
 
 def _builder_command(python: str, pack: Path) -> list[str]:
     """The builder reads its configurations from stdin ("-"): no file of ours outlives a kill."""
-    return [python, "-P", "-m", "edgestats.collectors.adapters.prepare", "-", str(pack)]
+    return [*module_command(python, "edgestats.collectors.adapters.prepare"), "-", str(pack)]
 
 
 def build_group(

@@ -34,6 +34,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # run starts cold as on a new machine.
 _RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
 os.environ["XDG_CACHE_HOME"] = str(Path(tempfile.gettempdir()) / f"edgestats-tests-{_RUN}" / "cache")
+# and the user's settings (the name `collect --device-name` remembers) are the run's own too
+os.environ["XDG_CONFIG_HOME"] = str(Path(tempfile.gettempdir()) / f"edgestats-tests-{_RUN}" / "config")
 
 
 def _parallel(config: pytest.Config) -> bool:

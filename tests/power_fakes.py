@@ -1,10 +1,13 @@
 """Fakes of the hardware the power sources read: sysfs trees (RAPL powercap, Jetson INA3221 in
-both drivers' layouts), a pynvml stand-in with the real module's names, and meter CSV logs.
+both drivers' layouts), a pynvml stand-in with the real module's names, meter CSV logs, and a
+Raspberry Pi's `vcgencmd` (a shell script on PATH printing a Pi 5's real output).
 
 Shared by the power, attribution and doctor tests (tests/ is on sys.path, like builders.py)."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import types
 from pathlib import Path
 
@@ -134,6 +137,16 @@ def fake_pynvml(energy_mj: list[list[int] | None], power_mw: list[list[int]], in
     return nvml
 
 
+def with_clocks(nvml, sm_mhz: list[list[int]], mem_mhz: list[list[int]], pstate: list[list[int]]):
+    """Add pynvml's clock and performance-state queries (real names and constants) to a fake from
+    `fake_pynvml`, replaying per device the readings given, by `fake.step` like the others."""
+    nvml.NVML_CLOCK_GRAPHICS, nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM = 0, 1, 2  # pynvml's values
+    clocks = {nvml.NVML_CLOCK_SM: sm_mhz, nvml.NVML_CLOCK_MEM: mem_mhz}
+    nvml.nvmlDeviceGetClockInfo = lambda handle, kind: clocks[kind][handle][nvml.step]
+    nvml.nvmlDeviceGetPerformanceState = lambda handle: pstate[handle][nvml.step]
+    return nvml
+
+
 # -- external meter CSV ------------------------------------------------------------------------
 
 
@@ -185,3 +198,92 @@ def register_fake_board(monkeypatch) -> None:
     sources = (*registry.POWER_SOURCES, entry)
     monkeypatch.setattr(registry, "POWER_SOURCES", sources)
     monkeypatch.setattr(registry, "_BY_NAME", {e.name: e for e in sources})
+
+
+# -- Raspberry Pi 5: vcgencmd ----------------------------------------------------------------------
+
+# `vcgencmd pmic_read_adc` on a Raspberry Pi 5 (Raspberry Pi OS bookworm), as it prints it.
+PI5_PMIC_READ_ADC = """\
+     3V7_WL_SW_A current(0)=0.00390372A
+       3V3_SYS_A current(1)=0.05172432A
+       1V8_SYS_A current(2)=0.16202010A
+      DDR_VDD2_A current(3)=0.02147046A
+      DDR_VDDQ_A current(4)=0.00000000A
+       1V1_SYS_A current(5)=0.18250500A
+       0V8_SYS_A current(6)=0.34450000A
+      VDD_CORE_A current(7)=0.71350000A
+       3V3_DAC_A current(17)=0.00012210A
+       3V3_ADC_A current(18)=0.00006105A
+       0V8_AON_A current(16)=0.00256410A
+          HDMI_A current(22)=0.02234232A
+     3V7_WL_SW_V volt(8)=3.72619400V
+       3V3_SYS_V volt(9)=3.31050800V
+       1V8_SYS_V volt(10)=1.79963200V
+      DDR_VDD2_V volt(11)=1.11098800V
+      DDR_VDDQ_V volt(12)=0.60512200V
+       1V1_SYS_V volt(13)=1.10585600V
+       0V8_SYS_V volt(14)=0.80073200V
+      VDD_CORE_V volt(15)=0.88000000V
+       3V3_DAC_V volt(20)=3.31318800V
+       3V3_ADC_V volt(21)=3.30750000V
+       0V8_AON_V volt(19)=0.80073200V
+          HDMI_V volt(23)=5.13260000V
+         EXT5V_V volt(24)=5.12496000V
+          BATT_V volt(25)=0.00000000V
+"""
+# What the firmware of a board without the Pi 5's PMIC answers to a command it does not have.
+VCGENCMD_UNKNOWN_COMMAND = 'error=2 error_msg="Command not registered"'
+# What vcgencmd prints (exit status 255) when this user may not open the firmware's mailbox.
+VCGENCMD_NO_VCIO = (
+    "Can't open device file: /dev/vcio\nTry creating a device file with: sudo mknod /dev/vcio c 100 0"
+)
+
+
+def pi5_power_w(text: str = PI5_PMIC_READ_ADC) -> float:
+    """The board's power computed independently of the source: V x A of every name printed with
+    both, matched by name."""
+    values: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        name, _, value = line.strip().partition("=")
+        rail, unit = name.split()[0].rsplit("_", 1)
+        values.setdefault(rail, {})[unit] = float(value.rstrip("AV"))
+    return sum(v["A"] * v["V"] for v in values.values() if {"A", "V"} <= v.keys())
+
+
+def make_fake_vcgencmd(
+    folder: Path,
+    *,
+    pmic: str = PI5_PMIC_READ_ADC,
+    pmic_status: int = 0,
+    throttled: tuple[str, ...] = ("0x0",),
+    no_vcio: bool = False,
+) -> Path:
+    """A `vcgencmd` shell script in `folder` (put the folder first on PATH): `pmic_read_adc`
+    prints `pmic` and exits with `pmic_status`; `get_throttled` answers `throttled=<value>` with
+    the values in turn, the last one from then on; other commands are unknown. `no_vcio`: every
+    command fails as it does for a user outside the video group."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "throttled.txt").write_text("\n".join(throttled) + "\n")
+    if no_vcio:
+        body = f"printf '%s\\n' {shlex.quote(VCGENCMD_NO_VCIO)}\nexit 255\n"
+    else:
+        body = (
+            'case "$*" in\n'
+            f"pmic_read_adc) printf '%s' {shlex.quote(pmic)}; exit {pmic_status} ;;\n"
+            'get_throttled) list="$(dirname "$0")/throttled.txt"\n'
+            '  echo "throttled=$(head -n 1 "$list")"\n'
+            '  if [ "$(wc -l < "$list")" -gt 1 ]; then sed -i 1d "$list"; fi ;;\n'
+            f"*) printf '%s\\n' {shlex.quote(VCGENCMD_UNKNOWN_COMMAND)}; exit 2 ;;\n"
+            "esac\n"
+        )
+    script = folder / "vcgencmd"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return folder
+
+
+def fake_vcgencmd_on_path(monkeypatch, folder: Path, **options) -> Path:
+    """make_fake_vcgencmd in `folder`, first on PATH for one test."""
+    make_fake_vcgencmd(folder, **options)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return folder / "vcgencmd"

@@ -20,6 +20,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.host.device_name import choose_name, named_facts
 from edgestats.contracts import device_uuid
 
 SYSTEM_ROOT = Path("/")
@@ -58,11 +59,12 @@ _TEGRA_GPUS = {
 }
 
 
-def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
+def read_device_facts(root: Path = SYSTEM_ROOT, device_name: str | None = None) -> dict[str, Any]:
     """The columns of the `devices` table for the device whose filesystem is at `root`.
 
     `facts` holds everything else found (board, CPU governor, nvpmodel, L4T release, ...).
-    Pass the result straight to `Store.register_device`.
+    Pass the result straight to `Store.register_device`. The name is `device_name`, else the one
+    remembered for this machine (live system only), else the hostname (device_name.py).
     """
     root = Path(root)
     live = root == SYSTEM_ROOT
@@ -76,6 +78,7 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
     governor = read_text(root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
     os_release = parse_os_release(read_text(root / "etc/os-release"))
     device_id, id_source = device_id_for(root, hostname)
+    named = choose_name(device_name, hostname or board or "unknown-device", device_id, live=live)
     facts = {
         "board": board,
         "cpu_hardware": cpu["hardware"],  # SoC family as the kernel names it, e.g. BCM2835
@@ -93,11 +96,12 @@ def read_device_facts(root: Path = SYSTEM_ROOT) -> dict[str, Any]:
         "os_version_id": os_release.get("VERSION_ID"),
         "python": platform.python_version() if live else None,
         "device_id_source": id_source,
+        **named_facts(named, device_id),
         **gpu_facts,
     }
     return {
-        "device_id": device_id,
-        "name": hostname or board or "unknown-device",
+        "device_id": named.device_id,
+        "name": named.name,
         "hostname": hostname,
         "arch": (platform.machine() or None) if live else guess_arch(cpu),
         "cpu_model": cpu["model"],

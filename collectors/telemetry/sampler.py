@@ -18,7 +18,8 @@ tick carry its start time. Metrics (units in the names):
   page tables, ~5 ms for 300 MB here, holding the worker's mmap lock meanwhile); and, under
   `budget` (default 0.5 %; a source's own `budget` attribute wins, None = every tick):
   temp_c:<zone>; gpu_util_pct:gpuN (Jetson sysfs or NVML) and, from NVML, gpu_mem_bytes:gpuN,
-  gpu_power_w:gpuN, gpu_energy_j:gpuN (from the first read); each extra source (a power source
+  gpu_power_w:gpuN, gpu_energy_j:gpuN (from the first read), gpu_sm_clock_mhz:gpuN,
+  gpu_mem_clock_mhz:gpuN, gpu_pstate:gpuN (0 = P0); each extra source (a power source
   gives energy_j:<rail>, power_w:<rail>); those two groups are in source_groups.py. Reads per
   group, their rate and cost are in the stats.
 

@@ -4,7 +4,8 @@ measured on a machine busy with other work (docs/cli/collect.md, "Noise sentinel
 A `MachineState` is read from the files Linux exposes, under a `root` (tests build fake sysfs
 trees): load average, /proc/stat's CPU times, swap counters (/proc/vmstat pswpin/pswpout, swap in
 use), per-CPU governor and frequencies (cpufreq), thermal throttle counters
-(thermal_throttle/*_throttle_count, x86), the Raspberry Pi firmware's throttle flags, turbo
+(thermal_throttle/*_throttle_count, x86), the Raspberry Pi firmware's throttle flags
+(pi_throttle.py: `vcgencmd get_throttled`), turbo
 (cpufreq/boost or intel_pstate/no_turbo) and the hottest temperature. The orchestrator reads one
 just before the worker is spawned and one just after it is reaped: two reads per run, nothing
 per sampler tick.
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.collectors.host.facts import parse_meminfo, read_int, read_text
+from edgestats.collectors.telemetry.pi_throttle import read_throttled, throttle_reason
 from edgestats.collectors.telemetry.procfs import (
     CLK_TCK,
     parse_millidegrees,
@@ -41,10 +43,6 @@ SYSTEM_ROOT = Path("/")
 ON_NOISE = ("warn", "wait", "fail")
 DEFAULT_WAIT_S = 120.0  # --on-noise wait: the longest wait for a quiet machine before each run
 WAIT_WINDOW_S = 1.0  # the window over which "quiet" is judged while waiting
-# Raspberry Pi firmware's get_throttled bits that mean "now": under-voltage, frequency capped,
-# throttled, soft temperature limit (bits 16-19 say "since boot", which one run cannot change).
-PI_THROTTLED_NOW = 0xF
-PI_THROTTLED = "sys/devices/platform/soc/soc:firmware/get_throttled"
 
 
 @dataclass(frozen=True)
@@ -55,6 +53,10 @@ class NoiseThresholds:
     swap_bytes: int = 1 << 20  # swapped in + out during the run
     temp_c: float = 80.0  # hottest sensor, before, during or after the run
     load_per_cpu: float = 2.0  # 1-minute load average before the run, per CPU
+    # a GPU run's SM clock more than gpu_clock_margin off its steady median for more than
+    # gpu_clock_share of the steady phase (collectors/telemetry/gpu_clocks.py)
+    gpu_clock_share: float = 0.10
+    gpu_clock_margin: float = 0.10
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,7 @@ def read_state(root: Path = SYSTEM_ROOT) -> MachineState:
     if "SwapTotal" in meminfo and "SwapFree" in meminfo:
         state.swap_used_bytes = meminfo["SwapTotal"] - meminfo["SwapFree"]
     _read_cpus(state, root)
-    pi = read_text(root / PI_THROTTLED)
-    state.pi_throttled = int(pi, 16) if pi else None
+    state.pi_throttled = read_throttled(root)
     state.turbo = read_turbo(root)
     state.temp_max_c = read_temperature_max(root)
     return state
@@ -260,8 +261,9 @@ def judge(
         )
     if (figures.get("throttle_events") or 0) > 0:
         reasons.append(f"{figures['throttle_events']} thermal throttle events")
-    if any((s.pi_throttled or 0) & PI_THROTTLED_NOW for s in (before, after)):
-        reasons.append(f"firmware throttling (get_throttled {after.pi_throttled or before.pi_throttled:#x})")
+    firmware = throttle_reason(before.pi_throttled, after.pi_throttled)
+    if firmware:
+        reasons.append(firmware)
     if before.max_khz and after.max_khz and min(after.max_khz) < min(before.max_khz):
         reasons.append(f"CPU frequency capped to {min(after.max_khz) / 1000:.0f} MHz during the run")
     if sorted(set(before.governors)) != sorted(set(after.governors)):
@@ -284,10 +286,15 @@ def noise_record(
     limits: NoiseThresholds,
     temps_c: list[float] = (),
     waited: dict[str, Any] | None = None,
+    gpu_clocks: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """runs.environment.noise: the raw states, the run's figures, the thresholds and the verdict."""
+    """runs.environment.noise: the raw states, the run's figures, the thresholds and the verdict.
+    `gpu_clocks`: the GPU clock rule's figures and reasons (gpu_clocks.clock_check), if it applied."""
     figures = during(before, after, temps_c)
     reasons = judge(before, after, figures, limits)
+    if gpu_clocks:
+        figures["gpu_clocks"] = gpu_clocks["gpus"]
+        reasons += gpu_clocks["reasons"]
     return {
         "before": before.as_dict(),
         "after": after.as_dict(),

@@ -17,7 +17,8 @@ from edgestats.collectors.telemetry.procfs import Emit
 
 
 class Nvml(Group):
-    """GPU utilisation, memory in use, power and energy per NVIDIA GPU (live system only).
+    """GPU utilisation, memory in use, power, energy, SM and memory clocks (MHz) and performance
+    state (0 = P0 .. 15) per NVIDIA GPU (live system only).
 
     Named gpu_*:gpuN so they never mix with a power source's energy_j:<rail> rows (`--power
     nvml` reads the same counters as a rail). A query a GPU does not support (energy before
@@ -47,8 +48,13 @@ class Nvml(Group):
             "gpu_util_pct": lambda h: pynvml.nvmlDeviceGetUtilizationRates(h).gpu,
             "gpu_mem_bytes": lambda h: pynvml.nvmlDeviceGetMemoryInfo(h).used,
             "gpu_power_w": lambda h: pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,  # mW
-            "gpu_energy_j": lambda h: pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3,
-        }  # mJ
+            "gpu_energy_j": lambda h: pynvml.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3,  # mJ
+            # clocks and performance state: a run that began before the clocks rose, or was
+            # throttled, shows here (the sentinel's clock rule, collectors/telemetry/gpu_clocks.py)
+            "gpu_sm_clock_mhz": lambda h: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "gpu_mem_clock_mhz": lambda h: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+            "gpu_pstate": lambda h: performance_state(pynvml, h),
+        }
         self.calls = [(f"{m}:gpu{i}", fn, h) for i, h in enumerate(handles) for m, fn in queries.items()]
         if not self.calls:
             self.close()
@@ -75,6 +81,15 @@ class Nvml(Group):
             self.nvml.nvmlShutdown()
         except Exception:
             pass
+
+
+def performance_state(pynvml: Any, handle: Any) -> int:
+    """The GPU's performance state as its number (0 = P0, the fastest, to 15 = P15, the slowest);
+    NVML's "unknown" (32) is an error, so the sensor is noted unavailable rather than stored."""
+    state = int(pynvml.nvmlDeviceGetPerformanceState(handle))
+    if not 0 <= state <= 15:
+        raise ValueError(f"performance state unknown ({state})")
+    return state
 
 
 class Extra(Group):

@@ -253,6 +253,16 @@ MemoryLimitOpt = Annotated[
         "memory; an allocation past it is stored as an error with what the run measured.",
     ),
 ]
+DeviceNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device-name",
+        metavar="NAME",
+        help="Name this device (e.g. pi5-lab-3) instead of its host name; its runs are stored under this "
+        "name, which is its identity across DBs and re-imaging, and later collects on this machine "
+        "reuse it (edgestats doctor shows it).",
+    ),
+]
 ClockOffsetOpt = Annotated[
     float | None,
     typer.Option(

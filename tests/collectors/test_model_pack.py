@@ -131,9 +131,18 @@ def test_runtime_only_device_is_told_what_to_do_before_any_run(tmp_path, runtime
         tmp_path, runtime, "-m", "cnn9", "-n", "2", "--db", str(db), "--cache-dir", str(tmp_path / "empty")
     )
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    assert proc.returncode == 1, out  # no run of the sweep could run: said, and not a success
     assert (
         "cannot run here" in out and f"pip install 'edgestats[{extra}]'" in out and "edgestats prepare" in out
+    )
+    assert (
+        proc.stderr.rstrip()
+        .splitlines()[-1]
+        .endswith(
+            "no run of the sweep can run here (1 cannot run "
+            "here: what to install or prepare is said above); "
+            "nothing was stored"
+        )
     )
     assert "Traceback" not in out
     with Store.open(db, read_only=True) as store:

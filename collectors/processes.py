@@ -17,6 +17,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -105,6 +106,16 @@ def die_with_parent() -> Callable[[], None] | None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     return preexec
+
+
+def module_command(python: str, module: str) -> list[str]:
+    """`python -P -m MODULE`: -P keeps the current directory off sys.path, so a checkout's edgestats/
+    folder there never shadows the installed package (whose collectors/ is mapped in, not beside it).
+    -P is Python 3.11's; on 3.10 the child drops sys.path[0] (the current directory) itself."""
+    if sys.version_info >= (3, 11):
+        return [python, "-P", "-m", module]
+    run = f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    return [python, "-c", f"import runpy, sys; del sys.path[0]; {run}"]
 
 
 def spawn_group(cmd: list[str], **popen_kwargs) -> subprocess.Popen:

@@ -105,7 +105,7 @@ class RunRecord:
     @classmethod
     def read(cls, path: Path) -> RunRecord:
         try:
-            written_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+            written_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc)
             return cls.from_json(path.read_text(encoding="utf-8"), written_at=written_at)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise RunRecordError(

@@ -54,7 +54,7 @@ def recover_orphans(
             end = classify_exit(spool, WorkerExit(), ended_at, memory_limit_bytes=record.memory_limit_bytes)
             note = {
                 "recovered": {
-                    "at": dt.datetime.now(dt.UTC).isoformat(),
+                    "at": dt.datetime.now(dt.timezone.utc).isoformat(),
                     "worker": how,
                     "telemetry": "kept"
                     if batch is not None
@@ -118,10 +118,10 @@ def _end_orphan(paths: dict[str, Path], started_at: dt.datetime) -> tuple[dt.dat
     spool = read_spool(paths["spool"])
     if spool.start and alive(spool.start.get("pid"), WORKER_MARKER):
         kill_orphan_group(spool.start["pid"], WORKER_MARKER)
-        return dt.datetime.now(dt.UTC), "still running at recovery: stopped"
+        return dt.datetime.now(dt.timezone.utc), "still running at recovery: stopped"
     written_s = max(
         (p.stat().st_mtime for p in (paths["spool"], paths["log"], paths["meta"]) if p.exists()),
         default=started_at.timestamp(),
     )
     how = "had ended" if spool.start else "never started"
-    return max(started_at, dt.datetime.fromtimestamp(written_s, dt.UTC)), how
+    return max(started_at, dt.datetime.fromtimestamp(written_s, dt.timezone.utc)), how

@@ -45,7 +45,7 @@ def measure_live(
     """Read a live source at `hz` for `seconds` on fixed deadlines, then reduce the readings."""
     rails = source.total_rails()
     period_ns = round(1e9 / hz)
-    measured_at = dt.datetime.now(dt.UTC)
+    measured_at = dt.datetime.now(dt.timezone.utc)
     t0 = time.monotonic_ns()
     columns: dict[str, list] = {"t_ns": [], "metric": [], "value": []}
     k = 0
@@ -114,7 +114,7 @@ def measure_meter(
         stats = baseline_stats(series, start_ns, end_ns)
     except ValueError as exc:
         raise BaselineError(f"{source.path}: {exc}; log at a higher rate or give a longer --seconds") from exc
-    return Baseline(stats, source.total_rails(), dt.datetime.fromtimestamp(start_unix_s, dt.UTC))
+    return Baseline(stats, source.total_rails(), dt.datetime.fromtimestamp(start_unix_s, dt.timezone.utc))
 
 
 def record_baseline(

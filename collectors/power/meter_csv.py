@@ -17,15 +17,21 @@ from __future__ import annotations
 import bisect
 import csv
 import math
+import re
+import sys
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from edgestats.collectors.power.base import PowerReading, PowerSource, PowerSourceError
 from edgestats.collectors.power.energy import integrate_trapezoid, value_at
 
 EXPECTED_COLUMNS = ("timestamp", "power_w")
+# Python 3.10's datetime.fromisoformat takes a fraction of exactly 3 or 6 digits and an offset only with
+# a colon; 3.11's takes any ISO 8601. On 3.10 these two are rewritten first (as_iso_310).
+_FRACTION = re.compile(r"(:\d\d)[.,](\d{1,6})\d*")
+_COLONLESS_OFFSET = re.compile(r"(:\d\d(?:\.\d+)?[+-]\d\d)(\d\d)$")  # after a time
 RAIL = "meter"
 
 
@@ -57,10 +63,19 @@ def parse_timestamp_s(text: str) -> float:
         pass
     if text[-1:] in ("Z", "z"):  # fromisoformat accepts "Z" only from Python 3.11
         text = text[:-1] + "+00:00"
+    if sys.version_info < (3, 11):
+        text = as_iso_310(text)
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+        moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
+
+
+def as_iso_310(text: str) -> str:
+    """`text` in the forms Python 3.10's fromisoformat reads: the fraction padded (or cut) to 6 digits
+    ("22:13:22.5" -> "22:13:22.500000"), a colon put into the offset ("+0100" -> "+01:00")."""
+    text = _FRACTION.sub(lambda m: f"{m[1]}.{m[2]:0<6}", text, count=1)
+    return _COLONLESS_OFFSET.sub(r"\1:\2", text)
 
 
 def load_meter_csv(path: Path) -> list[tuple[float, float]]:

@@ -195,7 +195,7 @@ def _write_manifest(
         {
             "source_db": str(db_path.resolve()),
             "edgestats_version": __version__,
-            "appended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "appended_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "rows_added": {t: n for t, n in added.items() if n},
         }
     )

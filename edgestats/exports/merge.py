@@ -66,7 +66,7 @@ def _attach_current(con, path: Path, alias: str, workdir: Path) -> int | None:
     copy of it migrated in `workdir` (returns the version it was migrated from). Each input is
     opened once, by the ATTACH: the version is read through it."""
     label = str(path)
-    con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [label])
+    con.execute(f"ATTACH {_sql_text(label)} AS {alias} (READ_ONLY)")
     check_intact(con, path, alias)
     version, written_by = current_version(con, label, database=alias)
     check_not_newer(version, written_by, label)
@@ -84,8 +84,13 @@ def _attach_current(con, path: Path, alias: str, workdir: Path) -> int | None:
         migrate(migrated, f"a copy of {path}")
     finally:
         migrated.close()
-    con.execute(f"ATTACH ? AS {alias} (READ_ONLY)", [str(copy)])
+    con.execute(f"ATTACH {_sql_text(str(copy))} AS {alias} (READ_ONLY)")
     return version
+
+
+def _sql_text(text: str) -> str:
+    """`text` as an SQL string literal: ATTACH takes no parameter (?) before DuckDB 2.0."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def fingerprint_sql(db: str, table: str, run_ids: str) -> str:

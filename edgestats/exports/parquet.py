@@ -349,7 +349,7 @@ def export_parquet(db_path: str | Path, out_dir: str | Path, *, overwrite: bool 
                 "edgestats_version": __version__,
                 "schema_version": schema_version,
                 "duckdb_version": duckdb.__version__,
-                "exported_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "source_db": str(db_path.resolve()),
                 "partition_column": PARTITION_COLUMN,
                 "null_partition": NULL_PARTITION,

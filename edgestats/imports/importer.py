@@ -238,8 +238,11 @@ def import_results(
     if not path.is_file():
         raise ImportFileError(f"{path}: no such file")
     maps = parse_mappings(mappings or [])
+    digest = hashlib.sha256()  # hashlib.file_digest would do this from Python 3.11
     with open(path, "rb") as f:
-        file_hash = hashlib.file_digest(f, "sha256").hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    file_hash = digest.hexdigest()
     identity = import_identity(maps, device, long, fmt)
 
     notes: list[str] = []

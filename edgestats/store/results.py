@@ -203,7 +203,7 @@ class Store:
         row = dict(device)
         device_id = uuid.UUID(str(row.get("device_id") or device_uuid(row["name"])))
         row["device_id"] = device_id
-        row.setdefault("registered_at", dt.datetime.now(dt.UTC))
+        row.setdefault("registered_at", dt.datetime.now(dt.timezone.utc))
         with storage_errors(self.path):
             exists = first_row(self.con, "SELECT 1 FROM devices WHERE device_id = ?", [str(device_id)])
             if not exists:
@@ -278,7 +278,7 @@ class Store:
         row = dict(baseline)
         baseline_id = uuid.UUID(str(row.get("baseline_id") or uuid.uuid4()))
         row["baseline_id"] = baseline_id
-        row.setdefault("measured_at", dt.datetime.now(dt.UTC))
+        row.setdefault("measured_at", dt.datetime.now(dt.timezone.utc))
         with storage_errors(self.path):
             self._insert_row("baselines", row)
         return baseline_id

@@ -305,7 +305,7 @@ def write_mark(db: str | Path, problems: list[str], found_by: str) -> Path:
     mark = mark_path(db)
     body = {
         "file": str(Path(db).resolve()),
-        "found_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "found_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "found_by": found_by,
         "problems": problems,
     }

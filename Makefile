@@ -9,10 +9,10 @@ STAMP := $(VENV)/.edgestats-installed
 DEMO_STAMP := $(VENV)/.edgestats-demo-installed
 DB ?= results.duckdb
 
-.PHONY: demo test test-fast test-highest lint install install-demo system-deps bench clean
+.PHONY: demo test test-fast test-highest test-lowest test-arm64 lint install install-demo system-deps bench clean
 
 $(BIN)/python:
-	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "edgestats needs Python >= 3.11 (duckdb 2.0 does); run: make PY=python3.11 ...")'
+	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the dev install needs Python >= 3.11 (the analysis side and the tests; the device side alone, pip install edgestats, runs on 3.10); run: make PY=python3.11 ...")'
 	$(PY) -m venv $(VENV)
 
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
@@ -32,8 +32,9 @@ $(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 install-demo: $(DEMO_STAMP)
 
 # Spark (for the export read-back test) needs a Java runtime, the report's browser test
-# Debian's Chromium (driven by playwright, offline), and torch.compile on the CPU a C++ compiler
-# (inductor builds the kernels it generates); CI machines may start without them.
+# Debian's Chromium (driven by playwright, offline), torch.compile on the CPU a C++ compiler
+# (inductor builds the kernels it generates), and the paper tables' test pdflatex with booktabs
+# (texlive-latex-recommended has booktabs.sty); CI machines may start without them.
 system-deps:
 	@command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || { \
 	  echo "installing g++ for the torch.compile test"; \
@@ -44,6 +45,13 @@ system-deps:
 	@test -x /usr/bin/chromium || { \
 	  echo "installing Chromium for the report's headless-browser test"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
+	@command -v pdflatex >/dev/null 2>&1 && kpsewhich booktabs.sty >/dev/null 2>&1 || { \
+	  echo "installing pdflatex and booktabs for the LaTeX tables' test"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    texlive-latex-base texlive-latex-recommended; }
+	@command -v debootstrap >/dev/null 2>&1 || { \
+	  echo "installing debootstrap for make test-arm64's arm64 userland"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap; }
 
 # Lanes (markers in pyproject.toml): test-fast runs the pure tests (no framework, Spark, browser or
 # wheel build); test runs every test. Both spread over $(TEST_WORKERS) pytest-xdist workers
@@ -90,6 +98,36 @@ test-highest:
 	$(HIGHEST_VENV)/bin/python -m pip install -q --upgrade pip
 	$(HIGHEST_VENV)/bin/python -m pip install -q -c constraints.txt -e '.[test-pure]'
 	$(HIGHEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(PURE_LANE)" -p no:cacheprovider
+
+# The lowest declared versions: the direct dependencies of the test-pure install (with [onnx] and
+# [openvino], whose runtimes the repeated-flags collect runs) at the lowest versions pyproject allows
+# (uv's --resolution lowest-direct; what they pull in resolves as usual), on the lowest Python the
+# tests run on, in a venv made fresh each time. It runs the pure tests, then a real collect with
+# repeated -f/-m flags (tests/cli/test_collect_repeated_flags.py: typer hands those over as tuples).
+# uv comes from PyPI into a venv of its own (.venv-uv). A lower bound that fails here is raised in
+# pyproject, never skipped.
+PY_LOWEST_VERSION := 3.11
+PY_LOWEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/$(PY_LOWEST_VERSION).*/bin/python$(PY_LOWEST_VERSION)) $(shell command -v python$(PY_LOWEST_VERSION) 2>/dev/null))
+LOWEST_VENV := .venv-lowest
+UV_VENV := .venv-uv
+test-lowest:
+	@test -n "$(PY_LOWEST)" && "$(PY_LOWEST)" -c 'import sys; assert "%d.%d" % sys.version_info[:2] == "$(PY_LOWEST_VERSION)"' || { \
+	  echo "test-lowest: no Python $(PY_LOWEST_VERSION) found (looked on PATH and under ~/.pyenv/versions); give one with PY_LOWEST=/path/to/python$(PY_LOWEST_VERSION)"; exit 1; }
+	test -x $(UV_VENV)/bin/uv || { "$(PY_LOWEST)" -m venv $(UV_VENV) && $(UV_VENV)/bin/python -m pip install -q uv; }
+	rm -rf $(LOWEST_VENV)
+	$(UV_VENV)/bin/uv venv -q --python "$(PY_LOWEST)" $(LOWEST_VENV)
+	$(UV_VENV)/bin/uv pip install -q --python $(LOWEST_VENV)/bin/python --resolution lowest-direct -e '.[test-pure,onnx,openvino]'
+	@$(UV_VENV)/bin/uv pip list --python $(LOWEST_VENV)/bin/python | grep -iE '^(typer|click|duckdb|pyarrow|psutil|polars|scipy|statsmodels|numpy|onnxruntime|openvino) '
+	$(LOWEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(PURE_LANE)" -p no:cacheprovider
+	$(LOWEST_VENV)/bin/python -m pytest -n 0 -p no:cacheprovider tests/cli/test_collect_repeated_flags.py
+
+# arm64, emulated: a Debian bookworm arm64 userland (Raspberry Pi OS's base) built by debootstrap
+# and run under qemu-user, where the wheel with [onnx,tflite] installs from the package index and
+# doctor, collect (from a pack built here) and import run; the DB is merged and analysed here
+# (.ci/arm64.sh says what is checked). Needs root. The userland and its venv are cached in
+# ~/.cache/edgestats/arm64 (ARM64_CACHE). Emulated timings mean nothing: nothing reads them.
+test-arm64: install
+	bash .ci/arm64.sh
 
 demo: install-demo
 	rm -f $(DB) $(DB).wal published.duckdb published.duckdb.wal merged.duckdb merged.duckdb.wal

@@ -18,7 +18,8 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import tomllib
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,11 @@ from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.registry.runtimes import runtime, runtime_names
 from edgestats.textfiles import decode_utf8
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (JetPack 6, Ubuntu 22.04): tomli is the same parser, before it joined the stdlib
+    import tomli as tomllib
 
 MODEL_FILE_SUFFIXES = (".pt", ".pth", ".onnx", ".tflite", ".keras")
 
@@ -98,6 +104,7 @@ SETTINGS: dict[str, type] = {
     "noise_cpu_pct": float,
     "noise_load": float,
     "retry_failed": bool,
+    "device_name": str,  # the device's name (collectors/host/device_name.py)
 }
 SETTING_CHOICES = {"kind": KINDS, "on_noise": ON_NOISE}
 
@@ -203,7 +210,7 @@ def build_sweep(values: dict[str, Any], where: str = "", *, runs_here: bool = Tr
             valid = ", ".join(list(AXES) + list(SETTINGS) + ["options"])
             raise SweepError(f"{where}unknown key {key!r}; valid keys: {valid}")
         expected, allowed = AXES[key]
-        items = raw if isinstance(raw, list) else [raw]
+        items = as_values(raw)
         if not items:
             raise SweepError(f"{where}{key}: an empty list gives no runs; give at least one value")
         sweep.axes[key] = [_check_value(key, v, expected, allowed, where, runs_here=runs_here) for v in items]
@@ -261,8 +268,16 @@ def _check_kind(sweep: Sweep, where: str) -> None:
     sweep.axes["data"] = [str(Path(d).resolve()) for d in sweep.axes["data"]]
 
 
+def as_values(raw: Any) -> list[Any]:
+    """A key's values as a list: a list, a tuple or any other sequence is an axis (click, and typer
+    before 0.29, hand a repeated option over as a tuple); a scalar, a string included, is one value."""
+    if isinstance(raw, Sequence) and not isinstance(raw, str | bytes):
+        return list(raw)
+    return [raw]
+
+
 def _check_options(raw: Any, where: str) -> dict[str, Any]:
-    if not isinstance(raw, dict):
+    if not isinstance(raw, Mapping):
         raise SweepError(
             f"{where}options: expected a table of adapter options, e.g. options = {{ xnnpack = false }}"
         )
@@ -270,7 +285,8 @@ def _check_options(raw: Any, where: str) -> dict[str, Any]:
     if unknown:
         valid = "; ".join(f"{k}: {v}" for k, v in ADAPTER_OPTIONS.items())
         raise SweepError(f"{where}options: unknown option(s) {', '.join(unknown)}; valid options — {valid}")
-    return dict(raw)
+    # a tuple (input_shape from the Python API) is stored and compared as the list TOML and JSON give
+    return {k: as_values(v) if isinstance(v, tuple) else v for k, v in raw.items()}
 
 
 def parse_option_flags(items: list[str]) -> dict[str, Any]:

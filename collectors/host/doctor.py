@@ -19,8 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from edgestats.collectors.host.device_name import how_named
 from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, probe_names, run_probes
 from edgestats.collectors.power.selection import auto_entries, describe_sources
+from edgestats.formatting import wrap_text
 from edgestats.version import __version__
 
 # Section order and titles of the text output, by probe kind.
@@ -31,6 +33,7 @@ _SECTIONS = {
     "module": "Other modules (--module)",
 }
 _DEVICE_ROWS = (
+    "name",
     "hostname",
     "device_id",
     "board",
@@ -111,8 +114,9 @@ def doctor_report(
     }
 
 
-def render_text(report: dict[str, Any]) -> str:
-    """The report as aligned plain-ASCII text (edge boards' consoles are not always UTF-8)."""
+def render_text(report: dict[str, Any], width: int | None = None) -> str:
+    """The report as aligned plain-ASCII text (edge boards' consoles are not always UTF-8); with
+    `width` (the terminal's), lines longer than it wrap at spaces under their own column."""
     python = report["python"]
     lines = [
         f"edgestats {report['edgestats_version']} (Python {python['version']}, {python['executable']})",
@@ -136,12 +140,13 @@ def render_text(report: dict[str, Any]) -> str:
             f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
             "importing at a time (--jobs 1 for uncontended times).",
         ]
-    return "\n".join(lines)
+    return wrap_text("\n".join(lines), width)
 
 
 def _device_lines(device: dict[str, Any]) -> list[str]:
     facts = device.get("facts") or {}
     values = {
+        "name": how_named(device),
         "hostname": device.get("hostname"),
         "device_id": device.get("device_id"),
         "board": facts.get("board"),

@@ -21,6 +21,7 @@ from edgestats.cli.collect_options import (
     CooldownOpt,
     DataOpt,
     DbOpt,
+    DeviceNameOpt,
     EpochsOpt,
     EvictCacheOpt,
     ForceOpt,
@@ -57,9 +58,11 @@ from edgestats.cli.collect_options import (
 from edgestats.cli.collect_progress import (
     NOISY_EXIT,
     NoisyRun,
+    echo,
     print_plan,
     run_until_precise,
     run_with_progress,
+    say,
 )
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import open_orchestrator, plan
@@ -67,6 +70,7 @@ from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, PILOT_RUNS, Preci
 from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.storeaccess import appending_anyway
 from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
+from edgestats.errors import EdgestatsError
 
 
 @handle_errors
@@ -102,6 +106,7 @@ def collect_command(
     evict_cache: EvictCacheOpt = None,
     memory_limit_mb: MemoryLimitOpt = None,
     clock_offset: ClockOffsetOpt = None,
+    device_name: DeviceNameOpt = None,
     until_precise: UntilPreciseOpt = None,
     max_repeat: MaxRepeatOpt = DEFAULT_MAX_REPEAT,
     on_noise: OnNoiseOpt = None,
@@ -125,8 +130,7 @@ def collect_command(
     each epoch (train/test time, loss, accuracy, page-cache residency) and each batch (fetch,
     stall, compute); a run whose loss becomes NaN is stored as diverged.
     """
-    file_values = load_sweep_file(sweep_file) if sweep_file else None
-    sweep = combine(file_values, sweep_flags(ctx.params), sweep_file)
+    sweep = combine(load_sweep_file(sweep_file) if sweep_file else None, sweep_flags(ctx.params), sweep_file)
     goal = precision_goal(until_precise, max_repeat, sweep) if until_precise is not None else None
     with appending_anyway(db, force):  # --force: a DB marked damaged is written to all the same
         collect_sweep(db, sweep, cache_dir, goal, verbose=verbose)
@@ -147,7 +151,8 @@ def collect_sweep(
     with signals_stop_collect():
         try:
             with open_orchestrator(db, sweep, cache_dir=cache_dir) as orchestrator:
-                orchestrator.on_noise_wait = lambda reasons: console.print(
+                orchestrator.on_noise_wait = lambda reasons: say(
+                    console,
                     f"waiting up to {orchestrator.noise.wait_s:g} s for a quiet machine: {reasons[0]}",
                     markup=False,
                 )
@@ -167,14 +172,14 @@ def collect_sweep(
                     run_with_progress(console, the_plan, orchestrator, sweep, counts)
         except Interrupted as stop:
             stored = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no run"
-            typer.echo(
+            echo(
                 f"{db}: stopped by {stop.name}: {stored} stored (a run it stopped is stored as killed, "
                 "with what it measured); run the same command again to resume",
                 err=True,
             )
             raise typer.Exit(stop.exit_code) from None
         except NoisyRun as noisy:
-            typer.echo(
+            echo(
                 f"{db}: stopped: --on-noise fail and run {noisy.outcome.config.label()} was noisy "
                 f"({noisy.outcome.noise_reason}). It is stored, flagged noisy (analyze --noisy exclude "
                 "leaves it out); quieten the machine (edgestats doctor) and run the same command again",
@@ -182,10 +187,15 @@ def collect_sweep(
             )
             raise typer.Exit(NOISY_EXIT) from None
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing to run"
-    typer.echo(
+    echo(
         f"{db}: {summary}; {the_plan.already_done} already stored, {len(the_plan.skipped)} cannot run here"
         f"{the_plan.others_note()}"
     )
+    if the_plan.skipped and not the_plan.to_run and not the_plan.already_done:
+        raise EdgestatsError(
+            f"{db}: no run of the sweep can run here ({len(the_plan.skipped)} cannot run here: what to "
+            "install or prepare is said above); nothing was stored"
+        )
 
 
 # The options that are sweep keys: option name -> sweep key, in the order the sweep's axes take
@@ -223,6 +233,7 @@ SWEEP_FLAGS = {
     "noise_cpu_pct": "noise_cpu_pct",
     "noise_load": "noise_load",
     "retry_failed": "retry_failed",
+    "device_name": "device_name",
 }
 
 

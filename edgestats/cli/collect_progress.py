@@ -9,9 +9,11 @@ module is the terminal side of running it.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -22,15 +24,16 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
+from edgestats.cli.analysis_extra import missing_error, require_analysis_python
 from edgestats.collectors.collect import Plan, execute
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.precision import ConfigStop, PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunOutcome
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
-from edgestats.errors import EdgestatsError
-from edgestats.formatting import counted
+from edgestats.formatting import counted, hanging_indent, terminal_width, wrap_spans, wrap_text
 
 NOISY_EXIT = 3  # --on-noise fail stopped the sweep (docs/cli/collect.md "Noise sentinel")
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
@@ -60,23 +63,36 @@ def print_plan(
     """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
     for warning in [*orchestrator.warnings, tail_warning(the_plan.to_run)]:
         if warning:
-            console.print(f"warning: {warning}", markup=False)
+            say(console, f"warning: {warning}", markup=False)
     for outcome in the_plan.recovered:
-        console.print(
+        say(
+            console,
             f"recovered an interrupted run: {outcome.config.label()} -> {outcome.status} "
             f"({outcome.n_latencies} latencies)",
             markup=False,
         )
-    for config, reason in the_plan.skipped:
+    for config, reason, n_runs in skipped_once(the_plan.skipped):
         # escaped: a reason quotes `pip install 'edgestats[torch]'`, which rich would read as a tag
-        console.print(f"[yellow]cannot run here[/]: {escape(config.label())}: {escape(reason)}")
+        runs = f" and {n_runs - 1} more run{'s' * (n_runs > 2)} of this model" if n_runs > 1 else ""
+        say(console, f"[yellow]cannot run here[/]: {escape(config.label())}{runs}: {escape(reason)}")
     unit = unit if the_plan.total != 1 else unit.removesuffix("s")
-    console.print(
+    say(
+        console,
         f"{the_plan.total} {unit} planned: {len(the_plan.to_run)} to run, "
         f"{the_plan.already_done} already stored, {len(the_plan.skipped)} cannot run here "
-        f"(shuffle seed {the_plan.shuffle_seed})"
+        f"(shuffle seed {the_plan.shuffle_seed})",
     )
-    console.print(telemetry_line(orchestrator.telemetry, verbose=verbose), markup=False)
+    say(console, telemetry_line(orchestrator.telemetry, verbose=verbose), markup=False)
+
+
+def skipped_once(skipped: list[tuple[RunConfig, str]]) -> list[tuple[RunConfig, str, int]]:
+    """The runs that cannot run here, one entry per model file and reason (its first run, the
+    reason, how many runs): repeats, batch sizes and thread counts of one model share a reason."""
+    groups: dict[tuple, list] = {}
+    for config, reason in skipped:
+        key = (reason, config.kind, config.framework, config.runtime, config.model, config.precision)
+        groups.setdefault(key, [config, reason, 0])[2] += 1
+    return [tuple(group) for group in groups.values()]
 
 
 def run_with_progress(
@@ -102,12 +118,12 @@ def run_with_progress(
 
         def on_done(index: int, outcome: RunOutcome) -> None:
             counts[outcome.status] += 1
-            progress.console.print(_outcome_line(outcome))
+            say(progress.console, _outcome_line(outcome))
             progress.advance(task)
             noise_check(progress.console, outcome, sweep)
 
         def on_other(index: int, config: RunConfig, why: str) -> None:
-            progress.console.print(f"[dim]{why}[/]: {escape(config.label())}")
+            say(progress.console, f"[dim]{why}[/]: {escape(config.label())}")
             progress.advance(task)
 
         try:
@@ -127,13 +143,11 @@ def run_until_precise(
 ) -> None:
     """Rounds of runs until each configuration stops (collectors/precision.py); a line per run
     and one per configuration as it stops."""
+    require_analysis_python("--until-precise")  # the analysis side needs Python 3.11+
     try:
         from edgestats.analysis.stopping import stein_rule
     except ImportError as exc:
-        raise EdgestatsError(
-            f"--until-precise needs the analysis extra ({exc.name} is missing): "
-            "pip install 'edgestats[analyze]'"
-        ) from None
+        raise missing_error("--until-precise", exc.name) from None
     configs, _ = feasibility(Sweep(dict(sweep.axes), dict(sweep.settings), dict(sweep.options)).configs())
     rule = stein_rule(
         goal.rel_half_width, level=goal.level, pilot_runs=goal.min_repeat, max_repeat=goal.max_repeat
@@ -142,11 +156,11 @@ def run_until_precise(
 
     def on_done(outcome: RunOutcome) -> None:
         counts[outcome.status] += 1
-        console.print(_outcome_line(outcome))
+        say(console, _outcome_line(outcome))
         noise_check(console, outcome, sweep)
 
     def on_stop(stop: ConfigStop) -> None:
-        console.print(f"{stop.reason}: {stop.config.label().rsplit(' #', 1)[0]}: {stop.detail}", markup=False)
+        say(console, f"{stop.reason}: {stop.config.label().rsplit(' #', 1)[0]}: {stop.detail}", markup=False)
 
     info = {
         "shuffle_seed": the_plan.shuffle_seed,
@@ -155,7 +169,8 @@ def run_until_precise(
         "until_precise": goal.rel_half_width,
         "max_repeat": goal.max_repeat,
     }
-    console.print(
+    say(
+        console,
         f"until precise: each of {counted(len(configs), 'configurations')} until its median is known to "
         f"±{goal.rel_half_width * 100:g} % (95 %), {goal.min_repeat} to {goal.max_repeat} runs",
         markup=False,
@@ -185,9 +200,29 @@ def noise_check(console: Console, outcome: RunOutcome, sweep: Sweep) -> None:
     """One line when a run was noisy; with --on-noise fail, stop the sweep."""
     if not outcome.noisy:
         return
-    console.print(f"[yellow]noisy[/]: {escape(outcome.noise_reason or '')}")
+    say(console, f"[yellow]noisy[/]: {escape(outcome.noise_reason or '')}")
     if sweep.settings.get("on_noise") == "fail":
         raise NoisyRun(outcome)
+
+
+def echo(message: str, *, err: bool = False) -> None:
+    """typer.echo, wrapped to the terminal's width as say() wraps (a log or pipe: the line whole)."""
+    typer.echo(wrap_text(message, terminal_width(sys.stderr if err else sys.stdout)), err=err)
+
+
+def say(console: Console, message: str, *, markup: bool = True) -> None:
+    """Print one message; on a terminal, wrapped to its width at spaces with a hanging indent
+    (edgestats.formatting.wrap_spans), never inside a word. A log or pipe gets the line whole
+    (the console soft-wraps: rich adds no breaks of its own)."""
+    text = console.render_str(message, markup=markup)  # highlighted as console.print(str) does
+    width = console.width if console.is_terminal else None
+    if width is None or text.cell_len <= width:
+        console.print(text)
+        return
+    hang = hanging_indent(text.plain, width)
+    pieces = [text[start:end] for start, end in wrap_spans(text.plain, width, hang)]
+    # one print: a progress bar redrawn between two prints would land inside the message
+    console.print(Text("\n").join([pieces[0]] + [Text(" " * hang) + piece for piece in pieces[1:]]))
 
 
 def _outcome_line(outcome: RunOutcome) -> str:

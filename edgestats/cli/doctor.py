@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 
 import typer
@@ -12,6 +13,7 @@ from edgestats.cli.common import handle_errors
 # Cheap to import (the report's heavy parts load when it is built), so `edgestats --help` stays
 # fast; the probe names in --only's help come from the registries through it.
 from edgestats.collectors.host.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
+from edgestats.formatting import terminal_width
 
 
 @handle_errors
@@ -72,7 +74,7 @@ def doctor(
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
-        typer.echo(render_text(report))
+        typer.echo(render_text(report, terminal_width(sys.stdout)))  # a pipe or log: whole lines
 
 
 class ProbeStatus:

@@ -64,11 +64,13 @@ def test_import_memory_per_byte_of_file_is_a_fraction_of_what_it_was(tmp_path):
     # two DuckDB instances, one batch) plus the store's primary-key indexes, ~200 bytes per run (350 k
     # more runs from 5 to 20 MB), plus what each DuckDB thread builds outside the memory_limit: with
     # DuckDB's threads forced to 2, 8 and 16 on one machine the growth was 7.6, 8.2 and 9.5 bytes per
-    # byte of file (peaks 481, 494 and 505 MiB), and 10.0 (582 MiB) on a CI machine with more cores.
-    # So the allowance grows with the thread count DuckDB uses here (its default: the hardware's).
+    # byte of file (peaks 481, 494 and 505 MiB), and 10.0 (582 MiB) on a CI machine with more cores;
+    # 9.8 under the lowest declared versions (pyarrow 14) on a loaded machine. So the allowance grows
+    # with the thread count DuckDB uses here (its default: the hardware's), with room for the
+    # allocator's moods, and still fails the old 50 bytes per byte by a factor of 2.5 or more.
     threads = duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0]
-    assert peaks[20] < (560 + 5 * threads) * MIB, (peaks, threads)
-    assert peaks[20] - peaks[5] < (9 + 0.2 * threads) * 15 * 10**6, (peaks, threads)
+    assert peaks[20] < (600 + 5 * threads) * MIB, (peaks, threads)
+    assert peaks[20] - peaks[5] < (12 + 0.2 * threads) * 15 * 10**6, (peaks, threads)
 
 
 def test_run_ids_made_in_sql_are_those_of_name_uuid():

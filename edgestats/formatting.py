@@ -51,7 +51,15 @@ def format_interval(estimate: object, low: object, high: object) -> str:
         return text  # n too small for an interval: the estimate alone, never a made-up one
     if "e" in text:  # an estimate in e-notation: its bounds too, not "9.39e-04 [8.37e-04, 0.001054]"
         return f"{text} [{float(low):.2e}, {float(high):.2e}]"
-    return f"{text} [{format_number(float(low), decimals)}, {format_number(float(high), decimals)}]"
+    return f"{text} [{_bound_text(float(low), decimals)}, {_bound_text(float(high), decimals)}]"
+
+
+def _bound_text(bound: float, decimals: int) -> str:
+    """A bound at the estimate's decimals, unless those round it to zero: a ratio's interval of
+    [0.0027, 48,101] must not read "[0.0, ...]", a bound its quantity cannot take."""
+    if bound != 0 and round(bound, decimals) == 0:
+        return format_number(bound)
+    return format_number(bound, decimals)
 
 
 # Nouns whose singular is not the plural less its "s" (n_unit values, row and run counts).

@@ -21,6 +21,11 @@ from edgestats.reports.charts_common import (
     with_interval_text,
 )
 
+# How far past the estimates (and 1) an interval is drawn, as a factor on the log axis: one
+# interval of [0.003, 40,000] from two noisy runs would otherwise squeeze every panel's answers
+# into a few pixels. Beyond it the rule stops at an arrowhead; the tooltip gives the whole interval.
+REACH = 4.0
+
 # The verdicts' colours: slower red, a tie grey, inconclusive amber, the fastest green.
 VERDICT_COLOURS = {
     "fastest": "#2ca02c",
@@ -31,12 +36,42 @@ VERDICT_COLOURS = {
 
 
 def _chart_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The ratio as the estimate the interval helpers know, its interval as text and as drawn bounds."""
+    """The ratio as the estimate the interval helpers know, its interval as text and as drawn bounds,
+    cut to REACH times beyond the estimates (and 1) of all panels (beyond_low/beyond_high say which
+    end was cut). A group with one candidate answers nothing to draw: it is left to the table."""
     frame = frame.filter(pl.col("ratio").is_not_null()).with_columns(
         *(pl.col(c).cast(pl.Float64) for c in ("ratio", "ratio_ci_low", "ratio_ci_high"))
     )
+    if "group" in frame.columns:
+        frame = frame.filter(pl.len().over("group") > 1)
     frame = with_interval_text(frame, "ratio_ci_low", "ratio_ci_high")
-    return drawn_bounds(frame, "ratio", "ratio_ci_low", "ratio_ci_high")
+    frame = drawn_bounds(frame, "ratio", "ratio_ci_low", "ratio_ci_high")
+    if frame.height == 0:
+        return frame
+    low_edge = min(1.0, frame["ratio"].min()) / REACH
+    high_edge = max(1.0, frame["ratio"].max()) * REACH
+    return frame.with_columns(
+        (pl.col("bar_low") < low_edge).alias("beyond_low"),
+        (pl.col("bar_high") > high_edge).alias("beyond_high"),
+        pl.col("bar_low").clip(lower_bound=low_edge),
+        pl.col("bar_high").clip(upper_bound=high_edge),
+    )
+
+
+def _cut_end(end: str, shape: str, scale: alt.Scale, y: alt.Y, colour: alt.Color) -> alt.Chart:
+    """An arrowhead where an interval's `end` leaves the drawn reach; size 0 where it does not (a
+    layer a filter left empty would make Vega warn "Infinite extent")."""
+    return (
+        alt.Chart()
+        .mark_point(shape=shape, filled=True, opacity=1)
+        .encode(
+            x=alt.X(f"bar_{end}:Q", scale=scale),
+            y=y,
+            color=colour,
+            size=alt.condition(f"datum.beyond_{end}", alt.value(80), alt.value(0)),
+            tooltip=[alt.Tooltip(f"{INTERVAL}:N", title="the whole interval")],
+        )
+    )
 
 
 def _tooltip(data: pl.DataFrame, category: str) -> list[alt.Tooltip]:
@@ -99,7 +134,11 @@ def ratio_chart(
         .mark_point(filled=True, size=50)
         .encode(x=alt.X("ratio:Q", scale=x_scale), y=y, color=colour, tooltip=tooltip)
     )
-    layer = alt.layer(one, rules, dots).properties(
+    ends = [
+        _cut_end(end, shape, x_scale, y, colour)
+        for end, shape in (("low", "triangle-left"), ("high", "triangle-right"))
+    ]
+    layer = alt.layer(one, rules, dots, *ends).properties(
         width=WIDTH if facet_by is None else WIDTH // columns,
         height=panel_height(data, category, facet_by),
     )

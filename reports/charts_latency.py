@@ -9,6 +9,8 @@ the frames.
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import polars as pl
 
@@ -107,6 +109,57 @@ def latency_box_frame(metrics: pl.DataFrame, distribution: pl.DataFrame) -> tupl
     return frame.join(pooled, on=keys, how="left", nulls_equal=True, maintain_order="left"), facet_by
 
 
+# How far beyond a configuration's pooled p5-p95 (and median) its median's interval is drawn, as a
+# factor: an interval of [0.001, 20,000] ms from three runs would otherwise set the axis of every
+# panel. Beyond it the bar stops at an arrowhead; the tooltip keeps the whole interval.
+REACH = 4.0
+
+
+def with_drawn_interval(frame: pl.DataFrame) -> pl.DataFrame:
+    """drawn_low/drawn_high: the median's interval cut to REACH beyond the row's own pooled p5-p95
+    and median; cut_low/cut_high say which end was cut (an arrowhead is drawn there)."""
+    low_edge = pl.min_horizontal(pl.col("pooled_q05_ms"), pl.col(MEDIAN)) / REACH
+    high_edge = pl.max_horizontal(pl.col("pooled_q95_ms"), pl.col(MEDIAN)) * REACH
+    return frame.with_columns(
+        (pl.col(MEDIAN_LOW) < low_edge).fill_null(False).alias("cut_low"),
+        (pl.col(MEDIAN_HIGH) > high_edge).fill_null(False).alias("cut_high"),
+        pl.max_horizontal(pl.col(MEDIAN_LOW), low_edge).alias("drawn_low"),
+        pl.min_horizontal(pl.col(MEDIAN_HIGH), high_edge).alias("drawn_high"),
+    )
+
+
+def decade_axis(frame: pl.DataFrame) -> alt.Axis:
+    """An axis whose ticks (and grid lines) are the powers of 10 the drawn figures span."""
+    drawn = pl.concat(
+        [
+            frame[c].cast(pl.Float64)
+            for c in ("pooled_q05_ms", "pooled_q95_ms", MEDIAN, "drawn_low", "drawn_high")
+        ]
+    )
+    drawn = drawn.filter(drawn.is_finite() & (drawn > 0))
+    if drawn.len() == 0:
+        return alt.Axis()
+    low, high = math.floor(math.log10(drawn.min())), math.ceil(math.log10(drawn.max()))
+    return alt.Axis(values=[10.0**k for k in range(low, high + 1)], format="~g")
+
+
+def _cut_ends(scale: alt.Scale, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
+    """An arrowhead at each end of the median's interval that with_drawn_interval cut; size 0 where
+    it did not (a layer a filter empties would make Vega warn "Infinite extent")."""
+    return [
+        alt.Chart()
+        .mark_point(shape=shape, filled=True, opacity=1, color="#08519c")
+        .transform_filter(valid_interval(MEDIAN_LOW, MEDIAN_HIGH))
+        .encode(
+            x=alt.X(f"drawn_{end}:Q", scale=scale),
+            y=y,
+            size=alt.condition(f"datum.cut_{end}", alt.value(70), alt.value(0)),
+            tooltip=tooltip,
+        )
+        for end, shape in (("low", "triangle-left"), ("high", "triangle-right"))
+    ]
+
+
 def latency_distribution_chart(
     metrics: pl.DataFrame, distribution: pl.DataFrame | None = None
 ) -> alt.FacetChart | alt.LayerChart:
@@ -117,6 +170,7 @@ def latency_distribution_chart(
     if distribution is None or distribution.height == 0:
         return latency_quantile_chart(metrics)
     frame, facet_by = latency_box_frame(metrics, distribution)
+    frame = with_drawn_interval(frame)
     log = wide_range(pl.concat([frame["pooled_q05_ms"], frame["pooled_q95_ms"], frame[MEDIAN]]))
     scale = alt.Scale(type="log") if log else alt.Scale(zero=False)
     y = alt.Y(
@@ -132,7 +186,13 @@ def latency_distribution_chart(
         .mark_rule(color="#6b7b8c")
         .transform_filter("isValid(datum.pooled_q05_ms)")
         .encode(
-            x=alt.X("pooled_q05_ms:Q", scale=scale, title=x_title), x2="pooled_q95_ms:Q", y=y, tooltip=tooltip
+            # ticks at powers of 10: a log axis over decades otherwise draws a grid line per minor tick
+            x=alt.X(
+                "pooled_q05_ms:Q", scale=scale, title=x_title, axis=decade_axis(frame) if log else alt.Axis()
+            ),
+            x2="pooled_q95_ms:Q",
+            y=y,
+            tooltip=tooltip,
         )
     )
     box = (
@@ -145,7 +205,7 @@ def latency_distribution_chart(
         alt.Chart()
         .mark_bar(size=5, color="#08519c")
         .transform_filter(valid_interval(MEDIAN_LOW, MEDIAN_HIGH))
-        .encode(x=alt.X(f"{MEDIAN_LOW}:Q", scale=scale), x2=f"{MEDIAN_HIGH}:Q", y=y, tooltip=tooltip)
+        .encode(x=alt.X("drawn_low:Q", scale=scale), x2="drawn_high:Q", y=y, tooltip=tooltip)
     )
     tails = [
         alt.Chart()
@@ -161,7 +221,8 @@ def latency_distribution_chart(
         .encode(x=alt.X(f"{MEDIAN}:Q", scale=scale), y=y, tooltip=tooltip)
     )
     pooled = [whisker, box] if frame["pooled_q25_ms"].is_not_null().any() else []
-    layers = [*pooled, *([interval] if any_interval(frame, MEDIAN_LOW, MEDIAN_HIGH) else []), *tails, median]
+    drawn = [interval, *_cut_ends(scale, y, tooltip)] if any_interval(frame, MEDIAN_LOW, MEDIAN_HIGH) else []
+    layers = [*pooled, *drawn, *tails, median]
     layer = alt.layer(*layers).properties(
         width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)
     )

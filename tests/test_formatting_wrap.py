@@ -68,3 +68,11 @@ def test_pieces_fit_and_words_stay_whole(lead, parts, width):
             assert piece[:hang] == " " * hang and piece[hang] != " "
     spans = wrap_spans(line, width)
     assert all(line[end - 1] != " " and (start == 0 or line[start - 1] == " ") for start, end in spans)
+
+
+def test_a_bound_the_estimates_decimals_would_round_to_zero_keeps_its_own_digits():
+    from edgestats.formatting import format_interval
+
+    assert format_interval(11.1, 0.0027, 48_101.4) == "11.1 [0.00270, 48,101.4]"
+    assert format_interval(12.3, 11.9, 12.8) == "12.3 [11.9, 12.8]"  # the digits still line up
+    assert format_interval(1.5, 0.0, 3.0) == "1.50 [0.00, 3.00]"  # a true zero stays a zero

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 from answers_builders import make_answers_db
 
@@ -60,3 +61,34 @@ def test_section_sentences_are_the_analysis_own(result):
     assert section.sentence(result).startswith(
         "In 3 of 4 groups compared, the fastest candidate is significantly"
     )
+
+
+def test_a_group_of_one_candidate_is_not_drawn_and_a_wide_interval_stops_at_an_arrowhead(result):
+    frame = result.frames["answers"]
+    lone = (
+        frame.filter(pl.col("group") == frame["group"][0])
+        .head(1)
+        .with_columns(pl.lit("alone").alias("group"))
+    )
+    wide = (
+        frame.filter(~pl.col("fastest"))
+        .head(1)
+        .with_columns(
+            pl.lit("wide").alias("group"),
+            pl.lit(1e-3).alias("ratio_ci_low"),
+            pl.lit(4e4).alias("ratio_ci_high"),
+        )
+    )
+    fastest = frame.filter(pl.col("fastest")).head(1).with_columns(pl.lit("wide").alias("group"))
+    spec = charts_answers.ratio_chart(
+        pl.concat([frame, lone, fastest, wide], how="vertical_relaxed")
+    ).to_dict()
+    layers, rows = layers_and_data(spec)
+    assert "alone" not in {r["group"] for r in rows}
+    [cut] = [r for r in rows if r["group"] == "wide" and not r["fastest"]]
+    top = max(1.0, max(r["ratio"] for r in rows)) * charts_answers.REACH
+    assert cut["beyond_low"] and cut["beyond_high"] and cut["bar_high"] == pytest.approx(top)
+    assert cut["ratio_ci_low"] == 1e-3 and cut["ratio_ci_high"] == 4e4  # the tooltip keeps the whole interval
+    arrows = [layer for layer in layers if layer["mark"].get("shape", "").startswith("triangle")]
+    assert [a["encoding"]["x"]["field"] for a in arrows] == ["bar_low", "bar_high"]
+    assert not any(r["beyond_high"] for r in rows if r["group"] != "wide")

@@ -88,6 +88,14 @@ def _tooltip(data: pl.DataFrame, category: str) -> list[alt.Tooltip]:
     ]
 
 
+def verdict_colour() -> alt.Color:
+    return alt.Color(
+        "verdict:N",
+        title="verdict",
+        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+    )
+
+
 def ratio_chart(
     frame: pl.DataFrame,
     *,
@@ -111,11 +119,7 @@ def ratio_chart(
         sort=alt.EncodingSortField("ratio", op="min"),
         axis=alt.Axis(labelLimit=LABEL_LIMIT),
     )
-    colour = alt.Color(
-        "verdict:N",
-        title="verdict",
-        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
-    )
+    colour = verdict_colour()
     tooltip = _tooltip(data, category)
     one = alt.Chart().mark_rule(color="#555", strokeDash=[4, 3]).encode(x=alt.datum(1))
     rules = (

@@ -143,6 +143,27 @@ def decade_axis(frame: pl.DataFrame) -> alt.Axis:
     return alt.Axis(values=[10.0**k for k in range(low, high + 1)], format="~g")
 
 
+def _whisker(frame: pl.DataFrame, log: bool, scale: alt.Scale, y: alt.Y, tooltip: list) -> alt.Chart:
+    """The pooled p5-p95 rule; it carries the x axis: on a log scale, ticks at powers of 10 (a log
+    axis over decades otherwise draws a grid line per minor tick)."""
+    return (
+        alt.Chart()
+        .mark_rule(color="#6b7b8c")
+        .transform_filter("isValid(datum.pooled_q05_ms)")
+        .encode(
+            x=alt.X(
+                "pooled_q05_ms:Q",
+                scale=scale,
+                title="steady-state latency (ms)" + (", log scale" if log else ""),
+                axis=decade_axis(frame) if log else alt.Axis(),
+            ),
+            x2="pooled_q95_ms:Q",
+            y=y,
+            tooltip=tooltip,
+        )
+    )
+
+
 def _cut_ends(scale: alt.Scale, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
     """An arrowhead at each end of the median's interval that with_drawn_interval cut; size 0 where
     it did not (a layer a filter empties would make Vega warn "Infinite extent")."""
@@ -179,22 +200,8 @@ def latency_distribution_chart(
         axis=alt.Axis(labelLimit=LABEL_LIMIT),
         sort=alt.EncodingSortField(MEDIAN, op="min"),
     )
-    x_title = "steady-state latency (ms)" + (", log scale" if log else "")
     tooltip = _box_tooltip()
-    whisker = (
-        alt.Chart()
-        .mark_rule(color="#6b7b8c")
-        .transform_filter("isValid(datum.pooled_q05_ms)")
-        .encode(
-            # ticks at powers of 10: a log axis over decades otherwise draws a grid line per minor tick
-            x=alt.X(
-                "pooled_q05_ms:Q", scale=scale, title=x_title, axis=decade_axis(frame) if log else alt.Axis()
-            ),
-            x2="pooled_q95_ms:Q",
-            y=y,
-            tooltip=tooltip,
-        )
-    )
+    whisker = _whisker(frame, log, scale, y, tooltip)
     box = (
         alt.Chart()
         .mark_bar(size=12, color="#c6dbef", stroke="#6baed6", strokeWidth=1)

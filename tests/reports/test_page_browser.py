@@ -31,7 +31,6 @@ from edgestats.analysis.load_power_trace import load_power_trace
 from edgestats.reports import write_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WIDTHS = (390, 800, 1400, 1920)
 SCREEN_HEIGHT = 900
@@ -126,22 +125,6 @@ def report(tmp_path_factory) -> tuple[Path, Path, dict]:
     )
     assert files.chart_errors == []
     return db, files.index, results
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
-def console() -> list[str]:
-    return []
 
 
 def open_page(browser, index: Path, width: int, console: list[str]):

@@ -28,7 +28,6 @@ from edgestats.analysis.load_power_trace import load_power_trace
 from edgestats.reports import write_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
-CHROMIUM = Path("/usr/bin/chromium")
 MODELS = (*INFERENCE_MODELS, *TRAINING_MODELS)
 FIELDS = ("device", "framework", "runtime", "model")
 TRAINING_CHARTS = ("chart-hyperparams-", "chart-pipeline-")
@@ -65,22 +64,6 @@ def index(tmp_path_factory) -> Path:
     )
     assert files.chart_errors == []
     return files.index
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: run `make system-deps` (apt-get install chromium)"
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
-def console() -> list[str]:
-    return []
 
 
 def open_page(browser, index: Path, console: list[str]):

@@ -120,10 +120,10 @@ def test_a_framework_at_two_thread_counts_is_two_candidates_with_summary_s_figur
     ]
     assert jetson["candidate_keys"][0] == "framework" and jetson["candidate_keys"][-1] == "threads"
     contenders = result.frames["contenders"].filter(pl.col("device") == "jetson")
-    assert {(r["framework"], r["threads"]) for r in contenders.iter_rows(named=True)} >= {
-        ("pytorch", 2),
-        ("pytorch", 4),
-    }
+    # which configurations end up best and runner-up depends on which run the split moved (run ids
+    # are random): what holds is that pytorch is two configurations, and every contender is one
+    assert {("pytorch", 2), ("pytorch", 4)} <= set(summary)
+    assert contenders.height > 0 and contenders["threads"].null_count() == 0
     for row in contenders.iter_rows(named=True):
         expected = summary[(row["framework"], row["threads"])][row["metric"]]
         same({**row, "method": expected["method"]}, expected)  # the frame keeps no method column

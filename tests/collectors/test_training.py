@@ -172,7 +172,7 @@ def test_huge_learning_rate_is_stored_as_diverged_with_its_history(tmp_path, mni
 
 
 @pytest.mark.frameworks  # trains in PyTorch/TensorFlow workers
-@pytest.mark.xdist_group("training")
+@pytest.mark.quiet  # a timing effect: beside another test, 1 worker cut the stall by 14 %, not 40 %
 def test_pipeline_sweep_num_workers_stall_and_page_cache(tmp_path, jpeg_dir):
     """The issue's second acceptance check (the Jetson study): stall lower with 1 worker than 0;
     residency near 0 after --evict-cache, near 1 in the next epoch."""

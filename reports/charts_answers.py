@@ -15,6 +15,7 @@ from edgestats.reports.charts_common import (
     INTERVAL,
     LABEL_LIMIT,
     WIDTH,
+    cut_end_marks,
     drawn_bounds,
     no_data_chart,
     panel_height,
@@ -58,22 +59,6 @@ def _chart_frame(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _cut_end(end: str, shape: str, scale: alt.Scale, y: alt.Y, colour: alt.Color) -> alt.Chart:
-    """An arrowhead where an interval's `end` leaves the drawn reach; size 0 where it does not (a
-    layer a filter left empty would make Vega warn "Infinite extent")."""
-    return (
-        alt.Chart()
-        .mark_point(shape=shape, filled=True, opacity=1)
-        .encode(
-            x=alt.X(f"bar_{end}:Q", scale=scale),
-            y=y,
-            color=colour,
-            size=alt.condition(f"datum.beyond_{end}", alt.value(80), alt.value(0)),
-            tooltip=[alt.Tooltip(f"{INTERVAL}:N", title="the whole interval")],
-        )
-    )
-
-
 def _tooltip(data: pl.DataFrame, category: str) -> list[alt.Tooltip]:
     """The group and candidate, the exact ratio, its interval, the verdict in words, Holm's p, the
     candidate's own median and its runs."""
@@ -86,6 +71,10 @@ def _tooltip(data: pl.DataFrame, category: str) -> list[alt.Tooltip]:
         alt.Tooltip("estimate:Q", format=EXACT, title="median latency (ms)"),
         alt.Tooltip("n_runs:Q"),
     ]
+
+
+def _whole_interval(end: str) -> list[alt.Tooltip]:
+    return [alt.Tooltip(f"{INTERVAL}:N", title="the whole interval")]
 
 
 def verdict_colour() -> alt.Color:
@@ -138,10 +127,7 @@ def ratio_chart(
         .mark_point(filled=True, size=50)
         .encode(x=alt.X("ratio:Q", scale=x_scale), y=y, color=colour, tooltip=tooltip)
     )
-    ends = [
-        _cut_end(end, shape, x_scale, y, colour)
-        for end, shape in (("low", "triangle-left"), ("high", "triangle-right"))
-    ]
+    ends = cut_end_marks("bar", "beyond", x_scale, y, _whole_interval, colour=colour)
     layer = alt.layer(one, rules, dots, *ends).properties(
         width=WIDTH if facet_by is None else WIDTH // columns,
         height=panel_height(data, category, facet_by),

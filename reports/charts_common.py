@@ -8,7 +8,7 @@ holds 1 run or 10,000. Nothing here touches a DB.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import altair as alt
 import polars as pl
@@ -292,3 +292,43 @@ def coefficient_chart(frame: pl.DataFrame, title: str = "correlation coefficient
         )
     )
     return alt.layer(zero, rules, dots, data=data).properties(width=WIDTH, height=band_height(data.height))
+
+
+# (interval end, the triangle pointing out of the plot) for an interval a chart stops drawing
+CUT_ENDS = (("low", "triangle-left"), ("high", "triangle-right"))
+
+
+def cut_end_marks(
+    drawn: str,
+    cut: str,
+    scale: alt.Scale,
+    y: alt.Y,
+    tooltip: Callable[[str], list[alt.Tooltip]],
+    *,
+    colour: alt.Color | None = None,
+    size: int = 80,
+    mark_colour: str | None = None,
+    valid: str | None = None,
+) -> list[alt.Chart]:
+    """An arrowhead at each end of an interval the chart cut: at `{drawn}_{end}`, of `size` where
+    `datum.{cut}_{end}` holds and 0 elsewhere (every row has a mark: a layer a filter left empty makes
+    Vega warn "Infinite extent"). `tooltip(end)` says where the interval really goes; `valid`, a
+    Vega expression, keeps only rows that have an interval."""
+    marks = []
+    for end, shape in CUT_ENDS:
+        chart = alt.Chart().mark_point(
+            shape=shape, filled=True, opacity=1, **({"color": mark_colour} if mark_colour else {})
+        )
+        if valid:
+            chart = chart.transform_filter(valid)
+        channels = {"color": colour} if colour is not None else {}
+        marks.append(
+            chart.encode(
+                x=alt.X(f"{drawn}_{end}:Q", scale=scale),
+                y=y,
+                size=alt.condition(f"datum.{cut}_{end}", alt.value(size), alt.value(0)),
+                tooltip=tooltip(end),
+                **channels,
+            )
+        )
+    return marks

@@ -20,6 +20,7 @@ from edgestats.reports.charts_common import (
     WIDTH,
     any_interval,
     category_encoding,
+    cut_end_marks,
     facet,
     facet_column,
     filter_fields,
@@ -164,21 +165,18 @@ def _whisker(frame: pl.DataFrame, log: bool, scale: alt.Scale, y: alt.Y, tooltip
     )
 
 
-def _cut_ends(scale: alt.Scale, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
-    """An arrowhead at each end of the median's interval that with_drawn_interval cut; size 0 where
-    it did not (a layer a filter empties would make Vega warn "Infinite extent")."""
-    return [
-        alt.Chart()
-        .mark_point(shape=shape, filled=True, opacity=1, color="#08519c")
-        .transform_filter(valid_interval(MEDIAN_LOW, MEDIAN_HIGH))
-        .encode(
-            x=alt.X(f"drawn_{end}:Q", scale=scale),
-            y=y,
-            size=alt.condition(f"datum.cut_{end}", alt.value(70), alt.value(0)),
-            tooltip=tooltip,
-        )
-        for end, shape in (("low", "triangle-left"), ("high", "triangle-right"))
-    ]
+def _median_cut_ends(scale: alt.Scale, y: alt.Y, tooltip: list[alt.Tooltip]) -> list[alt.Chart]:
+    """Arrowheads at the ends of a median's interval that with_drawn_interval cut."""
+    return cut_end_marks(
+        "drawn",
+        "cut",
+        scale,
+        y,
+        lambda end: tooltip,
+        size=70,
+        mark_colour="#08519c",
+        valid=valid_interval(MEDIAN_LOW, MEDIAN_HIGH),
+    )
 
 
 def latency_distribution_chart(
@@ -228,7 +226,8 @@ def latency_distribution_chart(
         .encode(x=alt.X(f"{MEDIAN}:Q", scale=scale), y=y, tooltip=tooltip)
     )
     pooled = [whisker, box] if frame["pooled_q25_ms"].is_not_null().any() else []
-    drawn = [interval, *_cut_ends(scale, y, tooltip)] if any_interval(frame, MEDIAN_LOW, MEDIAN_HIGH) else []
+    ends = _median_cut_ends(scale, y, tooltip)
+    drawn = [interval, *ends] if any_interval(frame, MEDIAN_LOW, MEDIAN_HIGH) else []
     layers = [*pooled, *drawn, *tails, median]
     layer = alt.layer(*layers).properties(
         width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, "config", facet_by)

@@ -22,7 +22,14 @@ from edgestats.analysis.compare_detect import HOPELESS_FACTOR, change_text
 from edgestats.analysis.compare_warnings import HEADLINE
 from edgestats.analysis.load_overview import Overview
 from edgestats.formatting import counted, format_interval
-from edgestats.reports.charts_common import LABEL_LIMIT, WIDTH, band_height, label_column, varying
+from edgestats.reports.charts_common import (
+    LABEL_LIMIT,
+    WIDTH,
+    band_height,
+    cut_end_marks,
+    label_column,
+    varying,
+)
 from edgestats.reports.page import Figure, Section, render_page
 from edgestats.reports.report import _write_atomic, prepare_out_dir
 
@@ -154,28 +161,12 @@ def with_could_detect(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# (interval end, the triangle pointing out of the panel) for the ends with_drawn_ends cut
-CUT_ENDS = (("low", "triangle-left"), ("high", "triangle-right"))
-
-
-def cut_end_marks(end: str, shape: str, scale: alt.Scale, y: alt.Y, colour: alt.Color) -> alt.Chart:
-    """An arrowhead where an interval's `end` leaves the panel: the interval goes on to
-    ci_{end} (its tooltip), beyond the edge the rule stops at. Every row has a mark, of size 0
-    where its end is inside: a layer that a filter left empty makes Vega warn "Infinite extent"."""
-    return (
-        alt.Chart()
-        .mark_point(shape=shape, filled=True, opacity=1)
-        .encode(
-            x=alt.X(f"shown_{end}:Q", scale=scale),
-            y=y,
-            color=colour,
-            size=alt.condition(f"datum.beyond_{end}", alt.value(90), alt.value(0)),
-            tooltip=[
-                alt.Tooltip("config:N"),
-                alt.Tooltip(f"ci_{end}:Q", title=f"interval goes on to ({end} end)", format=".4~g"),
-            ],
-        )
-    )
+def cut_end_tooltip(end: str) -> list[alt.Tooltip]:
+    """The interval goes on to ci_{end}, beyond the edge its rule stops at."""
+    return [
+        alt.Tooltip("config:N"),
+        alt.Tooltip(f"ci_{end}:Q", title=f"interval goes on to ({end} end)", format=".4~g"),
+    ]
 
 
 def ratio_chart(frame: pl.DataFrame, threshold: float) -> alt.FacetChart:
@@ -200,7 +191,7 @@ def ratio_chart(frame: pl.DataFrame, threshold: float) -> alt.FacetChart:
         .transform_filter("isValid(datum.ci_low) && isValid(datum.ci_high)")
         .encode(x=alt.X("shown_low:Q", scale=scale, title="ratio B/A"), x2="shown_high:Q", y=y, color=colour)
     )
-    arrows = [cut_end_marks(end, shape, scale, y, colour) for end, shape in CUT_ENDS]
+    arrows = cut_end_marks("shown", "beyond", scale, y, cut_end_tooltip, colour=colour, size=90)
     dots = (
         alt.Chart()
         .mark_point(filled=True, size=50)

@@ -21,8 +21,9 @@ def run() -> None:
         main()
     except BaseException:
         # A signal before the command began (while importing, parsing options), or one its wrapper
-        # could not report (handle_errors): its line, unless the command printed one.
-        line = interrupts.take_line()
+        # could not report (handle_errors): its line, unless the command printed one. A command
+        # whose work took effect keeps its status (click's SystemExit(0) passes here too).
+        line = None if interrupts.state.finished else interrupts.take_line()
         if line is None:
             raise
         print(line, file=sys.stderr)

@@ -15,6 +15,13 @@ What a command writes it writes all or nothing, and the one step that makes its 
 was" of a target the step changed. Once the step succeeded the work is done, and a signal changes
 nothing: the command finishes (its cleanup, its report) and exits 0, as it does once it returned.
 
+Python runs a handler wherever the main thread is, a weakref callback or a __del__ included, and
+there it prints the handler's exception as "Exception ignored" and goes on. The exception is an
+`Interrupted`: `install` hooks sys.unraisablehook so that one swallowed there is not printed and
+its signal is sent again (from a thread), to stop the command at the next point Python runs;
+and `taking_effect` refuses to begin once a signal came, whatever swallowed its exception
+(a library's `except BaseException`), so that no commit follows a signal the command missed.
+
 A repeated signal within REPEAT_GRACE_S of the first is ignored: the first is unwinding already,
 and its cleanup (a temporary file or folder removed) must not be cut short. `collect` installs
 its own handlers while it runs (collectors/processes.py). This module lies outside edgestats.cli
@@ -23,7 +30,9 @@ so that it loads in a moment, before the CLI's imports; the library's commit poi
 
 from __future__ import annotations
 
+import _thread
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -34,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+RESEND_AFTER_S = 0.01  # a swallowed signal's second sending (see above)
 REPEAT_GRACE_S = 5.0  # a cleanup takes milliseconds; past this a repeated signal stops the command anyway
 
 
@@ -48,6 +58,11 @@ class State:
     reported: bool = False  # its one line is printed
     holding: bool = False  # in taking_effect(): a signal waits
     held: int | None = None  # the signal that waits
+    resent: bool = False  # the signal was sent again because its exception was swallowed
+
+
+class Interrupted(SystemExit):
+    """What the handler raises: SystemExit with status 128 + signal."""
 
 
 state = State()  # one per process, updated in place (a command that returned: in cli/common.py)
@@ -59,11 +74,15 @@ def install() -> None:
     vars(state).update(vars(State()))
     for signum in QUIT_SIGNALS:
         signal.signal(signum, on_signal)
+    if sys.unraisablehook is not _on_unraisable:
+        global _previous_unraisablehook
+        _previous_unraisablehook, sys.unraisablehook = sys.unraisablehook, _on_unraisable
 
 
 def on_signal(signum: int, _frame: Any) -> None:
     now = time.monotonic()
-    if state.finished or (state.signum is not None and now - state.at_s < REPEAT_GRACE_S):
+    resent, state.resent = state.resent, False
+    if state.finished or (not resent and state.signum is not None and now - state.at_s < REPEAT_GRACE_S):
         return
     if state.holding:
         state.held = state.held or signum
@@ -75,7 +94,27 @@ def on_signal(signum: int, _frame: Any) -> None:
             con.interrupt()  # sets DuckDB's flag, which its worker threads check between chunks
         except Exception:  # noqa: BLE001  a closed connection: nothing to stop
             pass
-    raise SystemExit(128 + state.signum)
+    raise Interrupted(128 + state.signum)
+
+
+_previous_unraisablehook = sys.unraisablehook
+
+
+def _on_unraisable(unraisable: Any) -> None:
+    """An `Interrupted` raised where Python cannot raise it (a weakref callback, a __del__): sent
+    again, so that the handler raises it where the command runs; anything else as Python says it."""
+    if not isinstance(unraisable.exc_value, Interrupted) or state.signum is None or state.finished:
+        _previous_unraisablehook(unraisable)
+        return
+    state.resent = True
+    # _thread, not threading: Thread.start() waits for the thread in Python code, where the signal
+    # it sends could land, inside this hook
+    _thread.start_new_thread(_send_again, (threading.main_thread().ident, state.signum))
+
+
+def _send_again(main_thread: int, signum: int) -> None:
+    time.sleep(RESEND_AFTER_S)  # this hook has returned by then: the handler runs in the command
+    signal.pthread_kill(main_thread, signum)
 
 
 @contextmanager
@@ -87,6 +126,8 @@ def taking_effect(*, final: bool = True) -> Iterator[None]:
     if state.holding or threading.current_thread() is not threading.main_thread():
         yield  # inside another such step, which decides; or off the main thread, where no handler runs
         return
+    if state.signum is not None and not state.finished and state.depth > 0:
+        raise Interrupted(128 + state.signum)  # a signal came, and its exception was swallowed
     state.holding, state.held = True, None
     try:
         yield

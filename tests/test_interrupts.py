@@ -5,6 +5,8 @@ the commit points, during which a signal waits and after which it changes nothin
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,57 @@ def test_after_the_command_returned_a_signal_changes_nothing():
     interrupts.leave()
     interrupts.on_signal(signal.SIGINT, None)
     assert interrupts.received() is None
+
+
+def test_no_commit_point_begins_after_a_signal_whose_exception_was_swallowed():
+    interrupts.enter("import", {})
+    try:  # a library's `except BaseException`, or a weakref callback, where Python prints and goes on
+        interrupts.on_signal(signal.SIGINT, None)
+    except BaseException:  # noqa: BLE001, S110
+        pass
+    with pytest.raises(SystemExit) as stopped, interrupts.taking_effect():
+        pytest.fail("the commit ran after the signal")
+    assert stopped.value.code == 130 and interrupts.take_line().startswith("edgestats import: interrupted")
+
+
+# CI's lowest-versions lane met this for real: a SIGINT during `import` ran the handler inside
+# importlib's weakref callback (_get_module_lock.<locals>.cb), which printed "Exception ignored"
+# with a traceback and went on; the import committed its 8,000 runs and then said "nothing was
+# imported", with status 130. Here the callback is the test's own, around the real import.
+SWALLOWED = """
+import os, signal, sys, weakref
+import edgestats.__main__ as main
+import edgestats.imports.importer as importer
+
+stage = importer._stage
+
+def signal_inside_a_weakref_callback(*args, **kwargs):
+    def callback(_ref):
+        os.kill(os.getpid(), signal.SIGNUM)
+        for _ in range(100_000):  # the handler runs here: its exception is Python's to swallow
+            pass
+    class Thing: pass
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+    return stage(*args, **kwargs)
+
+importer._stage = signal_inside_a_weakref_callback
+sys.argv = ["edgestats", "import", sys.argv[1], sys.argv[2], "--kind", "inference"]
+main.run()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_a_weakref_callback_stops_the_import_with_one_line(tmp_path: Path, signum: int):
+    csv = tmp_path / "r.csv"
+    csv.write_text("device,framework,model,batch_size,latency_ms\n" + "pi,pytorch,cnn,1,2.5\n" * 50)
+    db = tmp_path / "r.duckdb"
+    script = SWALLOWED.replace("SIGNUM", signal.Signals(signum).name)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db), str(csv)], capture_output=True, text=True, timeout=120
+    )
+    name = signal.Signals(signum).name
+    said = f"edgestats import: interrupted by {name}; nothing was imported: {db} was not created\n"
+    assert done.stderr == said
+    assert done.returncode == 128 + signum and done.stdout == "" and not db.exists()

@@ -6,9 +6,11 @@ run for real. The DB written there is then read unchanged by DuckDB 2 (`analyze`
 environment) and by the DuckDB 1.x CLI; its header says storage version 64 (v1.0.0). `analyze` on
 3.10 refuses in one line: the analysis side is tested on 3.11-3.13 only.
 
-`analyze` runs on this environment's Python (3.11 under make test) rather than 3.13: make test runs
-before make test-highest, which makes the 3.13 venv, and the file's readers differ by DuckDB (1.x
-writes, 2.x reads), not by Python. The model pack is built here (exporting cnn9 needs torch); torch
+`analyze` runs here on this environment's Python (3.11 under make test): make test runs before make
+test-highest, which makes the 3.13 venv. A DB this test wrote on 3.10 is kept in tests/data/py310/
+and analysed by tests/test_py310_db.py in every lane, 3.13 included; this test checks that what 3.10
+writes today still matches it (storage and schema version), and `EDGESTATS_RECORD_PY310_DB=1` records
+it again. The model pack is built here (exporting cnn9 needs torch); torch
 itself is not installed on 3.10 here: a torch wheel for another Python pulls a multi-GB CUDA build.
 Cost: about 65-90 s on 2 busy cores (a wheel build, a pip install from the index, 5 collect runs).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -25,6 +28,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import duckdb
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -32,8 +36,10 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.power.meter_csv import parse_timestamp_s
+from edgestats.store.migrations import current_version
 
 REPO = Path(__file__).parents[1]
+RECORDED = REPO / "tests" / "data" / "py310" / "m.duckdb"  # analysed in every lane: tests/test_py310_db.py
 pytestmark = [pytest.mark.packaging, pytest.mark.frameworks]
 SWEEP = """[sweep]
 framework = ["onnxruntime"]
@@ -74,6 +80,12 @@ def storage_version(db: Path) -> int:
     head = db.read_bytes()[:20]
     assert head[8:12] == b"DUCK", f"{db} is not a DuckDB file"
     return struct.unpack("<Q", head[12:20])[0]
+
+
+def versions(db: Path) -> tuple[int, int]:
+    """The file's DuckDB storage version and edgestats schema version."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return storage_version(db), current_version(con)[0]
 
 
 def lowest_duckdb_310() -> str:
@@ -164,6 +176,12 @@ def test_device_side_runs_on_python310_and_its_db_reads_in_duckdb1_and_2(tmp_pat
     ask = ["-readonly", "-init", "/dev/null", "-csv", "-noheader", work / "m.duckdb", "-c", QUERY]
     assert run([duckdb1_cli(), *ask]).stdout.split() == ["5"]
     run([sys.executable, "-m", "edgestats", "analyze", work / "m.duckdb", "--out", tmp_path / "report"])
+    if os.environ.get("EDGESTATS_RECORD_PY310_DB") == "1":
+        shutil.copyfile(work / "m.duckdb", RECORDED)
+    assert versions(work / "m.duckdb") == versions(RECORDED), (
+        f"what Python 3.10 writes no longer matches {RECORDED}: record it again with "
+        "EDGESTATS_RECORD_PY310_DB=1 pytest tests/test_py310.py"
+    )
     summary = json.loads((tmp_path / "report" / "analysis.json").read_text())["summary"]
     assert (tmp_path / "report" / "index.html").is_file()
     assert any(e["group"].get("model") == "cnn9" and e["n_runs"] == 3 for e in summary), summary

@@ -26,7 +26,9 @@ def import_command(
         ..., help="CSV, TSV or Parquet file with one row per run, or a benchmark tool's output (--format)."
     ),
     kind: str = typer.Option(
-        None, "--kind", help="What the rows are: inference or training (not needed with --format)."
+        None,
+        "--kind",
+        help="What the rows are: inference, training or generation (not needed with --format).",
     ),
     map_: list[str] = typer.Option(
         [], "--map", help="Rename a column: SRC=DST (repeatable), e.g. --map 'Train (s)=training_time_s'."
@@ -49,7 +51,7 @@ def import_command(
         "--format",
         help="FILE is a benchmark tool's output, one inference run: benchmark_model (TFLite), benchmark_app "
         "(OpenVINO: console or report .csv/.json), perf_test (onnxruntime_perf_test), mlperf (LoadGen "
-        "mlperf_log_summary.txt).",
+        "mlperf_log_summary.txt); or generation runs: llama-bench (llama.cpp, any -o format).",
     ),
     force: bool = typer.Option(
         False,
@@ -64,7 +66,8 @@ def import_command(
     training_time_min, mem_max_gib, accuracy_frac) is converted. Other columns are kept as JSON
     in runs.extra. Nothing is written if any row is wrong; importing a file twice adds nothing;
     importing it again with another --map or --device needs --replace. With --format, FILE is
-    the output of benchmark_model, benchmark_app, onnxruntime_perf_test or MLPerf LoadGen.
+    the output of benchmark_model, benchmark_app, onnxruntime_perf_test, MLPerf LoadGen or
+    llama-bench.
     """
     if not force:  # appending reads no old block: DuckDB itself would not notice the damage
         refuse_known_damaged(db, "import")

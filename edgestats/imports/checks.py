@@ -169,7 +169,7 @@ def _check_range(
     spec = column.canonical
     if spec.name in CONFIG_RANGES:
         _check_config_range(con, path, column, finite, number)
-    if spec.family in NONNEGATIVE_FAMILIES:
+    if spec.family in NONNEGATIVE_FAMILIES or spec.name.endswith("_per_s"):
         fail_at(con, path, column, f"{finite} AND {number} < 0", f"is negative ({spec.name} cannot be)")
     if spec.name == "accuracy_pct":
         scaled = f"{number} * {column.factor}"
@@ -316,6 +316,7 @@ def check_measured(
     hints: list[str],
     notes: list[str],
     long: bool = False,
+    empty_why: str | None = None,
 ) -> None:
     """Refuse a file whose rows carry no measurement (a long-format table read as one row per
     run, or a measure under a name edgestats does not know): it would import as runs with no
@@ -355,7 +356,7 @@ def check_measured(
         shown = ", ".join(str(r[0]) for r in without) + (", ..." if n_without > 10 else "")
         notes.append(
             f"{counted(n_without, 'rows')} {'carries' if n_without == 1 else 'carry'} no measurement "
-            f"(rows {shown}): imported as runs with empty figures"
+            f"(rows {shown}): imported as runs with empty figures" + (f" ({empty_why})" if empty_why else "")
         )
 
 

@@ -36,7 +36,7 @@ UNIT_FAMILY = {unit: family for family, units in UNIT_FACTORS.items() for unit i
 # them in too: edgestats/contracts.py, CONFIG_RANGES.
 INT_MAX = INT32_MAX
 # Counts stored as BIGINT (schema/0006_dataset_size.sql): a dataset's bytes pass 2 GiB.
-BIGINT_COLUMNS = ("dataset_bytes",)
+BIGINT_COLUMNS = ("dataset_bytes", "kv_cache_bytes", "model_params")
 BIGINT_MAX = 2**63 - 1
 
 
@@ -115,7 +115,21 @@ def _columns() -> dict[str, Canonical]:
     ]
     cols += [Canonical("dataset_bytes", "runs", "int", "memory")]
     cols += [Canonical(n, "run_results", "float", fam) for n, fam in measured.items()]
+    cols += _generation_columns()
     return {c.name: c for c in cols}
+
+
+def _generation_columns() -> list[Canonical]:
+    """A generation run's columns (schema 0009) and the model's parameters (0001) a tool reports."""
+    # its shape and KV cache: prompt and generated tokens, tokens in the cache before the prompt
+    cols = [
+        Canonical(n, "runs", "int") for n in ("prompt_tokens", "new_tokens", "context_depth", "model_params")
+    ]
+    cols += [Canonical("kv_cache_bytes", "runs", "int", "memory")]
+    cols += [Canonical("ttft_ms", "run_results", "float", "time")]  # time to first token
+    # rates: no unit family, so 'per_s' is never read as seconds and never converted
+    cols += [Canonical(n, "run_results", "float") for n in ("prefill_tokens_per_s", "decode_tokens_per_s")]
+    return cols
 
 
 CANONICAL: dict[str, Canonical] = _columns()

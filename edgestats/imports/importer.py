@@ -40,7 +40,7 @@ from edgestats.imports.checks import (
 )
 from edgestats.imports.columns import CANONICAL, UnitMismatch, normalise, resolve
 from edgestats.imports.identity import describe_identity, import_identity, write_import
-from edgestats.imports.native import FORMATS, read_native
+from edgestats.imports.native import FORMAT_EMPTY_RUNS, FORMAT_KINDS, FORMATS, read_native
 from edgestats.imports.read import check_text_file, pivot_long, read_as_text
 from edgestats.imports.tables import DIGEST, StagedRuns, digest_sql, run_id_sql, stage_runs
 from edgestats.store.database import first_row, limit_memory, memory_limit_bytes
@@ -48,7 +48,7 @@ from edgestats.store.results import quote_ident
 
 __all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
 
-KINDS = ("inference", "training")
+KINDS = ("inference", "training", "generation")
 
 
 @dataclass
@@ -207,7 +207,7 @@ def _stage(
     _convert(staging, plan, run["file_hash"], run["identity"])
     if not first_row(staging, "SELECT 1 FROM converted LIMIT 1"):
         raise ImportFileError(f"{path}: the file has a header but no rows; nothing to import")
-    check_measured(path, plan, staging, hints, notes, long)
+    check_measured(path, plan, staging, hints, notes, long, FORMAT_EMPTY_RUNS.get(fmt))
     staged = stage_runs(staging, plan, kind=kind, path=path, **run)
     for table in ("converted", "staged"):  # only new_runs and new_results are written (identity.py)
         staging.execute(f"DROP TABLE IF EXISTS {table}")
@@ -231,7 +231,8 @@ def import_results(
     name) before adding these; without it, a file imported before with another --map or
     --device is refused (its runs would stand beside these, counted twice). `long`: the file is
     a long-format table (see pivot_long). `fmt`: the file is the output of a benchmark tool
-    (benchmark_model, benchmark_app, perf_test, mlperf: import_native.py), one inference run."""
+    (benchmark_model, benchmark_app, perf_test, mlperf: one inference run; llama-bench: generation
+    runs; native.py)."""
     path = Path(file)
     kind = _checked_kind(kind, long=long, fmt=fmt)
     check_name_option("--device", device)
@@ -280,18 +281,19 @@ def _columns_read(plan: list[SourceColumn]) -> dict[str, str]:
 
 
 def _checked_kind(kind: str | None, *, long: bool, fmt: str | None) -> str:
-    """--kind, checked against --format and --long; a benchmark tool's output is inference."""
+    """--kind, checked against --format and --long; a benchmark tool's output is the kind of run
+    the tool measures (inference; llama-bench: generation)."""
     if fmt is not None and fmt not in FORMATS:
         raise ImportFileError(
             f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)"
         )
-    if fmt is not None and (long or kind not in (None, "inference")):
-        raise ImportFileError(
-            f"--format {fmt}: a benchmark tool's output is one inference run; drop --long and --kind"
-        )
-    kind = "inference" if fmt else kind
+    tool_kind = FORMAT_KINDS.get(fmt, "inference") if fmt else None
+    if fmt is not None and (long or kind not in (None, tool_kind)):
+        runs = "one inference run" if tool_kind == "inference" else f"{tool_kind} runs"
+        raise ImportFileError(f"--format {fmt}: a benchmark tool's output is {runs}; drop --long and --kind")
+    kind = tool_kind or kind
     if kind is None:
-        raise ImportFileError("--kind is missing: say what the rows are, inference or training")
+        raise ImportFileError("--kind is missing: say what the rows are, inference, training or generation")
     if kind not in KINDS:
         raise ImportFileError(f"--kind {kind!r}: use one of {', '.join(KINDS)}")
     return kind

@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from edgestats.errors import ImportFileError
+from edgestats.imports.llama_bench import parse_llama_bench
 from edgestats.store.results import quote_ident
 from edgestats.textfiles import decode_utf8
 
@@ -312,12 +313,23 @@ FORMATS = {
     ),
     "perf_test": (parse_perf_test, r"^Average inference time cost"),
     "mlperf": (parse_mlperf, r"^MLPerf Results Summary"),
+    "llama-bench": (
+        parse_llama_bench,
+        r"^\| model .*\| t/s|^build_commit,|\"build_commit\"|^INSERT INTO llama_bench",
+    ),
 }
 TOOLS = {
     "benchmark_model": "TFLite benchmark_model",
     "benchmark_app": "OpenVINO benchmark_app",
     "perf_test": "ONNX Runtime onnxruntime_perf_test",
     "mlperf": "MLPerf Inference LoadGen summary",
+    "llama-bench": "llama.cpp llama-bench",
+}
+# The kind of run each tool's output is; inference where not named.
+FORMAT_KINDS = {"llama-bench": "generation"}
+# What a run of the tool's output without a measured column is, for the import's note.
+FORMAT_EMPTY_RUNS = {
+    "llama-bench": "pp+tg tests: their rate, of prefill and decode together, is the extra tokens_per_s"
 }
 
 
@@ -330,9 +342,9 @@ def _cell(value) -> str | None:
 
 
 def read_native(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> list[str]:
-    """Parse `path` as `fmt` output into table `staged` (one row, all text, `_row` = 1), like
-    read.read_as_text does for a CSV; returns its columns. Columns the file gives no
-    value for are left out."""
+    """Parse `path` as `fmt` output into table `staged` (all text, `_row` from 1: one row, or one
+    per run for a tool that reports several, like llama-bench), like read.read_as_text does for
+    a CSV; returns its columns. Columns the file gives no value for are left out."""
     if fmt not in FORMATS:
         raise ImportFileError(
             f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)"
@@ -344,11 +356,20 @@ def read_native(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> list[st
         "import the tool's output as it wrote it; nothing was imported",
         encoding="utf-8-sig",
     )
-    row = {key: _cell(value) for key, value in FORMATS[fmt][0](text, path).items() if value is not None}
-    columns = list(row)
+    parsed = FORMATS[fmt][0](text, path)
+    rows = [
+        {key: _cell(value) for key, value in row.items()}
+        for row in (parsed if isinstance(parsed, list) else [parsed])
+    ]
+    columns = [
+        c
+        for c in dict.fromkeys(key for row in rows for key in row)
+        if any(row.get(c) is not None for row in rows)
+    ]
     definition = ", ".join(f"{quote_ident(c)} VARCHAR" for c in columns)
     con.execute(f"CREATE TEMP TABLE staged (_row BIGINT, {definition})")
-    con.execute(
-        f"INSERT INTO staged VALUES (1, {', '.join('?' for _ in columns)})", [row[c] for c in columns]
+    con.executemany(
+        f"INSERT INTO staged VALUES (?, {', '.join('?' for _ in columns)})",
+        [[number, *(row.get(c) for c in columns)] for number, row in enumerate(rows, 1)],
     )
     return columns

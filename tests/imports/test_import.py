@@ -239,3 +239,42 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path):
     error = one_line_error(runner.invoke(app, ["import", str(db), str(src), "--kind", "inference"]))
     assert "line 3" in error and "UTF-8" in error
     assert not db.exists()
+
+
+def test_generation_table_imports_its_shape_and_rates(tmp_path):
+    """--kind generation: a table of generation runs (schema 0009's columns), rates stored as
+    written (a name ending in per_s is never read as seconds), time to first token converted."""
+    src = write(
+        tmp_path / "gen.csv",
+        """
+device,framework,model,model_params,prompt_tokens,new_tokens,context_depth,kv_cache_gib,ttft_s,prefill_tokens_per_s,decode_tokens_per_s
+pi5,llamacpp,llama15m,15933312,128,64,512,0.5,0.25,410.5,38.25
+""",
+    )
+    db = tmp_path / "r.duckdb"
+    report = import_results(db, src, kind="generation")
+    assert (
+        report.columns["ttft_s"] == "ttft_ms (×1000)"
+        and report.columns["kv_cache_gib"] == "kv_cache_bytes (×1.07374e+09)"
+    )
+    got = rows(
+        db,
+        "SELECT kind, model_params, prompt_tokens, new_tokens, context_depth, kv_cache_bytes, ttft_ms, "
+        "prefill_tokens_per_s, decode_tokens_per_s FROM runs JOIN run_results USING (run_id)",
+    )
+    assert got == [
+        {
+            "kind": "generation",
+            "model_params": 15933312,
+            "prompt_tokens": 128,
+            "new_tokens": 64,
+            "context_depth": 512,
+            "kv_cache_bytes": 2**29,
+            "ttft_ms": 250.0,
+            "prefill_tokens_per_s": 410.5,
+            "decode_tokens_per_s": 38.25,
+        }
+    ]
+    negative = write(tmp_path / "neg.csv", "device,framework,decode_tokens_per_s\npi5,llamacpp,-3\n")
+    with pytest.raises(ImportFileError, match="is negative"):
+        import_results(tmp_path / "n.duckdb", negative, kind="generation")

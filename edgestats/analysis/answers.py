@@ -41,7 +41,10 @@ from edgestats.analysis.summary import MEDIAN, median_estimate, run_latencies
 from edgestats.analysis.tradeoff_points import summary_label
 
 NAME = "answers"
-DEFAULT_BY = ("device", "model", "batch_size", "precision")
+# Generation runs (docs/generation.md) also keep their token counts in the group: the median latency
+# of a generation run is its median inter-token latency, which the prompt and depth change, so the
+# candidates are runtimes at the same prompt, new tokens and depth ("which decodes fastest").
+DEFAULT_BY = ("device", "model", "batch_size", "precision", "prompt_tokens", "new_tokens", "context_depth")
 
 
 @dataclass

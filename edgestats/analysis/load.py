@@ -27,6 +27,7 @@ import pyarrow as pa
 from edgestats.analysis.load_sql import (
     epochs_sql,
     filters_sql,
+    generation_sql,
     group_quantiles_sql,
     group_values_sql,
     latencies_sql,
@@ -40,7 +41,19 @@ from edgestats.store.run_extra import runs_with_extras
 from edgestats.store.sandbox import sandboxed_store
 
 # What a "configuration" is when no --by is given (summary, breakdown, tradeoff candidates).
-CONFIG_COLUMNS = ("device", "framework", "runtime", "model", "batch_size", "threads", "precision")
+# Generation runs add their token counts (NULL in other runs, so present_columns leaves them out there).
+CONFIG_COLUMNS = (
+    "device",
+    "framework",
+    "runtime",
+    "model",
+    "batch_size",
+    "threads",
+    "precision",
+    "prompt_tokens",
+    "new_tokens",
+    "context_depth",
+)
 
 # run_summary columns every analysis relies on; a DB whose views predate them must be migrated.
 REQUIRED_SUMMARY_COLUMNS = (
@@ -94,6 +107,7 @@ class AnalysisData:
         None  # run_idx, phase, duration_s, energy_j (+ ci), mean_power_w, source, reason
     )
     epochs: pl.DataFrame | None = None  # run_idx, epoch, stall_s, fetch_s, compute_s, e2e_s, n_batches
+    generation: pl.DataFrame | None = None  # run_idx and generation_summary's figures (generation runs)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -170,6 +184,7 @@ class Needs:
     phases: bool = False
     phase_energy: bool = False
     epochs: bool = False
+    generation: bool = False
 
     @classmethod
     def of(cls, frames: Iterable[str]) -> Needs:
@@ -276,6 +291,8 @@ def _read_needed(
             data.notes.append("the DB has no phase_energy view with energy_j: run `edgestats migrate` on it")
     if needs.epochs:
         data.epochs = _frame(con, epochs_sql(relation_sql))
+    if needs.generation and (runs["kind"] == "generation").any():
+        data.generation = _frame(con, generation_sql(relation_sql, _columns(con, "generation_summary")))
 
 
 def group_quantiles(

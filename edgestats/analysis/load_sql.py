@@ -194,6 +194,33 @@ LEFT JOIN epochs e ON e.run_id = b.run_id AND e.epoch = b.epoch
 GROUP BY ALL"""
 
 
+# generation_summary's per-run figures (docs/generation.md); the configuration, memory and KV cache
+# size come with the runs (run_summary), as summary reads them.
+GENERATION_FIGURES = (
+    "n_tokens",
+    "ttft_ms",
+    "prefill_s",
+    "prefill_tokens_per_s",
+    "decode_s",
+    "decode_tokens_per_s",
+    "itl_mean_ms",
+    "prefill_energy_per_token_j",
+    "decode_energy_per_token_j",
+    "energy_unavailable_reason",
+)
+
+
+def generation_sql(relation: str, columns: list[str]) -> str:
+    """generation_summary's figures of the selected generation runs; a figure the DB's view lacks
+    (it predates it) is NULL."""
+    figures = ", ".join(
+        f"g.{quote_ident(c)}" if c in columns else f"CAST(NULL AS DOUBLE) AS {quote_ident(c)}"
+        for c in GENERATION_FIGURES
+    )
+    source = "generation_summary" if columns else "(SELECT CAST(NULL AS UUID) AS run_id WHERE FALSE)"
+    return f"SELECT r.run_idx, {figures} FROM {source} g JOIN {relation} r USING (run_id)"
+
+
 def view_columns_sql(view: str) -> str:
     return (
         f"SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "

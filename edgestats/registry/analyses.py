@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from edgestats.registry import names_text
 
 # The frames of AnalysisData an analysis can ask for (edgestats.analysis.load.Needs).
-FRAMES = ("latencies", "phases", "phase_energy", "epochs")
+FRAMES = ("latencies", "phases", "phase_energy", "epochs", "generation")
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,16 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "edgestats.reports.sections.tradeoff",
         "docs/cli/analyze.md#tradeoff--memory-vs-latency-and-no-single-winner",
         needs=("latencies",),
+    ),
+    AnalysisEntry(
+        "generation",
+        "Generation: time to first token, tokens per second, energy per token",
+        "generation runs: time to first token, prefill and decode tokens/s, inter-token p50/p90/p99, "
+        "energy per token by phase, memory, and decode time against context depth",
+        "edgestats.analysis.generation:analyse",
+        "edgestats.reports.sections.generation",
+        "docs/cli/analyze.md#generation--time-to-first-token-tokens-per-second-energy-per-token",
+        needs=("latencies", "generation"),
     ),
     AnalysisEntry(
         "hyperparams",

@@ -9,13 +9,13 @@ STAMP := $(VENV)/.edgestats-installed
 DEMO_STAMP := $(VENV)/.edgestats-demo-installed
 DB ?= results.duckdb
 
-.PHONY: demo test test-fast test-highest test-lowest test-arm64 lint install install-demo system-deps bench clean
+.PHONY: demo test test-fast test-highest test-lowest test-arm64 lint install install-demo compiler system-deps bench clean
 
 $(BIN)/python:
 	@$(PY) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the dev install needs Python >= 3.11 (the analysis side and the tests; the device side alone, pip install edgestats, runs on 3.10); run: make PY=python3.11 ...")'
 	$(PY) -m venv $(VENV)
 
-$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python compiler
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
 	touch $@ $(DEMO_STAMP)
@@ -24,21 +24,26 @@ install: $(STAMP)
 
 # The demo needs its sweep's frameworks and the analysis stack ([demo]), not the test tools: no pyspark
 # (a 456 MB source build), playwright, hypothesis or build. A dev install covers it too.
-$(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python
+$(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python compiler
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -c constraints.txt -e '.[demo]'
 	touch $@
 
 install-demo: $(DEMO_STAMP)
 
+# llama-cpp-python (the llamacpp extra, in [dev] and [demo]) has no Linux wheel: pip builds llama.cpp
+# from its source with a C++ compiler (cmake and ninja come from PyPI), so the installs need one first
+# (torch.compile's CPU kernels need it too); CI machines may start without it.
+compiler:
+	@command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || { \
+	  echo "installing g++: pip builds llama-cpp-python from source, torch.compile builds CPU kernels"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends g++; }
+
 # Spark (for the export read-back test) needs a Java runtime, the report's browser test
 # Debian's Chromium (driven by playwright, offline), torch.compile on the CPU a C++ compiler
 # (inductor builds the kernels it generates), and the paper tables' test pdflatex with booktabs
 # (texlive-latex-recommended has booktabs.sty); CI machines may start without them.
-system-deps:
-	@command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || { \
-	  echo "installing g++ for the torch.compile test"; \
-	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends g++; }
+system-deps: compiler
 	@command -v java >/dev/null 2>&1 || { \
 	  echo "installing a Java runtime for the Spark read-back test"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends default-jre-headless; }
@@ -135,8 +140,10 @@ demo: install-demo
 	$(BIN)/edgestats collect sample_data/demo_sweep.toml --db $(DB)
 	$(BIN)/edgestats collect sample_data/demo_sweep_new_runtimes.toml --db $(DB)
 	$(BIN)/edgestats collect sample_data/demo_sweep_torch_compile.toml --db $(DB)
+	$(BIN)/edgestats collect sample_data/demo_sweep_generation.toml --db $(DB)
 	$(BIN)/edgestats sql $(DB) "SELECT framework, runtime, model, count(*) AS runs, sum(n_latencies) AS latencies, round(median(latency_median_ms), 3) AS median_ms, round(min(latency_median_ms), 3) AS fastest_run_ms, round(max(latency_median_ms), 3) AS slowest_run_ms FROM run_summary GROUP BY ALL ORDER BY model, median_ms"
 	$(BIN)/edgestats sql $(DB) "PIVOT (SELECT r.framework || ' ' || r.model AS run, p.phase, round((p.end_ns - p.start_ns) / 1e9, 3) AS s FROM phases p JOIN runs r USING (run_id) WHERE r.repeat_index = 0 AND p.phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total')) ON phase IN ('import', 'load_model', 'first_inference', 'second_inference', 'steady', 'total') USING first(s) ORDER BY run"
+	$(BIN)/edgestats sql $(DB) "SELECT framework, prompt_tokens, count(*) AS runs, round(median(ttft_ms), 2) AS ttft_ms, round(median(decode_tokens_per_s), 1) AS decode_tokens_per_s, round(median(itl_p90_ms), 2) AS itl_p90_ms FROM generation_summary GROUP BY ALL ORDER BY framework, prompt_tokens"
 	$(BIN)/edgestats import published.duckdb sample_data/pcamp_inference.csv --kind inference
 	$(BIN)/edgestats import published.duckdb sample_data/dlaas_tf_mnist_cpu.csv --kind training
 	$(BIN)/edgestats merge merged.duckdb $(DB) published.duckdb
@@ -152,6 +159,7 @@ bench: install
 	$(BIN)/python bench/analyze.py
 	$(BIN)/python bench/report.py
 	$(BIN)/python bench/fidelity.py --threads 1 --pairs 5
+	$(BIN)/python bench/generation_fidelity.py
 	$(BIN)/python bench/overhead.py --rounds 10
 	$(BIN)/python bench/training.py --threads 1 --pairs 10
 

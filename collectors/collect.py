@@ -174,16 +174,12 @@ def preparable(
     buildable here, because a package the conversion needs is missing (a device with only its
     runtime installed), with what to do about it: said before any run, not as a failed run."""
     from edgestats.collectors.adapters.prepare import cached_artifact
+    from edgestats.collectors.generation.engines import builder_class, needs_prepare
     from edgestats.collectors.pack import is_pack, missing_from_pack
-    from edgestats.registry.runtimes import runtime
 
     ready, skipped = [], []
     for config in configs:
-        needs = (
-            ()
-            if config.kind == "training"
-            else runtime(config.framework).adapter_class().prepare_needs(config)
-        )
+        needs = builder_class(config).prepare_needs(config) if needs_prepare(config) else ()
         missing = [m for m in needs if not module_installed(m)]
         if missing and not cached_artifact(config, cache_dir)[0]:
             extras = ",".join(dict.fromkeys(PREPARE_EXTRAS.get(m, m) for m in missing))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.collectors.adapters.prepare import cached_artifact
+from edgestats.collectors.generation.engines import needs_prepare
 from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.power.meter_csv import ClockAnchor
@@ -146,8 +147,8 @@ class Orchestrator:
         """(artifact path, None, None), or (None, how the run ended, the signal if one stopped it)
         when preparing failed, ran past --timeout or was interrupted. A separate process, once
         per cache key."""
-        if config.kind == "training":
-            return None, None, None  # training builds the zoo model from code in the worker
+        if not needs_prepare(config):
+            return None, None, None  # training (and generation in PyTorch) builds the model in the worker
         cached, artifact = cached_artifact(config, self.cache_dir)
         if cached:
             self._model_cache = "hit"

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from edgestats.collectors.adapters.prepare import cache_key, lookup, remove_dead_builds
+from edgestats.collectors.generation.engines import needs_prepare
 from edgestats.collectors.processes import die_with_parent, module_command
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
@@ -64,6 +65,7 @@ def prepare_command(config: RunConfig, pack: Path) -> str:
     """The `edgestats prepare` command that adds this configuration's model file to `pack`: the
     flags of every field its cache key holds that differs from the default."""
     flags = [f"-f {config.framework}", f"-m {shlex.quote(config.model)}"]
+    flags += [f"--kind {config.kind}"] if config.kind != "inference" else []
     flags += [f"--runtime {config.runtime}"] if config.runtime else []
     flags += [f"--precision {config.precision}"] if config.precision != "fp32" else []
     flags += [f"--accelerator {config.accelerator}"] if config.accelerator != "cpu" else []
@@ -89,10 +91,10 @@ def missing_from_pack(config: RunConfig, pack: Path, missing: list[str], extras:
 
 def model_configs(sweep: Sweep) -> list[RunConfig]:
     """One configuration per distinct model file of the sweep (batch size, threads and repeats
-    share a file: the cache key leaves them out)."""
+    share a file: the cache key leaves them out); generation engines that build a file count."""
     unique: dict[str, RunConfig] = {}
     for config in sweep.configs():
-        if config.kind == "inference":
+        if config.kind == "inference" or (config.kind == "generation" and needs_prepare(config)):
             unique.setdefault(cache_key(config), config)
     return list(unique.values())
 

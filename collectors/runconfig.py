@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-KINDS = ("inference", "training")
+KINDS = ("inference", "training", "generation")
 TRAINING_FRAMEWORKS = ("pytorch", "tensorflow")
 OPTIMIZERS = ("sgd", "adam")  # sgd: with momentum 0.9 (the DLaaS study's SGD runs)
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -47,6 +47,12 @@ class RunConfig:
     optimizer: str | None = None  # sgd (momentum 0.9) | adam
     num_workers: int | None = None  # DataLoader workers / tf.data parallel calls; 0: no pipelining
     evict_cache: bool = False  # drop the dataset from the page cache before the first epoch
+    # generation (kind "generation", docs/generation.md): the measured prompt's tokens, the tokens
+    # generated (exactly, greedy), and the tokens already in the KV cache before the prompt; warmup
+    # counts warm-up generations of the same shapes, and iterations is unused (0)
+    prompt_tokens: int | None = None
+    new_tokens: int | None = None
+    context_depth: int | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -78,6 +84,12 @@ class RunConfig:
                 f"train {self.framework} {self.model} b{self.batch_size}{threads} "
                 f"{self.optimizer or 'sgd'}{lr}"
                 f"{length} w{self.num_workers or 0}{' cold' if self.evict_cache else ''} #{self.repeat_index}"
+            )
+        if self.kind == "generation":
+            depth = f" d{self.context_depth}" if self.context_depth else ""
+            return (
+                f"gen {self.framework}{runtime} {self.model} b{self.batch_size}{threads} {self.precision} "
+                f"p{self.prompt_tokens} n{self.new_tokens}{depth} #{self.repeat_index}"
             )
         return (
             f"{self.framework}{runtime} {self.model} b{self.batch_size}{threads} "
@@ -131,4 +143,7 @@ NEW_FIELD_DEFAULTS: dict[str, Any] = {
     "optimizer": None,
     "num_workers": None,
     "evict_cache": False,
+    "prompt_tokens": None,
+    "new_tokens": None,
+    "context_depth": None,
 }

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from edgestats.collectors.generation.rows import with_generation
 from edgestats.collectors.record import RunEnd, RunRecord
 from edgestats.collectors.runconfig import auto_warmup_limit
 from edgestats.collectors.spool import SpoolContents
@@ -185,5 +186,7 @@ def store_run(
         if training.get("epochs") is not None:
             training["epochs"] = with_epoch_energy(training["epochs"], tele.series)
         rows.update(training)
+    if record.config.kind == "generation":  # prompt / generation lengths, KV cache (generation/rows.py)
+        run = with_generation(run, record.config, spool)
     with store_waiting(db_path) as store:
         store.write_run(run, **rows)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.generation.engines import engine_class
+from edgestats.collectors.generation.sweep_checks import check_generation
 from edgestats.collectors.runconfig import (
     ACCELERATORS,
     KINDS,
@@ -43,6 +45,7 @@ from edgestats.collectors.sweep_limits import (
 )
 from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
+from edgestats.collectors.zoo.llama_arch import DEFAULT_GENERATION_MODEL, LLAMA_ZOO
 from edgestats.registry.runtimes import runtime, runtime_names
 from edgestats.textfiles import decode_utf8
 
@@ -73,9 +76,16 @@ AXES: dict[str, tuple[type, tuple | None]] = {
     "optimizer": (str, OPTIMIZERS),
     "num_workers": (int, None),
     "evict_cache": (bool, None),
+    # generation (--kind generation)
+    "prompt_tokens": (int, None),
+    "new_tokens": (int, None),
+    "context_depth": (int, None),
 }
 TRAINING_ONLY = ("data", "epochs", "learning_rate", "optimizer", "num_workers", "evict_cache")
 INFERENCE_ONLY = ("runtime", "input", "precision")
+GENERATION_ONLY = ("prompt_tokens", "new_tokens", "context_depth")
+# what a generation run uses where the sweep does not say (warmup: warm-up generations)
+GENERATION_DEFAULTS = {"prompt_tokens": 128, "new_tokens": 64, "context_depth": 0, "warmup": 1}
 # what a training run uses where the sweep does not say
 TRAINING_DEFAULTS = {"batch_size": 32, "learning_rate": 0.01, "optimizer": "sgd", "num_workers": 0}
 # Adapter options (RunConfig.extra), fixed for the sweep: a TOML table, or --option KEY=VALUE.
@@ -120,7 +130,11 @@ class Sweep:
         names = list(self.axes)
         combos = itertools.product(*(self.axes[n] for n in names))
         repeat = self.settings.get("repeat", 1)
-        fixed = self._training_fixed() if self.settings.get("kind") == "training" else {}
+        kind = self.settings.get("kind")
+        fixed = self._training_fixed() if kind == "training" else {}
+        if kind == "generation":  # defaults made explicit, so runs record (and hash) what they used
+            fixed = {"kind": kind, "iterations": 0}
+            fixed.update({k: v for k, v in GENERATION_DEFAULTS.items() if k not in self.axes})
         return [
             RunConfig(**{**fixed, **dict(zip(names, values))}, repeat_index=k, extra=dict(self.options))
             for values in combos
@@ -178,7 +192,7 @@ def _check_value(
 
 
 def _check_model(value: str, where: str) -> None:
-    if value in ZOO:
+    if value in ZOO or value in LLAMA_ZOO:  # which kind runs which: _check_kind
         return
     path = Path(value)
     if path.suffix in MODEL_FILE_SUFFIXES or path.is_dir():
@@ -186,8 +200,8 @@ def _check_model(value: str, where: str) -> None:
             raise SweepError(f"{where}model: the model file {value!r} does not exist")
         return
     raise SweepError(
-        f"{where}model: {value!r} is neither a zoo model ({', '.join(sorted(ZOO))}) "
-        f"nor a model file ({', '.join(MODEL_FILE_SUFFIXES)} or a SavedModel folder)"
+        f"{where}model: {value!r} is neither a zoo model ({', '.join(sorted(ZOO))}; generation: "
+        f"{', '.join(LLAMA_ZOO)}) nor a model file ({', '.join(MODEL_FILE_SUFFIXES)} or a SavedModel folder)"
     )
 
 
@@ -214,6 +228,8 @@ def build_sweep(values: dict[str, Any], where: str = "", *, runs_here: bool = Tr
         if not items:
             raise SweepError(f"{where}{key}: an empty list gives no runs; give at least one value")
         sweep.axes[key] = [_check_value(key, v, expected, allowed, where, runs_here=runs_here) for v in items]
+    if sweep.settings.get("kind") == "generation" and "model" not in sweep.axes:
+        sweep.axes["model"] = [DEFAULT_GENERATION_MODEL]  # the smallest generation model
     if "framework" not in sweep.axes or "model" not in sweep.axes:
         raise SweepError(
             f"{where}a sweep needs at least one framework and one model "
@@ -227,6 +243,20 @@ def build_sweep(values: dict[str, Any], where: str = "", *, runs_here: bool = Tr
 def _check_kind(sweep: Sweep, where: str) -> None:
     """Keys that belong to the other kind of workload, and what a training sweep needs."""
     kind = sweep.settings.get("kind", "inference")
+    if kind == "generation":
+        check_generation(sweep, where)
+        return
+    given = [k for k in GENERATION_ONLY if k in sweep.axes]
+    if given:
+        raise SweepError(
+            f'{where}{", ".join(given)}: only for generation; add kind = "generation" (--kind generation)'
+        )
+    llamas = [m for m in sweep.axes["model"] if m in LLAMA_ZOO]
+    if llamas:
+        raise SweepError(
+            f'{where}model: {", ".join(llamas)} is a generation model; add kind = "generation" '
+            "(--kind generation)"
+        )
     if kind != "training":
         given = [k for k in TRAINING_ONLY if k in sweep.axes]
         if given:
@@ -349,10 +379,15 @@ def feasibility(configs: list[RunConfig]) -> tuple[list[RunConfig], list[tuple[R
     """Split into runnable configurations and those that cannot run here, with the reason."""
     runnable, skipped, cache = [], [], {}
     for config in configs:
-        if config.framework not in cache:
-            cls = runtime(config.framework).adapter_class()
-            cache[config.framework] = (cls, cls.is_available())
-        cls, (available, why) = cache[config.framework]
+        key = (config.kind == "generation", config.framework)
+        if key not in cache:
+            cls = (
+                engine_class(config.framework)
+                if config.kind == "generation"
+                else runtime(config.framework).adapter_class()
+            )
+            cache[key] = (cls, cls.is_available())
+        cls, (available, why) = cache[key]
         reason = why if not available else cls.check_config(config)
         if reason:
             skipped.append((config, reason))

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from edgestats.collectors.zoo.catalog import ZOO
+from edgestats.collectors.zoo.llama_arch import MAX_SEQ_LEN
 from edgestats.contracts import CONFIG_RANGES, INT32_MAX, control_character
 from edgestats.errors import EdgestatsError
 
@@ -62,6 +63,10 @@ LIMITS: dict[str, tuple[float | None, float | None, str]] = {
     "noise_load": (0, None, "per CPU"),
     "sample_hz": (0, 1000, "the sampler's fastest rate"),
     "memory_limit_mb": (1, MEMORY_LIMIT_MAX_MB, "RLIMIT_DATA takes at most 2**63 - 1 bytes"),
+    # generation: within the generation models' context (zoo/llama_arch.py, MAX_SEQ_LEN)
+    "prompt_tokens": (1, MAX_SEQ_LEN, "the generation models' context length"),
+    "new_tokens": (1, MAX_SEQ_LEN, "the generation models' context length"),
+    "context_depth": (0, MAX_SEQ_LEN, "the generation models' context length"),
 }
 CPU_BOUND = ("threads", "num_workers", "interop_threads")  # at most THREADS_PER_CPU per usable CPU
 UNITS = {"timeout": " s", "cooldown": " s", "noise_wait": " s", "sample_hz": " Hz", "memory_limit_mb": " MiB"}
@@ -138,6 +143,9 @@ AXIS_NOUNS = {
     "epochs": "epoch counts",
     "num_workers": "worker counts",
     "evict_cache": "cache settings",
+    "prompt_tokens": "prompt lengths",
+    "new_tokens": "generation lengths",
+    "context_depth": "context depths",
 }
 
 

@@ -15,7 +15,8 @@ Phases, each on time.monotonic_ns() (CLOCK_MONOTONIC, shared with the orchestrat
 Each inference's latency is time.perf_counter_ns() around adapter.infer(), which returns only
 when the work is done (GPU synchronised).
 
-A training run (config.kind "training") walks training/worker.py's phases instead.
+A training run (config.kind "training") walks training/worker.py's phases instead, and a
+generation run (config.kind "generation") generation/worker.py's.
 """
 
 from __future__ import annotations
@@ -178,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             from edgestats.collectors.training.worker import run_training
 
             run_training(config, spool, PhaseClock(spool))
+        elif config.kind == "generation":
+            from edgestats.collectors.generation.worker import run_generation
+
+            run_generation(config, spool, PhaseClock(spool), args.artifact)
         else:
             run(config, spool, args.artifact)
     except BaseException as exc:  # recorded, then the exit status tells the orchestrator

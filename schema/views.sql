@@ -196,7 +196,9 @@ SELECT
     r.epochs_run,
     -- the dataset's path and size (0006), usable as factors (--factor dataset_samples)
     r.dataset_path, r.dataset_samples, r.dataset_test_samples, r.dataset_bytes,
-    r.dataset_image_h, r.dataset_image_w, r.dataset_image_c
+    r.dataset_image_h, r.dataset_image_w, r.dataset_image_c,
+    -- generation runs (0009; their figures: generation_summary)
+    r.prompt_tokens, r.new_tokens, r.context_depth, r.kv_cache_bytes
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN run_latency_stats l USING (run_id)
@@ -205,6 +207,75 @@ LEFT JOIN run_energy_stats en USING (run_id)
 LEFT JOIN (SELECT run_id, energy_j AS total_energy_j, mean_power_w, energy_unavailable_reason
            FROM phase_energy WHERE phase = 'total') pw USING (run_id)
 LEFT JOIN run_results res USING (run_id);
+
+-- Generation runs (docs/generation.md): token 0's latency is the time to first token (it is
+-- stored with warmup = TRUE, so run_summary's latency columns are the inter-token latencies);
+-- tokens 1.. are the decode steps, whose latencies are the inter-token latencies.
+CREATE OR REPLACE VIEW generation_token_stats AS
+SELECT
+    l.run_id,
+    count(*)                                                            AS n_tokens,
+    max(l.latency_ns) FILTER (WHERE l.iteration = 0) / 1e6              AS ttft_ms,
+    count(*) FILTER (WHERE l.iteration >= 1)                            AS n_decode_steps,
+    sum(l.latency_ns) FILTER (WHERE l.iteration >= 1) / 1e9             AS decode_s,
+    quantile_cont(l.latency_ns, 0.5) FILTER (WHERE l.iteration >= 1) / 1e6  AS itl_p50_ms,
+    quantile_cont(l.latency_ns, 0.9) FILTER (WHERE l.iteration >= 1) / 1e6  AS itl_p90_ms,
+    quantile_cont(l.latency_ns, 0.99) FILTER (WHERE l.iteration >= 1) / 1e6 AS itl_p99_ms,
+    avg(l.latency_ns) FILTER (WHERE l.iteration >= 1) / 1e6             AS itl_mean_ms
+FROM latencies l
+JOIN runs r USING (run_id)
+WHERE r.kind = 'generation'
+GROUP BY l.run_id;
+
+-- The prefill and decode phases of each generation run: duration and energy net of the idle
+-- baseline (phase_energy), with the reason where there is none.
+CREATE OR REPLACE VIEW generation_phase_stats AS
+SELECT
+    run_id,
+    max(duration_s) FILTER (WHERE phase = 'prefill')                    AS prefill_s,
+    max(energy_j) FILTER (WHERE phase = 'prefill')                      AS prefill_energy_j,
+    max(energy_j) FILTER (WHERE phase = 'decode')                       AS decode_energy_j,
+    max(duration_s) FILTER (WHERE phase = 'decode')                     AS decode_window_s,
+    max(energy_unavailable_reason) FILTER (WHERE phase IN ('prefill', 'decode')) AS energy_unavailable_reason
+FROM phase_energy
+WHERE phase IN ('prefill', 'decode')
+GROUP BY run_id;
+
+-- One row per generation run: time to first token, prefill and decode rates (tokens of all
+-- batch_size sequences per second), inter-token latency percentiles, memory, and energy per
+-- token of each phase. Collected runs from their raw rows; imported ones (run_results) where
+-- they have none.
+CREATE OR REPLACE VIEW generation_summary AS
+SELECT
+    r.run_id, r.sweep_id, r.device_id, d.name AS device, r.status, r.error_text,
+    r.framework, r.framework_version, r.runtime, r.model, r.model_params,
+    r.batch_size, r.threads, r.precision, r.accelerator,
+    r.prompt_tokens, r.new_tokens, r.context_depth, r.warmup, r.seed, r.repeat_index,
+    r.started_at, r.source, r.power_source, r.noisy, r.noise_reason,
+    coalesce(g.n_tokens, 0)                                             AS n_tokens,
+    coalesce(g.ttft_ms, res.ttft_ms)                                    AS ttft_ms,
+    p.prefill_s,
+    coalesce(r.prompt_tokens::DOUBLE * r.batch_size / nullif(p.prefill_s, 0),
+             res.prefill_tokens_per_s)                                  AS prefill_tokens_per_s,
+    g.decode_s,
+    coalesce(g.n_decode_steps::DOUBLE * r.batch_size / nullif(g.decode_s, 0),
+             res.decode_tokens_per_s)                                   AS decode_tokens_per_s,
+    g.itl_p50_ms, g.itl_p90_ms, g.itl_p99_ms, g.itl_mean_ms,
+    r.kv_cache_bytes,
+    coalesce(t.rss_peak_bytes, res.mem_max_mb * 1048576.0)              AS rss_peak_bytes,
+    p.prefill_energy_j, p.decode_energy_j,
+    p.prefill_energy_j / nullif(r.prompt_tokens::DOUBLE * r.batch_size, 0) AS prefill_energy_per_token_j,
+    p.decode_energy_j / nullif(g.n_decode_steps::DOUBLE * r.batch_size, 0) AS decode_energy_per_token_j,
+    CASE WHEN p.prefill_energy_j IS NULL OR p.decode_energy_j IS NULL
+         THEN coalesce(p.energy_unavailable_reason, r.energy_unavailable_reason,
+                       'no power source was recorded for this run') END AS energy_unavailable_reason
+FROM runs r
+LEFT JOIN devices d USING (device_id)
+LEFT JOIN generation_token_stats g USING (run_id)
+LEFT JOIN generation_phase_stats p USING (run_id)
+LEFT JOIN run_telemetry_stats t USING (run_id)
+LEFT JOIN run_results res USING (run_id)
+WHERE r.kind = 'generation';
 
 CREATE OR REPLACE VIEW epoch_times AS
 SELECT

@@ -41,7 +41,9 @@ import tempfile
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from edgestats.collectors.generation.engines import builder_class
 from edgestats.collectors.runconfig import RunConfig
 from edgestats.registry.runtimes import runtime
 
@@ -56,14 +58,22 @@ BUILD_TMP = ".tmp-"  # + the builder's pid: its temporary folder inside the key'
 def cache_key(config: RunConfig) -> str:
     """What the model file depends on (not threads or iterations; batch size only where the
     adapter's file fixes it: its `artifact_fields`, left out of the key when empty, so every
-    other adapter's key is what it always was)."""
+    other adapter's key is what it always was; for generation, the engine's)."""
     data = {name: getattr(config, name) for name in ARTIFACT_FIELDS}
     try:
-        fields = getattr(runtime(config.framework).adapter_class(), "artifact_fields", ())
+        fields = getattr(_builder(config), "artifact_fields", ())
     except KeyError:  # not a registered framework: the sweep checks report it
         fields = ()
     data.update({name: getattr(config, name) for name in fields})
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _builder(config: RunConfig) -> Any:
+    """The class whose prepare() builds `config`'s file: the generation engine for kind
+    "generation", else the runtime's adapter (looked up through this module's `runtime`)."""
+    if config.kind == "generation":
+        return builder_class(config)
+    return runtime(config.framework).adapter_class()
 
 
 def content_sha256(path: Path) -> str:
@@ -159,7 +169,7 @@ def prepare_cached(config: RunConfig, cache_root: Path) -> tuple[Path | None, st
             )
         _clear(folder)  # nothing there is vouched for by an artifact.json: build it all
         with _private_tmp(folder):
-            built = runtime(config.framework).adapter_class().prepare(config, folder)
+            built = _builder(config).prepare(config, folder)
         _write_marker(folder, built)
     return built, "built" if problem == NO_ENTRY else f"rebuilt: {problem}"
 

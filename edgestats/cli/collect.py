@@ -18,6 +18,7 @@ from edgestats.cli.collect_options import (
     BatchSizeOpt,
     CacheDirOpt,
     ClockOffsetOpt,
+    ContextDepthOpt,
     CooldownOpt,
     DataOpt,
     DbOpt,
@@ -33,6 +34,7 @@ from edgestats.cli.collect_options import (
     MaxRepeatOpt,
     MemoryLimitOpt,
     ModelOpt,
+    NewTokensOpt,
     NoiseCpuPctOpt,
     NoiseLoadOpt,
     NoiseWaitOpt,
@@ -42,6 +44,7 @@ from edgestats.cli.collect_options import (
     OptionOpt,
     PowerOpt,
     PrecisionOpt,
+    PromptTokensOpt,
     RepeatOpt,
     RetryFailedOpt,
     RuntimeOpt,
@@ -104,6 +107,9 @@ def collect_command(
     optimizer: OptimizerOpt = None,
     num_workers: NumWorkersOpt = None,
     evict_cache: EvictCacheOpt = None,
+    prompt_tokens: PromptTokensOpt = None,
+    new_tokens: NewTokensOpt = None,
+    context_depth: ContextDepthOpt = None,
     memory_limit_mb: MemoryLimitOpt = None,
     clock_offset: ClockOffsetOpt = None,
     device_name: DeviceNameOpt = None,
@@ -117,18 +123,14 @@ def collect_command(
     retry_failed: RetryFailedOpt = False,
     force: ForceOpt = False,
 ) -> None:
-    """Run inference or training workloads, one fresh process per run, and store every phase,
-    latency, epoch and batch.
+    """Run inference, training or generation workloads, one fresh process per run, and store
+    every phase, latency, epoch, batch and token.
 
-    Each run walks pCAMP's phases (import, load model, first/second input and inference,
-    warm-up, steady state) and stores each inference's latency. A sweep (the file and/or
+    Each run walks pCAMP's phases and stores each inference's latency. A sweep (the file and/or
     repeated flags) is checked before anything runs, shuffled with a recorded seed, and
-    resumable: running it again skips runs already stored. Configurations that cannot run
-    here are listed and skipped.
-
-    Training (`--kind training --data DIR`) trains a zoo model from scratch per run and stores
-    each epoch (train/test time, loss, accuracy, page-cache residency) and each batch (fetch,
-    stall, compute); a run whose loss becomes NaN is stored as diverged.
+    resumable: running it again skips runs already stored; what cannot run here is skipped.
+    Training (`--kind training --data DIR`) stores each epoch and batch; generation (`--kind
+    generation`) each token's latency and the prefill and decode phases (docs/generation.md).
     """
     sweep = combine(load_sweep_file(sweep_file) if sweep_file else None, sweep_flags(ctx.params), sweep_file)
     goal = precision_goal(until_precise, max_repeat, sweep) if until_precise is not None else None
@@ -228,6 +230,9 @@ SWEEP_FLAGS = {
     "optimizer": "optimizer",
     "num_workers": "num_workers",
     "evict_cache": "evict_cache",
+    "prompt_tokens": "prompt_tokens",
+    "new_tokens": "new_tokens",
+    "context_depth": "context_depth",
     "on_noise": "on_noise",
     "noise_wait": "noise_wait",
     "noise_cpu_pct": "noise_cpu_pct",

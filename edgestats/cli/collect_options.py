@@ -35,7 +35,10 @@ DbOpt = Annotated[
 KindOpt = Annotated[
     str | None,
     typer.Option(
-        "--kind", metavar="KIND", help="inference (default) or training (zoo models trained on --data)."
+        "--kind",
+        metavar="KIND",
+        help="inference (default), training (zoo models trained on --data) or generation (greedy "
+        "token generation with a generation zoo model, llama15m by default).",
     ),
 ]
 
@@ -61,7 +64,10 @@ RuntimeOpt = Annotated[
     ),
 ]
 BatchSizeOpt = Annotated[
-    list[int] | None, typer.Option("--batch-size", "-b", metavar="N", help="Batch size (repeatable).")
+    list[int] | None,
+    typer.Option(
+        "--batch-size", "-b", metavar="N", help="Batch size; generation: concurrent sequences (repeatable)."
+    ),
 ]
 ThreadsOpt = Annotated[
     list[int] | None,
@@ -121,7 +127,7 @@ WarmupOpt = Annotated[
         parser=warmup_value,
         help="Warm-up inferences before steady state, stored and marked (default 5, at most "
         f"{MAX_INFERENCES:,}); auto or auto:MAX: until a steady state is detected, at most MAX (default "
-        f"{WARMUP_AUTO_LIMIT}).",
+        f"{WARMUP_AUTO_LIMIT}); generation: whole warm-up generations (default 1).",
     ),
 ]
 RepeatOpt = Annotated[
@@ -192,6 +198,30 @@ PowerOpt = Annotated[
         metavar="SRC",
         help=f"Power source for energy: {power_sources.spec_help()} (an external meter's log). Default "
         "auto: the best available, or none with the reason.",
+    ),
+]
+
+# -- generation ---------------------------------------------------------------------------------
+PromptTokensOpt = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--prompt-tokens", metavar="N", help="Generation: the prompt's tokens (default 128). Repeatable."
+    ),
+]
+NewTokensOpt = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--new-tokens",
+        metavar="N",
+        help="Generation: tokens generated per sequence, exactly (default 64). Repeatable.",
+    ),
+]
+ContextDepthOpt = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--context-depth",
+        metavar="N",
+        help="Generation: tokens already in the KV cache before the prompt (default 0). Repeatable.",
     ),
 ]
 

@@ -233,6 +233,8 @@ def _outcome_line(outcome: RunOutcome) -> str:
     if outcome.config.kind == "training":
         accuracy = f", test accuracy {outcome.accuracy_pct:.1f} %" if outcome.accuracy_pct is not None else ""
         measured = f"{outcome.n_batches} batches{accuracy}"
+    elif outcome.config.kind == "generation":  # one latency per generated token (generation/worker.py)
+        measured = f"{outcome.n_latencies} tokens"
     else:
         measured = f"{outcome.n_latencies} latencies"
     line = f"{outcome.config.label()} — {measured}, {outcome.seconds:.1f} s{why}"

@@ -39,6 +39,13 @@ def prepare_command(
     precision: list[str] = typer.Option([], "--precision", help="fp32, fp16 or int8 (repeatable)."),
     accelerator: list[str] = typer.Option([], "--accelerator", help="cpu or cuda (repeatable)."),
     seed: list[int] = typer.Option([], "--seed", help="Model weight seed (repeatable)."),
+    kind: str | None = typer.Option(
+        None,
+        "--kind",
+        metavar="KIND",
+        help="inference (default) or generation (a generation zoo model: its ONNX graph with the KV cache, "
+        "its GGUF for llama.cpp, ...).",
+    ),
     option: list[str] = typer.Option(
         [], "--option", metavar="KEY=VALUE", help="Adapter option, as collect's (repeatable)."
     ),
@@ -61,6 +68,7 @@ def prepare_command(
             "precision": precision,
             "accelerator": accelerator,
             "seed": seed,
+            "kind": kind,
             "options": option,
         },
     )

@@ -24,6 +24,9 @@ class RuntimeEntry:
     extra: str  # pip extra of edgestats that installs it: pip install 'edgestats[EXTRA]'
     help: str  # one line: what it runs (CLI help, docs)
     doc: str  # "docs/FILE.md#anchor" of its section
+    # False for a generation-only runtime (llama.cpp): its adapter refuses inference in one line;
+    # which runtimes generate is collectors/generation/engines.py's list
+    inference: bool = True
 
     def adapter_class(self) -> type:
         return resolve(self.adapter)
@@ -117,12 +120,28 @@ RUNTIMES: tuple[RuntimeEntry, ...] = (
         "PyTorch's ExecuTorch runtime, an XNNPACK-delegated .pte",
         "docs/runtimes.md#executorch",
     ),
+    # generation only: a GGUF of a generation zoo model (docs/generation.md)
+    RuntimeEntry(
+        "llamacpp",
+        "llama.cpp",
+        "edgestats.collectors.adapters.llamacpp:LlamaCppAdapter",
+        ("llama_cpp",),
+        "llamacpp",
+        "llama.cpp through llama-cpp-python, GGUF F32/F16/Q8_0/Q4_0 (generation only)",
+        "docs/runtimes.md#llamacpp",
+        inference=False,
+    ),
 )
 _BY_NAME = {entry.name: entry for entry in RUNTIMES}
 
 
 def runtime_names() -> tuple[str, ...]:
     return tuple(_BY_NAME)
+
+
+def inference_runtime_names() -> tuple[str, ...]:
+    """The runtimes that run inference (every one but the generation-only ones)."""
+    return tuple(e.name for e in RUNTIMES if e.inference)
 
 
 def runtime(name: str) -> RuntimeEntry:

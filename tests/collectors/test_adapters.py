@@ -23,7 +23,7 @@ from adapter_builders import CNN9_PARAMS, adapter_class, config, run_phases
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.errors import EdgestatsError
 from edgestats.registry import runtimes as runtime_registry
-from edgestats.registry.runtimes import runtime_names
+from edgestats.registry.runtimes import inference_runtime_names, runtime_names
 
 # One xdist worker runs this whole module: its module-scoped fixtures (framework imports, built
 # models, converted files) are built once instead of once per worker that gets one of its tests.
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.xdist_group("adapters")
 # to the registry runs here with no edit to this file (docs/architecture.md §8).
 VARIANTS = [
     (framework, variant)
-    for framework in runtime_names()
+    for framework in inference_runtime_names()
     for variant in adapter_class(framework).runtimes
     if variant != "torch-compile"
 ]
@@ -210,7 +210,9 @@ def test_executorch_exports_one_static_program_per_batch_and_honours_threads(cac
 
 @pytest.mark.frameworks
 def test_flops_are_the_same_model_in_every_framework(cache):
-    flops = {f: run_phases(config(f, batch_size=1), cache)[2].flops for f in sorted(runtime_names())}
+    flops = {
+        f: run_phases(config(f, batch_size=1), cache)[2].flops for f in sorted(inference_runtime_names())
+    }
     assert len(set(flops.values())) == 1, flops
 
 
@@ -264,7 +266,7 @@ def test_tensorflow_threads_are_honoured_in_a_fresh_process(cache):
 # -- check_config ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("framework", sorted(runtime_names()))
+@pytest.mark.parametrize("framework", sorted(inference_runtime_names()))
 def test_check_config_rejects_unknown_runtime_and_precision(framework):
     cls = adapter_class(framework)
     assert cls.check_config(config(framework)) is None

@@ -11,7 +11,9 @@ Cost: about 30 s of test time (one prepare, two collects of which one runs two r
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +54,27 @@ def test_the_prepare_command_names_every_field_the_model_file_depends_on(tmp_pat
     )
     words = missing_from_pack(RunConfig("onnxruntime", "squeezenet"), Path("pack"), ["torch"], "torch")
     assert words.startswith("model squeezenet (onnxruntime, fp32) is not in the model pack pack")
+
+
+def test_the_prepare_command_for_a_generation_model_builds_it_into_the_pack(tmp_path):
+    """The hint for a generation model names --kind generation (without it prepare refuses the model),
+    and the command it prints, run as printed, builds the model's ONNX graph into the pack."""
+    config = RunConfig(
+        "onnxruntime", "llama15m", kind="generation", prompt_tokens=8, new_tokens=4, context_depth=0
+    )
+    command = prepare_command(config, tmp_path / "pack")
+    assert (
+        command
+        == f"edgestats prepare -f onnxruntime -m llama15m --kind generation --cache-dir {tmp_path / 'pack'}"
+    )
+    result = CliRunner().invoke(app, shlex.split(command)[1:])
+    assert result.exit_code == 0, result.output
+    (entry,) = json.loads((tmp_path / "pack" / "pack.json").read_text())["models"]
+    assert (entry["model"], entry["status"], entry["artifact"].endswith(".onnx")) == (
+        "llama15m",
+        "built",
+        True,
+    )
 
 
 def onnx_only_collect(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

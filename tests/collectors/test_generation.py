@@ -4,9 +4,9 @@ raw rows (latencies, phases, phase_energies, baselines); energy per token of the
 the decode from a meter's CSV log (the fake of tests/power_fakes.py's kind: a 2 W idle, 5 W busy
 log) and an idle baseline; and the tokens the worker generated are the zoo reference's.
 
-One collect for the module: 2 prompt lengths x 1 run, 2 concurrent sequences, 3 tokens of
-context, 5 new tokens, 1 thread.
-Cost: about 12 s of test time in make test's parallel lane (2 cores).
+One collect for the module: 2 prompt lengths x 3 runs (fresh processes), 2 concurrent sequences,
+3 tokens of context, 5 new tokens, 1 thread.
+Cost: about 25 s of test time in make test's parallel lane (2 cores).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from edgestats.store.results import Store
 
 pytestmark = [pytest.mark.frameworks, pytest.mark.xdist_group("generation")]
 runner = CliRunner()
-PROMPTS, NEW, DEPTH, BATCH = (4, 9), 5, 3, 2
+PROMPTS, NEW, DEPTH, BATCH, REPEAT = (4, 9), 5, 3, 2, 3
 
 
 def write_meter_log(path: Path, start_s: float, end_s: float, idle_until_s: float) -> None:
@@ -50,6 +50,7 @@ def db(tmp_path_factory) -> Path:
     args = ["collect", "--db", str(path), "--kind", "generation", "-f", "pytorch", "--threads", "1"]
     args += [f"--prompt-tokens={n}" for n in PROMPTS]
     args += ["--new-tokens", str(NEW), "--context-depth", str(DEPTH), "--batch-size", str(BATCH)]
+    args += ["--repeat", str(REPEAT)]
     result = runner.invoke(app, [*args, "--power", f"csv:{meter}"])
     assert result.exit_code == 0, result.output
     return path
@@ -61,9 +62,9 @@ def rows(db: Path, query: str) -> list[dict]:
 
 
 def test_every_token_and_every_phase_is_stored(db):
-    runs = rows(db, "SELECT * FROM runs ORDER BY prompt_tokens")
-    assert [(r["kind"], r["status"], r["model"], r["prompt_tokens"]) for r in runs] == [
-        ("generation", "ok", "llama15m", n) for n in PROMPTS
+    runs = rows(db, "SELECT * FROM runs ORDER BY prompt_tokens, repeat_index")
+    assert [(r["kind"], r["status"], r["model"], r["prompt_tokens"], r["repeat_index"]) for r in runs] == [
+        ("generation", "ok", "llama15m", n, k) for n in PROMPTS for k in range(REPEAT)
     ]
     for run in runs:
         assert (run["new_tokens"], run["context_depth"], run["batch_size"], run["warmup"]) == (

@@ -24,6 +24,9 @@ def test_compiled_generation_equals_eager_and_does_not_recompile_per_step():
     from edgestats.collectors.zoo.llama import KVCache
 
     torch._dynamo.reset()
+    # the counters are the process's, kept across reset(): another test's compiles in this (xdist)
+    # worker would count here (CI counted 9 graphs that way)
+    torch._dynamo.utils.counters.clear()
     model = tiny_model()
     compiled = torch.compile(model, **COMPILE_OPTIONS)
     context, prompt = seeded_tokens(1, 2, 3, "context"), seeded_tokens(1, 2, 5, "prompt")

@@ -90,6 +90,7 @@ def test_values_a_generation_run_cannot_use_are_one_line_before_anything_runs(tm
     assert not db.exists(), "nothing may run (or be created) for a bad value"
 
 
+@pytest.mark.frameworks  # feasibility asks the engine, which needs torch installed to be available
 def test_a_precision_pytorch_cannot_generate_in_is_skipped_with_why():
     configs = build_sweep(
         {"kind": "generation", "framework": ["pytorch"], "precision": ["fp32", "int8", "fp16"]}

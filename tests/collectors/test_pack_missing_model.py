@@ -56,6 +56,7 @@ def test_the_prepare_command_names_every_field_the_model_file_depends_on(tmp_pat
     assert words.startswith("model squeezenet (onnxruntime, fp32) is not in the model pack pack")
 
 
+@pytest.mark.frameworks  # the ONNX export needs torch
 def test_the_prepare_command_for_a_generation_model_builds_it_into_the_pack(tmp_path):
     """The hint for a generation model names --kind generation (without it prepare refuses the model),
     and the command it prints, run as printed, builds the model's ONNX graph into the pack."""

@@ -1,6 +1,8 @@
 """Generation sweeps (collect --kind generation): the defaults a run records, the smallest model
 without --model, and every value a generation run could not use refused in one line before
-anything runs or a DB is created. No worker runs here."""
+anything runs or a DB is created. No worker runs here.
+Cost: about 1 s (one test asks the PyTorch engine, which imports torch: marked frameworks).
+"""
 
 from __future__ import annotations
 

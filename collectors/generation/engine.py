@@ -30,6 +30,21 @@ class GenerationEngine:
     # True for a runtime that compiles on its first calls (torch.compile): the worker then runs one
     # untimed generation of the run's shapes in a `compile` phase of its own, before the warm-up
     compiles: bool = False
+    file_kind: str = "model file"  # what prepare() builds, named when it is missing
+
+    def model_path(self) -> Path:
+        """The file prepare() built, which load_model() reads (engines that build a file)."""
+        from edgestats.collectors.adapters.inputs import ModelFileError
+
+        if self.artifact is None:
+            raise ModelFileError(
+                f"generation model {self.config.model!r} has no {self.file_kind}: run prepare() first "
+                "(edgestats collect does this before each run)"
+            )
+        path = Path(self.artifact)
+        if not path.exists():
+            raise ModelFileError(f"model file {str(path)!r} does not exist")
+        return path
 
     def __init__(self, config: RunConfig, artifact: Path | None = None):
         self.config = config

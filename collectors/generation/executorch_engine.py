@@ -39,6 +39,7 @@ class ExecuTorchEngine(GenerationEngine):
     modules = ("executorch", "torch")
     install_hint = "pip install 'edgestats[executorch]'"
     builds_file = True
+    file_kind = "ExecuTorch program"
     # the program's shapes are static: its file depends on these too (adapters/prepare.cache_key)
     artifact_fields = ("batch_size", "context_depth", "prompt_tokens", "new_tokens")
 
@@ -81,7 +82,7 @@ class ExecuTorchEngine(GenerationEngine):
         return versions
 
     def load_model(self) -> dict[str, Any]:
-        path = self._model_path()
+        path = self.model_path()
         self.meta = common.read_sidecar(path)
         try:
             program = self._inference.et_runtime.load_program(path)
@@ -100,17 +101,6 @@ class ExecuTorchEngine(GenerationEngine):
         self.program_batch, self.capacity = int(self.meta["batch_size"]), int(self.meta["capacity"])
         self._inference.model_path = path  # its environment() reads the sidecar
         return {"params": self.meta.get("params"), "file": str(path), "file_bytes": common.file_bytes(path)}
-
-    def _model_path(self) -> Path:
-        if self.artifact is None:
-            raise ModelFileError(
-                f"generation model {self.config.model!r} has no ExecuTorch program: run prepare() first "
-                "(edgestats collect does this before each run)"
-            )
-        path = Path(self.artifact)
-        if not path.exists():
-            raise ModelFileError(f"model file {str(path)!r} does not exist")
-        return path
 
     def start(self, batch_size: int, max_tokens: int) -> None:
         if batch_size != self.program_batch or max_tokens > self.capacity:

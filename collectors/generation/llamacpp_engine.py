@@ -79,6 +79,7 @@ class LlamaCppEngine(GenerationEngine):
     modules = ("llama_cpp", "numpy")
     install_hint = "pip install 'edgestats[llamacpp]' (builds llama.cpp from source: minutes)"
     builds_file = True
+    file_kind = "GGUF file"
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -127,7 +128,7 @@ class LlamaCppEngine(GenerationEngine):
         return {"llama_cpp_python": llama_cpp.__version__, "numpy": np.__version__}
 
     def load_model(self) -> dict[str, Any]:
-        llama, path = self.llama, self._model_path()
+        llama, path = self.llama, self.model_path()
         self.meta, self.cfg = common.read_sidecar(path), llama_config(self.config.model)
         params = llama.llama_model_default_params()
         params.n_gpu_layers = 0  # the CPU: the accelerator this engine runs on
@@ -142,17 +143,6 @@ class LlamaCppEngine(GenerationEngine):
         self.n_vocab = n_vocab
         params_count = int(llama.llama_model_n_params(self.model))
         return {"params": params_count, "file": str(path), "file_bytes": common.file_bytes(path)}
-
-    def _model_path(self) -> Path:
-        if self.artifact is None:
-            raise ModelFileError(
-                f"generation model {self.config.model!r} has no GGUF file: run prepare() first "
-                "(edgestats collect does this before each run)"
-            )
-        path = Path(self.artifact)
-        if not path.exists():
-            raise ModelFileError(f"model file {str(path)!r} does not exist")
-        return path
 
     def start(self, batch_size: int, max_tokens: int) -> None:
         """A fresh context: its KV cache, its counters, and a batch as large as the whole run."""

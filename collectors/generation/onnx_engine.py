@@ -30,6 +30,7 @@ class OnnxEngine(GenerationEngine):
     modules = ("onnxruntime", "numpy")
     install_hint = "pip install 'edgestats[onnx]'"
     builds_file = True
+    file_kind = "ONNX file"
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
@@ -73,7 +74,7 @@ class OnnxEngine(GenerationEngine):
         return {"onnxruntime": ort.__version__, "numpy": np.__version__}
 
     def load_model(self) -> dict[str, Any]:
-        ort, path = self.ort, self._model_path()
+        ort, path = self.ort, self.model_path()
         self.meta = common.read_sidecar(path)
         options = ort.SessionOptions()
         options.log_severity_level = 3  # errors only
@@ -97,17 +98,6 @@ class OnnxEngine(GenerationEngine):
             )
         params = self.meta.get("params", self.cfg.params)
         return {"params": params, "file": str(path), "file_bytes": common.file_bytes(path)}
-
-    def _model_path(self) -> Path:
-        if self.artifact is None:
-            raise ModelFileError(
-                f"generation model {self.config.model!r} has no ONNX file: run prepare() first "
-                "(edgestats collect does this before each run)"
-            )
-        path = Path(self.artifact)
-        if not path.exists():
-            raise ModelFileError(f"model file {str(path)!r} does not exist")
-        return path
 
     def start(self, batch_size: int, max_tokens: int) -> None:
         cfg = self.cfg

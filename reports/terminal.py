@@ -209,7 +209,11 @@ def print_frame(console, title: str, frame, options: TextOptions) -> None:
         frame = frame.head(options.limit)
     frame, notes = readable(frame)  # after the limit: footnotes for the rows shown only
     header = list(frame.columns)
-    labels = {c for c in header if frame[c].dtype == pl.String or frame[c].dtype == pl.Categorical}
+    from edgestats.analysis.load import CONFIG_COLUMNS  # here: the CLI imports this module at start
+
+    # what a row is: its text columns and the configuration's axes, numbers included (threads,
+    # prompt_tokens): left out last at a narrow width, or rows would read as duplicates
+    labels = {c for c in header if frame[c].dtype in (pl.String, pl.Categorical) or c in CONFIG_COLUMNS}
     rows = [[cell_text(v) for v in row] for row in frame.iter_rows()]
     title, header, rows = constants_in_title(title, header, rows)
     shown, interval_whole = fit_columns(header, rows, console.width, labels)

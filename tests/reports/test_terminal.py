@@ -108,3 +108,22 @@ def test_hyperparams_text_shows_best_ties_and_means_without_a_fit(tmp_path):
     assert (
         "note: hyperparams: (accuracy_pct) not enough data: all 2 runs have the same accuracy_pct" in output
     )
+
+
+def test_a_numeric_axis_that_tells_rows_apart_stays_at_80_columns(tmp_path):
+    """prompt_tokens (an integer) says what a generation row is: at 80 columns it was left out as if
+    it were a figure, and the rows of two prompt lengths read as duplicates."""
+    from generation_builders import GenConfig, make_generation_db
+
+    db = tmp_path / "gen.duckdb"
+    configs = [
+        GenConfig(framework=framework, runtime=runtime, prompt_tokens=n)
+        for framework, runtime in (("pytorch", "torch-eager"), ("llamacpp", "llama.cpp"))
+        for n in (16, 64)
+    ]
+    make_generation_db(db, configs, runs_per_config=3, seed=5)
+    result = runner.invoke(app, ["analyze", str(db), "--only", "generation"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    header = " ".join(line for line in result.output.splitlines() if line.startswith("┃"))
+    assert "framework" in header and "prompt_tokens" in header, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80

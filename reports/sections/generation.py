@@ -66,7 +66,7 @@ def figures(result: Any) -> list[FigureSpec]:
             frames,
             ("ttft_ms",),
             "ttft",
-            "Time to first token (prefill + first decode step)",
+            "Time to first token (the prompt's prefill and the first token's pick)",
             charts.ttft_chart,
         ),
         *_metric_figure(

@@ -54,7 +54,8 @@ class KVCache:
 
 def rope_angles(positions: torch.Tensor, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of pos * ROPE_THETA ** (-2i / head_dim), [T, head_dim / 2], in fp32."""
-    freqs = ROPE_THETA ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    steps = torch.arange(0, head_dim, 2, dtype=torch.float32, device=positions.device)
+    freqs = ROPE_THETA ** (-steps / head_dim)
     angles = positions.float()[:, None] * freqs[None, :]
     return angles.cos(), angles.sin()
 
@@ -134,7 +135,6 @@ class Llama(nn.Module):
             raise ValueError(f"the KV cache holds {cache.k.shape[2]} positions; {end} were asked for")
         positions = torch.arange(start, end, device=tokens.device)
         rope = rope_angles(positions, self.cfg.head_dim)
-        rope = (rope[0].to(tokens.device), rope[1].to(tokens.device))
         # query at absolute position p sees keys 0..p (True = attend)
         mask = torch.arange(end, device=tokens.device)[None, :] <= positions[:, None]
         x = self.tok_embeddings(tokens)

@@ -102,6 +102,24 @@ def test_kv_cache_decoding_equals_a_full_recompute_and_is_deterministic():
     assert recomputed[:, -6:].argmax(-1).tolist() == tokens  # greedy = argmax of the full recompute
 
 
+def test_every_tensor_the_forward_makes_is_on_the_model_s_device():
+    """A GPU run (--accelerator cuda) failed on a real H200 before any token: the rotary
+    frequencies were made on the CPU beside positions on cuda:0. The meta device stands in for the
+    GPU here (it refuses any CPU operand the same way): prefill and decode steps, fp32 and fp16."""
+    import torch
+
+    from edgestats.collectors.zoo.llama import KVCache, build_llama
+
+    for dtype in (torch.float32, torch.float16):
+        model = build_llama("llama15m", seed=0).to(device="meta", dtype=dtype)
+        cache = KVCache(model.cfg, 2, 12, dtype, "meta")
+        logits = model(torch.zeros((2, 8), dtype=torch.long, device="meta"), cache)
+        for _ in range(3):
+            logits = model(torch.zeros((2, 1), dtype=torch.long, device="meta"), cache)
+        assert logits.device.type == "meta" and logits.shape == (2, 1, model.cfg.vocab_size)
+        assert cache.pos == 11
+
+
 def test_weights_are_seeded_named_and_counted():
     import torch
 

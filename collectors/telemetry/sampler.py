@@ -51,7 +51,7 @@ from edgestats.collectors.telemetry.groups import (
     Uss,
 )
 from edgestats.collectors.telemetry.procfs import MAX_FAILS
-from edgestats.collectors.telemetry.source_groups import Extra, Nvml
+from edgestats.collectors.telemetry.source_groups import Extra, nvml_groups
 
 SYSTEM_ROOT = Path("/")
 
@@ -169,7 +169,7 @@ class Sampler:
             try:
                 if self.root != SYSTEM_ROOT:
                     raise Unavailable(f"NVML reads the live system, not {self.root}")
-                groups.append(Nvml(self.budget, self.note))
+                groups += nvml_groups(self.budget, self.note)  # the energy counter apart: costly
             except Unavailable as exc:
                 self.note("gpu", str(exc))
         if self.uss_budget:

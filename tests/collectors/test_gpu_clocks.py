@@ -45,6 +45,28 @@ def test_nvml_samples_carry_sm_and_memory_clocks_and_the_performance_state(monke
     assert len(values(batch, "gpu_sm_clock_mhz:gpu0")) >= 5  # read every tick under a budget of a core
 
 
+def test_a_costly_energy_counter_does_not_slow_the_clock_readings(monkeypatch):
+    """On an H200 host one energy-counter query cost 4 ms of CPU and the other six microseconds;
+    read together on the 0.5 % budget, the clocks came once in 0.7 s and the clock rule judged no
+    run shorter than 7 s. The counter is now a group of its own: the clocks are read every tick."""
+    nvml = with_clocks(fake_pynvml(energy_mj=[[5000]], power_mw=[[61500]]), [[1980]], [[2619]], [[0]])
+    counter = nvml.nvmlDeviceGetTotalEnergyConsumption
+
+    def costly_counter(handle):
+        spent = time.thread_time_ns() + 4_000_000  # 4 ms of CPU, as measured
+        while time.thread_time_ns() < spent:
+            pass
+        return counter(handle)
+
+    nvml.nvmlDeviceGetTotalEnergyConsumption = costly_counter
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    sampler = Sampler(psutil.Process().pid, 50, uss_budget=0).start()  # the default budget
+    time.sleep(0.6)
+    batch = sampler.stop()
+    assert len(values(batch, "gpu_sm_clock_mhz:gpu0")) >= 15  # about 30 ticks
+    assert len(values(batch, "gpu_energy_j:gpu0")) <= 3  # 4 ms on a 0.5 % budget: once in 0.8 s
+
+
 def batch_of(series: dict[str, list[float]], t0: int = T0) -> SampleBatch:
     """A sampler batch holding each metric's values at 100 Hz from t0 (as the sampler's arrays)."""
     names = list(series)

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgestats.cachedir import user_cache_dir
-from edgestats.collectors.host.device_name import remember
-from edgestats.collectors.host.facts import read_device_facts
+from edgestats.collectors.host.facts import named_device_facts
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.record import RunOutcome
@@ -93,7 +92,9 @@ def open_orchestrator(
     on_spawn: Callable[[int], None] | None = None,
 ) -> Orchestrator:
     telemetry = open_telemetry(sweep)  # first: a named power source that is unusable stops here
-    facts = read_device_facts(device_name=sweep.settings.get("device_name"))
+    # --device-name: remembered for this machine's next collects and baselines; a name that could
+    # not be, or a remembered one that was not used, is said before the first run
+    facts, name_note = named_device_facts(sweep.settings.get("device_name"))
     with store_waiting(db_path) as store:
         device_id = store.register_device(facts)
     orchestrator = Orchestrator(
@@ -106,13 +107,8 @@ def open_orchestrator(
         memory_limit_bytes=_mib_to_bytes(sweep.settings.get("memory_limit_mb")),
         noise=noise_policy(sweep),
     )
-    # --device-name: remembered for this machine's next collects; a name that could not be, or a
-    # remembered one that was not used, is said before the first run (collectors/host/device_name.py)
-    extra = facts["facts"]
-    if extra.get("device_name_source") == "flag":
-        extra["device_name_note"] = remember(facts["name"], extra["machine_device_id"])
-    if extra.get("device_name_note") and extra.get("device_name_source") != "remembered":
-        orchestrator.warnings.append(extra["device_name_note"])
+    if name_note:
+        orchestrator.warnings.append(name_note)
     return orchestrator
 
 

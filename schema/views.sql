@@ -102,10 +102,15 @@ SELECT
             THEN coalesce(e.unavailable_reason, r.energy_unavailable_reason, 'no energy was attributed to this phase')
         WHEN b.idle_power_w IS NULL
             THEN 'no idle baseline for this device and power source: run `edgestats baseline --db DB --power '
-                 || r.power_source || '` on the device'
+                 || r.power_source
+                 -- a named device's baseline must carry its name (a baseline under the host name is another device)
+                 || CASE WHEN d.facts->>'$.device_id_source' = 'device-name'
+                         THEN ' --device-name ''' || d.name || '''' ELSE '' END
+                 || '` on the device'
     END                                                                            AS energy_unavailable_reason
 FROM phases p
 JOIN runs r USING (run_id)
+LEFT JOIN devices d USING (device_id)
 LEFT JOIN phase_energies e USING (run_id, seq)
 LEFT JOIN run_baseline_stats b USING (run_id);
 

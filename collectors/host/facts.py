@@ -20,7 +20,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.host.device_name import choose_name, named_facts
+from edgestats.collectors.host.device_name import choose_name, named_facts, remember
 from edgestats.contracts import device_uuid
 
 SYSTEM_ROOT = Path("/")
@@ -57,6 +57,19 @@ _TEGRA_GPUS = {
     "tegra194": "NVIDIA Volta iGPU (tegra194)",
     "tegra234": "NVIDIA Ampere iGPU (tegra234)",
 }
+
+
+def named_device_facts(device_name: str | None) -> tuple[dict[str, Any], str | None]:
+    """read_device_facts for a command that stores under this device (collect, baseline): a name
+    given is remembered for this machine's next commands, so a baseline and the runs it serves are
+    one device whichever names it first. Returns the facts and the note to show (a name that could
+    not be remembered, or a remembered one not used), or None."""
+    facts = read_device_facts(device_name=device_name)
+    extra = facts["facts"]
+    if extra.get("device_name_source") == "flag":
+        extra["device_name_note"] = remember(facts["name"], extra["machine_device_id"])
+    note = extra.get("device_name_note")
+    return facts, note if note and extra.get("device_name_source") != "remembered" else None
 
 
 def read_device_facts(root: Path = SYSTEM_ROOT, device_name: str | None = None) -> dict[str, Any]:

@@ -126,16 +126,19 @@ def record_baseline(
     clock_offset_s: float = 0.0,
     start_unix_s: float | None = None,
     on_progress: Callable[[float], None] | None = None,
+    device_name: str | None = None,
 ) -> dict:
-    """Measure this device's idle power with the chosen source and store it in `db_path`.
-    Returns the stored baselines row."""
-    from edgestats.collectors.host.facts import read_device_facts
+    """Measure this device's idle power with the chosen source and store it in `db_path`, under
+    the device `device_name` names (else the remembered name, else the host name, as collect).
+    Returns the stored baselines row, with the device's name and the naming note, if any."""
+    from edgestats.collectors.host.facts import named_device_facts
     from edgestats.store.results import Store
 
     if not seconds > 0:
         raise BaselineError(f"--seconds {seconds:g}: give a positive duration (60 s or more is typical)")
     if not hz > 0:
         raise BaselineError(f"--hz {hz:g}: give a positive sampling rate")
+    facts, name_note = named_device_facts(device_name)  # a name that cannot be is refused before measuring
     source, name, reasons = select_power_source(power_spec, clock_offset_s=clock_offset_s)
     if source is None:
         tried = "; ".join(f"{n}: {why}" for n, why in reasons.items()) or "--power none"
@@ -157,7 +160,7 @@ def record_baseline(
         source.close()
     stats = baseline.stats
     with Store.open(db_path) as store:
-        device_id = store.register_device(read_device_facts())
+        device_id = store.register_device(facts)
         row = {
             "device_id": device_id,
             "measured_at": baseline.measured_at,
@@ -169,4 +172,4 @@ def record_baseline(
             "rails": baseline.rails,
         }
         row["baseline_id"] = store.write_baseline(row)
-    return row
+    return {**row, "device": facts["name"], "device_name_note": name_note}

@@ -40,6 +40,15 @@ StartOpt = Annotated[
         "ISO 8601), instead of waiting.",
     ),
 ]
+DeviceNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device-name",
+        metavar="NAME",
+        help="The device's name, as collect --device-name gives it: the baseline is stored under it "
+        "and the name is remembered for this machine. Without it: the remembered name, else the host name.",
+    ),
+]
 
 
 @handle_errors
@@ -50,23 +59,29 @@ def baseline(
     hz: HzOpt = 10.0,
     clock_offset: ClockOffsetOpt = 0.0,
     start: StartOpt = None,
+    device_name: DeviceNameOpt = None,
 ) -> None:
     """Measure the idle power of this device (mean, std, n) and store it in the DB.
 
     Energy figures subtract it: a workload's energy is the area between its power curve and
     this baseline (pCAMP Figure 1), and the baseline's uncertainty widens their intervals.
     Runs use the baseline of the same device and kind of power source measured closest in
-    time, so a baseline measured after a sweep still applies to it.
+    time, so a baseline measured after a sweep still applies to it. Name the device as its runs
+    are named (--device-name, or the name collect remembered), or the runs find no baseline.
     """
     start_s = None if start is None else start_time_s(start)
     typer.echo(f"measuring idle power for {seconds:g} s: leave this device idle", err=True)
-    row = measure_with_progress(db, power, seconds, hz, clock_offset_s=clock_offset, start_unix_s=start_s)
+    row = measure_with_progress(
+        db, power, seconds, hz, clock_offset_s=clock_offset, start_unix_s=start_s, device_name=device_name
+    )
+    if row["device_name_note"]:
+        typer.echo(f"warning: {row['device_name_note']}", err=True)
     std = (
         "-" if row["std_power_w"] is None or math.isnan(row["std_power_w"]) else f"{row['std_power_w']:.4g} W"
     )
     typer.echo(
         f"{db}: idle power {row['mean_power_w']:.4g} W (std {std}, n {row['n']}, {row['seconds']:.1f} s) "
-        f"from {row['source']} (rails {', '.join(row['rails'])})"
+        f"from {row['source']} (rails {', '.join(row['rails'])}), device {row['device']}"
     )
 
 
@@ -83,7 +98,14 @@ def start_time_s(start: str) -> float:
 
 
 def measure_with_progress(
-    db: Path, power: str, seconds: float, hz: float, *, clock_offset_s: float, start_unix_s: float | None
+    db: Path,
+    power: str,
+    seconds: float,
+    hz: float,
+    *,
+    clock_offset_s: float,
+    start_unix_s: float | None,
+    device_name: str | None,
 ) -> dict:
     """record_baseline under a transient progress bar of the seconds measured; its stored row."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
@@ -105,6 +127,7 @@ def measure_with_progress(
             hz,
             clock_offset_s=clock_offset_s,
             start_unix_s=start_unix_s,
+            device_name=device_name,
             on_progress=lambda s: progress.update(task, completed=min(s, seconds)),
         )
 

@@ -38,7 +38,7 @@ def write_meter_log(
     path.write_text("\n".join(lines) + "\n")
 
 
-def record_baseline(db: Path, meter: Path, now: float) -> Result:
+def record_baseline(db: Path, meter: Path, now: float, *extra: str) -> Result:
     """`edgestats baseline` over 30 s of the meter's idle stretch, starting 55 s before now."""
     result = runner.invoke(
         app,
@@ -52,6 +52,7 @@ def record_baseline(db: Path, meter: Path, now: float) -> Result:
             "30",
             "--start",
             f"{now - 55:.3f}",
+            *extra,
         ],
     )
     assert result.exit_code == 0, result.output
@@ -124,6 +125,39 @@ def test_collect_with_a_meter_and_a_baseline_stores_energy_per_phase_and_inferen
     with Store.open(db, read_only=True) as store:
         check_baseline_and_run_source(store)
         check_energy_is_busy_minus_idle_power(store)
+
+
+def collect_cnn9(db: Path, meter: Path, model_cache: Path, *extra: str) -> Result:
+    args = ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9", "-n", "20", "--warmup", "1"]
+    result = runner.invoke(app, [*args, "--power", f"csv:{meter}", "--cache-dir", str(model_cache), *extra])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.mark.frameworks  # runs framework workers
+def test_a_named_device_s_baseline_carries_its_name_and_serves_its_runs(model_cache, tmp_path, monkeypatch):
+    """On an H200, a baseline measured before `collect --device-name` was stored under the host
+    name, another device: the runs found no baseline. `baseline --device-name` names it, and the
+    name is remembered for the collects after it; an unnamed baseline's hint says to name it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    now = time.time()
+    meter = tmp_path / "meter.csv"
+    write_meter_log(meter, now - 60, now + 600, idle_until_s=now - 20, idle_w=2.0, busy_w=5.0)
+    named, unnamed = tmp_path / "named.duckdb", tmp_path / "unnamed.duckdb"
+    assert "device lab-pi-3" in record_baseline(named, meter, now, "--device-name", "lab-pi-3").output
+    collect_cnn9(named, meter, model_cache)  # no flag: the name the baseline remembered
+    with Store.open(named, read_only=True) as store:
+        devices = store.con.execute("SELECT name FROM devices").fetchall()
+        reasons = store.con.execute("SELECT DISTINCT energy_unavailable_reason FROM phase_energy").fetchall()
+        energy = store.con.execute("SELECT energy_per_inference_j FROM run_summary").fetchone()[0]
+    assert devices == [("lab-pi-3",)] and reasons == [(None,)] and energy > 0
+
+    (tmp_path / "config" / "edgestats" / "device.json").unlink()
+    assert "device lab-pi-3" not in record_baseline(unnamed, meter, now).output  # the host name
+    collect_cnn9(unnamed, meter, model_cache, "--device-name", "lab-pi-3")
+    with Store.open(unnamed, read_only=True) as store:
+        reason = store.con.execute("SELECT energy_unavailable_reason FROM run_summary").fetchone()[0]
+    assert reason.endswith(f"--power csv:{meter.name} --device-name 'lab-pi-3'` on the device"), reason
 
 
 def test_baseline_errors_say_what_to_do(tmp_path):

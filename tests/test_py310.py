@@ -1,18 +1,20 @@
 """The device side on Python 3.10 (JetPack 6, Ubuntu 22.04), where duckdb 2.0 does not install: the
-built wheel with `[onnx]` goes into a clean Python 3.10 venv from the package index (duckdb 1.x at the
-lowest version pyproject allows on 3.10, tomli, onnxruntime and their cp310 wheels), and there
-`doctor`, `collect` (a sweep file from a model pack, and a model file), `import`, `merge` and `sql`
-run for real. The DB written there is then read unchanged by DuckDB 2 (`analyze` in this test's own
-environment) and by the DuckDB 1.x CLI; its header says storage version 64 (v1.0.0). `analyze` on
-3.10 refuses in one line: the analysis side is tested on 3.11-3.13 only.
+built wheel with `[onnx,torch]` goes into a clean Python 3.10 venv from the package index (duckdb 1.x
+at the lowest version pyproject allows on 3.10, tomli, onnxruntime, torch and their cp310 wheels), and
+there `doctor`, `collect` (ONNX Runtime: a sweep file from a model pack, and a model file; PyTorch:
+eager and TorchScript inference, and generation), `import`, `merge` and `sql` run for real. The DB
+written there is then read unchanged by DuckDB 2 (`analyze` in this test's own environment) and by
+the DuckDB 1.x CLI; its header says storage version 64 (v1.0.0). `analyze` on 3.10 refuses in one
+line: the analysis side is tested on 3.11-3.13 only.
 
 `analyze` runs here on this environment's Python (3.11 under make test): make test runs before make
 test-highest, which makes the 3.13 venv. A DB this test wrote on 3.10 is kept in tests/data/py310/
 and analysed by tests/test_py310_db.py in every lane, 3.13 included; this test checks that what 3.10
 writes today still matches it (storage and schema version), and `EDGESTATS_RECORD_PY310_DB=1` records
-it again. The model pack is built here (exporting cnn9 needs torch); torch
-itself is not installed on 3.10 here: a torch wheel for another Python pulls a multi-GB CUDA build.
-Cost: about 65-90 s on 2 busy cores (a wheel build, a pip install from the index, 5 collect runs).
+it again. The model pack is built here. torch for Python 3.10 from the index is the CUDA build
+(about 3 GB of wheels, 5.7 GB installed; it runs on the CPU here).
+Cost: about 90 s on 2 cores with pip's cache warm (a wheel build, a pip install from the index, 11
+collect runs); a cold cache adds the downloads (68 s for the whole install here, cold).
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ def lowest_duckdb_310() -> str:
 
 
 def device_venv(tmp_path: Path) -> Path:
-    """A clean Python 3.10 venv with the wheel's `[onnx]` from the index, and duckdb at the lowest
+    """A clean Python 3.10 venv with the wheel's `[onnx,torch]` from the index, and duckdb at the lowest
     1.x version pyproject allows there (the newest 1.x, what pip picks by default, is the likelier
     to work); its bin folder."""
     dist = tmp_path / "dist"
@@ -108,7 +110,7 @@ def device_venv(tmp_path: Path) -> Path:
     wheel = next(dist.glob("edgestats-*.whl"))
     venv = tmp_path / "venv310"
     run([python310(), "-m", "venv", "--without-pip", venv])
-    pins = [f"{wheel}[onnx]", f"duckdb=={lowest_duckdb_310()}"]
+    pins = [f"{wheel}[onnx,torch]", f"duckdb=={lowest_duckdb_310()}"]
     run([sys.executable, "-m", "pip", "--python", venv / "bin/python", "install", "-q", *pins])
     return venv / "bin"
 
@@ -138,7 +140,8 @@ QUERY = "SELECT count(*) AS n FROM run_summary WHERE source = 'collect'"
 
 def device_side(bin310: Path, pack: Path, work: Path) -> None:
     """What a device does on 3.10: doctor, collect (a sweep file from the pack: 3 runs; a model file:
-    2 runs), import, merge, sql; every file in the v1.0.0 storage format; analyze refused in one line."""
+    2 runs; PyTorch eager and TorchScript: 4 runs; PyTorch generation: 2 runs), import, merge, sql;
+    every file in the v1.0.0 storage format; analyze refused in one line."""
     edgestats = bin310 / "edgestats"
     (work / "sweep.toml").write_text(SWEEP)  # read by tomli on 3.10
     model_file = work / "mine.onnx"
@@ -149,11 +152,20 @@ def device_side(bin310: Path, pack: Path, work: Path) -> None:
     by_file = ["--db", "r.duckdb", "-f", "onnxruntime", "-m", model_file, "-n", "20", "--repeat", "2"]
     collected = run([edgestats, "collect", *by_file], cwd=work)
     assert "2 ok" in collected.stdout + collected.stderr
+    torch_runs = ["--runtime", "torch-eager", "--runtime", "torchscript", "-n", "20", "--repeat", "2"]
+    collected = run(
+        [edgestats, "collect", "--db", "r.duckdb", "-f", "pytorch", "-m", "cnn9", *torch_runs], cwd=work
+    )
+    assert "4 ok" in collected.stdout + collected.stderr
+    tokens = ["--prompt-tokens", "16", "--new-tokens", "8", "--repeat", "2"]
+    generation = ["--kind", "generation", "-f", "pytorch", "-m", "llama15m", *tokens]
+    collected = run([edgestats, "collect", "--db", "r.duckdb", *generation], cwd=work)
+    assert "2 ok" in collected.stdout + collected.stderr
     csv = REPO / "sample_data" / "pcamp_inference.csv"
     run([edgestats, "import", "pub.duckdb", csv, "--kind", "inference"], cwd=work)
     run([edgestats, "merge", "m.duckdb", "r.duckdb", "pub.duckdb"], cwd=work)
     answer = run([edgestats, "sql", "m.duckdb", QUERY, "--format", "csv"], cwd=work).stdout
-    assert answer.split() == ["n", "5"], answer
+    assert answer.split() == ["n", "11"], answer
     for db in ("r.duckdb", "pub.duckdb", "m.duckdb"):
         assert storage_version(work / db) == 64, f"{db} is not in DuckDB's v1.0.0 storage format"
     refused = run([edgestats, "analyze", "m.duckdb"], ok=False, cwd=work)
@@ -174,7 +186,7 @@ def test_device_side_runs_on_python310_and_its_db_reads_in_duckdb1_and_2(tmp_pat
     device_side(bin310, pack, work)
 
     ask = ["-readonly", "-init", "/dev/null", "-csv", "-noheader", work / "m.duckdb", "-c", QUERY]
-    assert run([duckdb1_cli(), *ask]).stdout.split() == ["5"]
+    assert run([duckdb1_cli(), *ask]).stdout.split() == ["11"]
     run([sys.executable, "-m", "edgestats", "analyze", work / "m.duckdb", "--out", tmp_path / "report"])
     if os.environ.get("EDGESTATS_RECORD_PY310_DB") == "1":
         shutil.copyfile(work / "m.duckdb", RECORDED)
@@ -184,4 +196,9 @@ def test_device_side_runs_on_python310_and_its_db_reads_in_duckdb1_and_2(tmp_pat
     )
     summary = json.loads((tmp_path / "report" / "analysis.json").read_text())["summary"]
     assert (tmp_path / "report" / "index.html").is_file()
-    assert any(e["group"].get("model") == "cnn9" and e["n_runs"] == 3 for e in summary), summary
+    runs = {
+        (e["group"]["framework"], e["group"].get("runtime"), e["group"]["model"]): e["n_runs"]
+        for e in summary
+    }
+    assert runs[("onnxruntime", "onnxruntime", "cnn9")] == 3, runs
+    assert runs[("pytorch", "torch-eager", "cnn9")] == runs[("pytorch", "torchscript", "cnn9")] == 2, runs

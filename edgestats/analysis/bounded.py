@@ -73,6 +73,26 @@ def positive_mean(values: Any, level: float = DEFAULT_LEVEL, n_unit: str = "runs
     return log_mean_interval(len(x), float(x.mean()) if len(x) else math.nan, sd, level, n_unit)
 
 
+def rate_of_mean_time(numerator: float, mean_time: Estimate, method: str) -> Estimate:
+    """numerator / a positive mean time (inferences or tokens per second), its interval the mean's
+    mapped through that decreasing function: a monotone map of an interval covers as often as the
+    interval did. No interval where the mean's has no positive lower end (the rate is unbounded)."""
+    low = numerator / mean_time.ci_high if mean_time.ci_high else None
+    high = numerator / mean_time.ci_low if mean_time.ci_low and mean_time.ci_low > 0 else None
+    if low is None or high is None:
+        low = high = None
+    return Estimate(
+        numerator / mean_time.estimate,
+        low,
+        high,
+        mean_time.level,
+        mean_time.n,
+        mean_time.n_unit,
+        method + (f" ({mean_time.method})" if low is not None else ""),
+        mean_time.note,
+    )
+
+
 def clip_at_zero(estimate: Estimate) -> Estimate:
     """An interval of a quantity that cannot be negative, cut at 0 where it reaches below: the
     intersection of a confidence interval with the parameter space covers the truth at least as

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from edgestats.analysis import summary
-from edgestats.analysis.bounded import positive_mean
+from edgestats.analysis.bounded import positive_mean, rate_of_mean_time
 from edgestats.analysis.generation_fit import depth_fits
 from edgestats.analysis.intervals import BootstrapSettings, Estimate
 from edgestats.analysis.load import AnalysisData, LatencyIndex, default_config
@@ -74,26 +74,6 @@ def _no_value(level: float, n: int, note: str) -> Estimate:
     return Estimate(None, None, None, level, n, "runs", "none", note)
 
 
-def rate_over_mean_time(tokens: float, mean_time: Estimate, method: str) -> Estimate:
-    """tokens / mean time, its interval the mean's mapped through the (decreasing) function."""
-    if not mean_time.estimate or mean_time.estimate <= 0:
-        return _no_value(mean_time.level, mean_time.n, mean_time.note or "no positive mean time")
-    low = tokens / mean_time.ci_high if mean_time.ci_high else None
-    high = tokens / mean_time.ci_low if mean_time.ci_low and mean_time.ci_low > 0 else None
-    if low is None or high is None:
-        low = high = None
-    return Estimate(
-        tokens / mean_time.estimate,
-        low,
-        high,
-        mean_time.level,
-        mean_time.n,
-        mean_time.n_unit,
-        f"{method} ({mean_time.method})",
-        mean_time.note,
-    )
-
-
 def _finite(sub: pl.DataFrame, column: str) -> np.ndarray:
     values = sub[column].cast(pl.Float64).to_numpy()
     return values[np.isfinite(values)]
@@ -106,7 +86,9 @@ def prefill_rate(sub: pl.DataFrame, level: float) -> Estimate:
     times = _finite(sub, "prefill_s")
     if tokens.len() == 1 and tokens[0] is not None and len(times) == sub.height:
         mean_time = positive_mean(times, level, n_unit="runs")
-        return rate_over_mean_time(float(tokens[0]), mean_time, "prompt tokens / mean prefill time")
+        if not mean_time.estimate or mean_time.estimate <= 0:
+            return _no_value(level, mean_time.n, mean_time.note or "no positive mean time")
+        return rate_of_mean_time(float(tokens[0]), mean_time, "prompt tokens / mean prefill time")
     return positive_mean(_finite(sub, "prefill_tokens_per_s"), level, n_unit="runs")
 
 

@@ -40,7 +40,7 @@ import math
 import numpy as np
 import polars as pl
 
-from edgestats.analysis.bounded import clip_at_zero, positive_mean
+from edgestats.analysis.bounded import clip_at_zero, positive_mean, rate_of_mean_time
 from edgestats.analysis.hierarchical import (
     VarianceComponents,
     mean_over_runs,
@@ -194,21 +194,8 @@ def throughput_estimate(runs: pl.DataFrame, mean_latency: Estimate, level: float
     interval mapped through the same (monotone) function; otherwise a log-scale t interval across runs."""
     batch_sizes = runs["batch_size"].fill_null(1).unique().to_list()
     if len(batch_sizes) == 1 and mean_latency.estimate:
-        per_s = float(batch_sizes[0]) * 1000.0
-        low = per_s / mean_latency.ci_high if mean_latency.ci_high else None
-        high = per_s / mean_latency.ci_low if mean_latency.ci_low and mean_latency.ci_low > 0 else None
-        if low is None or high is None:
-            low = high = None
-        return Estimate(
-            per_s / mean_latency.estimate,
-            low,
-            high,
-            level,
-            mean_latency.n,
-            mean_latency.n_unit,
-            "batch_size / mean latency" + (f" ({mean_latency.method})" if low is not None else ""),
-            mean_latency.note,
-        )
+        per_s = float(batch_sizes[0]) * 1000.0  # latencies in ms
+        return rate_of_mean_time(per_s, mean_latency, "batch_size / mean latency")
     return positive_mean(runs["throughput_per_s"].to_numpy(), level, n_unit="runs")
 
 

@@ -209,14 +209,29 @@ def estimate_interval_chart(
     color: str | None = None,
     log_x: bool = False,
     facet_by: str | None = None,
+    offset_order: list[str] | None = None,
+    min_height: int = 0,
 ) -> alt.FacetChart | alt.LayerChart:
-    """A dot at each estimate and a rule across its interval, one row per category."""
+    """A dot at each estimate and a rule across its interval, one row per category. With
+    `offset_order`, each category's band holds a row per value of `color` (yOffset, in that order),
+    the colour legend on top: several figures of one configuration side by side."""
     if frame.height == 0:
         return no_data_chart("nothing to draw: no row has an estimate")
     frame = drawn_bounds(with_interval_text(frame))
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     y = alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField("estimate", op="min"))
-    colour = category_encoding(color, frame[color].n_unique()) if color else {"color": alt.value("#1f77b4")}
+    height = panel_height(frame, category, facet_by)
+    offset = {}
+    if offset_order is not None and color:
+        colour = category_encoding(color, len(offset_order), title=None, sort=offset_order)
+        top = alt.Legend(orient="top", title=None) if len(offset_order) > 1 else None
+        colour["color"] = colour["color"].legend(top)
+        offset = {"yOffset": alt.YOffset(f"{color}:N", sort=offset_order)}
+        height = height * max(1, len(offset_order)) // 2
+    elif color:
+        colour = category_encoding(color, frame[color].n_unique())
+    else:
+        colour = {"color": alt.value("#1f77b4")}
     tooltip = interval_tooltip(category, *([color] if color else []))
     rules = (
         alt.Chart()
@@ -225,6 +240,7 @@ def estimate_interval_chart(
             x=alt.X("bar_low:Q", title=x_title, scale=scale),
             x2="bar_high:Q",
             y=y,
+            **offset,
             tooltip=tooltip,
             color=colour["color"],
         )
@@ -232,10 +248,10 @@ def estimate_interval_chart(
     dots = (
         alt.Chart()
         .mark_point(filled=True, size=45)
-        .encode(x=alt.X("estimate:Q", scale=scale), y=y, tooltip=tooltip, **colour)
+        .encode(x=alt.X("estimate:Q", scale=scale), y=y, **offset, tooltip=tooltip, **colour)
     )
     layer = alt.layer(rules, dots).properties(
-        width=WIDTH if facet_by is None else WIDTH // 2, height=panel_height(frame, category, facet_by)
+        width=WIDTH if facet_by is None else WIDTH // 2, height=max(min_height, height)
     )
     return facet(layer, frame, facet_by)
 

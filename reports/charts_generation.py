@@ -15,14 +15,11 @@ from edgestats.reports.charts_common import (
     EXACT,
     WIDTH,
     category_encoding,
-    drawn_bounds,
+    estimate_interval_chart,
     filter_fields,
     group_columns,
-    interval_tooltip,
     no_data_chart,
-    panel_height,
     varying,
-    with_interval_text,
 )
 
 # What each metric is called in a legend.
@@ -92,33 +89,16 @@ def side_by_side_chart(
     frame = config_frame(metrics, chosen)
     if frame.height == 0:
         return no_data_chart("nothing to draw: no configuration has these figures")
-    frame = drawn_bounds(with_interval_text(frame))
     order = [SHORT.get(m, m) for m in chosen if SHORT.get(m, m) in set(frame["quantity"].to_list())]
-    scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
-    y = alt.Y("config:N", title=None, sort=alt.EncodingSortField("estimate", op="min"))
-    colour = category_encoding("quantity", len(order), title=None, sort=order)
-    colour["color"] = colour["color"].legend(alt.Legend(orient="top", title=None) if len(order) > 1 else None)
-    offset = alt.YOffset("quantity:N", sort=order)
-    tooltip = interval_tooltip("config", "quantity")
-    rules = (
-        alt.Chart()
-        .mark_rule(strokeWidth=2)
-        .encode(
-            x=alt.X("bar_low:Q", title=x_title, scale=scale),
-            x2="bar_high:Q",
-            y=y,
-            yOffset=offset,
-            color=colour["color"],
-            tooltip=tooltip,
-        )
+    return estimate_interval_chart(
+        frame,
+        category="config",
+        x_title=x_title,
+        color="quantity",
+        log_x=log_x,
+        offset_order=order,
+        min_height=MIN_PANEL_HEIGHT,
     )
-    dots = (
-        alt.Chart()
-        .mark_point(filled=True, size=45)
-        .encode(x=alt.X("estimate:Q", scale=scale), y=y, yOffset=offset, tooltip=tooltip, **colour)
-    )
-    height = max(MIN_PANEL_HEIGHT, panel_height(frame, "config") * max(1, len(order)) // 2)
-    return alt.layer(rules, dots, data=frame).properties(width=WIDTH, height=height)
 
 
 def ttft_chart(metrics: pl.DataFrame) -> alt.LayerChart | alt.Chart:

@@ -109,6 +109,9 @@ def open_orchestrator(
     )
     if name_note:
         orchestrator.warnings.append(name_note)
+    if facts["facts"].get("device_name_source") == "remembered":  # said: a name given once sticks
+        why = facts["facts"]["device_name_note"]
+        orchestrator.device_line = f"device: {facts['name']}, {why}; --device-name names it otherwise"
     return orchestrator
 
 

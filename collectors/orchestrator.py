@@ -127,6 +127,7 @@ class Orchestrator:
         self.spool_dir.mkdir(exist_ok=True)
         self.owner = SpoolOwner(self.spool_dir)
         self.warnings: list[str] = []  # for the user: spool files moved aside, runs left spooled
+        self.device_line: str | None = None  # the device's name, where the user did not give it now
         self._model_cache: str | None = None  # this run's model file: cache hit, built or rebuilt (why)
 
     def close(self) -> None:

@@ -82,6 +82,8 @@ def print_plan(
         f"{the_plan.already_done} already stored, {len(the_plan.skipped)} cannot run here "
         f"(shuffle seed {the_plan.shuffle_seed})",
     )
+    if orchestrator.device_line:
+        say(console, orchestrator.device_line, markup=False)
     say(console, telemetry_line(orchestrator.telemetry, verbose=verbose), markup=False)
 
 

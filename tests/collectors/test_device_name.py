@@ -116,6 +116,9 @@ def test_collect_stores_the_given_name_and_the_next_collect_here_reuses_it(
     assert first.exit_code == 0, first.output
     second = collect(db, model_cache, config, "-n", "4")  # another configuration, no flag
     assert second.exit_code == 0, second.output
+    # said before the runs: a name given once names every later collect here
+    assert f"device: lab-pi-3, remembered in {config / 'edgestats' / 'device.json'} (set 20" in second.output
+    assert "; --device-name names it otherwise" in second.output and "device: " not in first.output
     with Store.open(db, read_only=True) as store:
         runs = store.con.execute(
             "SELECT r.iterations, d.name, r.device_id::VARCHAR, d.facts->>'$.device_name_source' "

@@ -219,6 +219,9 @@ def estimate_interval_chart(
         return no_data_chart("nothing to draw: no row has an estimate")
     frame = drawn_bounds(with_interval_text(frame))
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
+    # a log axis labels 3,000, 4,000 and 5,000 at a few pixels apart: Vega's overlap check drops
+    # labels only once they touch, so "4,0005,000" read as one number; a gap of 6 px is asked for
+    axis = alt.Axis(labelSeparation=6) if log_x else alt.Axis()
     y = alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField("estimate", op="min"))
     height = panel_height(frame, category, facet_by)
     offset = {}
@@ -237,7 +240,7 @@ def estimate_interval_chart(
         alt.Chart()
         .mark_rule(strokeWidth=2)
         .encode(
-            x=alt.X("bar_low:Q", title=x_title, scale=scale),
+            x=alt.X("bar_low:Q", title=x_title, scale=scale, axis=axis),
             x2="bar_high:Q",
             y=y,
             **offset,

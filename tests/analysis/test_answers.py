@@ -176,3 +176,26 @@ def test_the_ratio_interval_covers_a_known_ratio_near_its_level(n_a, n_b):
     coverage = float(np.mean((low <= true_ratio) & (true_ratio <= high)))
     assert 0.935 <= coverage <= 0.965, coverage
     assert np.all(low > 0)
+
+
+def test_a_generation_group_says_its_latency_is_between_tokens():
+    """A generation run's latency is a decode step's (the time to first token is apart): the
+    sentence says inter-token, an inference group's does not."""
+    from edgestats.analysis.answers_text import sentence_across, sentence_within
+
+    fastest = {"candidate": "llamacpp", "estimate": 3.82, "ci_low": 3.48, "ci_high": 4.21}
+    generation = {"device": "vm", "model": "llama15m", "prompt_tokens": 16, "new_tokens": 16}
+    entry = {"group_text": "vm / llama15m", "group": generation, "candidates": [fastest], "ratios": []}
+    assert (
+        sentence_within(entry)
+        == "On vm / llama15m: only llamacpp was measured (inter-token 3.82 ms [3.48, 4.21])."
+    )
+    inference = {"device": "vm", "model": "cnn9", "new_tokens": None}
+    entry = {**entry, "group_text": "vm / cnn9", "group": inference}
+    assert sentence_within(entry) == "On vm / cnn9: only llamacpp was measured (3.82 ms [3.48, 4.21])."
+    across = {
+        "group": {"candidate": "llamacpp", "model": "llama15m", "new_tokens": 16},
+        "candidates": [{**fastest, "candidate": "pi5"}],
+        "ratios": [],
+    }
+    assert "fastest on pi5 (inter-token 3.82 ms [3.48, 4.21])" in sentence_across(across)

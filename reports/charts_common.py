@@ -96,13 +96,15 @@ def band_height(n_categories: int) -> int:
     return max(MIN_HEIGHT, min(MAX_HEIGHT, ROW_HEIGHT * max(n_categories, 1)))
 
 
-def panel_height(frame: pl.DataFrame, category: str, facet_by: str | None = None) -> int:
-    """The band height of the fullest panel: each facet panel lists only its own categories."""
+def panel_height(frame: pl.DataFrame, category: str, facet_by: str | None = None) -> int | alt.Step:
+    """The height of a band chart: its categories' rows; faceted, a step per row, so that each
+    panel (which lists only its own categories) is as tall as its own rows. One height for every
+    panel made a device with 3 configurations as tall as one with 18: mostly blank space."""
     if category not in frame.columns or frame.height == 0:
         return band_height(1)
     if facet_by is None or facet_by not in frame.columns:
         return band_height(frame[category].n_unique())
-    return band_height(frame.group_by(facet_by).agg(pl.col(category).n_unique())[category].max())
+    return alt.Step(ROW_HEIGHT)
 
 
 EXACT = ".6~g"  # tooltips show the value itself, not an axis' rounding
@@ -221,7 +223,7 @@ def estimate_interval_chart(
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
     # a log axis labels 3,000, 4,000 and 5,000 at a few pixels apart: Vega's overlap check drops
     # labels only once they touch, so "4,0005,000" read as one number; a gap of 6 px is asked for
-    axis = alt.Axis(labelSeparation=6) if log_x else alt.Axis()
+    axis = alt.Axis(labelSeparation=6) if log_x else alt.Undefined
     y = alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField("estimate", op="min"))
     height = panel_height(frame, category, facet_by)
     offset = {}
@@ -230,7 +232,8 @@ def estimate_interval_chart(
         top = alt.Legend(orient="top", title=None) if len(offset_order) > 1 else None
         colour["color"] = colour["color"].legend(top)
         offset = {"yOffset": alt.YOffset(f"{color}:N", sort=offset_order)}
-        height = height * max(1, len(offset_order)) // 2
+        if isinstance(height, int):
+            height = max(min_height, height * max(1, len(offset_order)) // 2)
     elif color:
         colour = category_encoding(color, frame[color].n_unique())
     else:
@@ -253,9 +256,7 @@ def estimate_interval_chart(
         .mark_point(filled=True, size=45)
         .encode(x=alt.X("estimate:Q", scale=scale), y=y, **offset, tooltip=tooltip, **colour)
     )
-    layer = alt.layer(rules, dots).properties(
-        width=WIDTH if facet_by is None else WIDTH // 2, height=max(min_height, height)
-    )
+    layer = alt.layer(rules, dots).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=height)
     return facet(layer, frame, facet_by)
 
 

@@ -14,6 +14,7 @@ from edgestats.reports.charts_common import (
     EXACT,
     INTERVAL,
     LABEL_LIMIT,
+    LOG_AXIS,
     WIDTH,
     cut_end_marks,
     drawn_bounds,
@@ -115,7 +116,7 @@ def ratio_chart(
         alt.Chart()
         .mark_rule(strokeWidth=2)
         .encode(
-            x=alt.X("bar_low:Q", title=x_title, scale=x_scale),
+            x=alt.X("bar_low:Q", title=x_title, scale=x_scale, axis=LOG_AXIS),
             x2="bar_high:Q",
             y=y,
             color=colour,

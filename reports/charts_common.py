@@ -20,6 +20,9 @@ FILTER_FIELDS = ("device", "framework", "runtime", "model")
 WIDTH = 520
 LABEL_LIMIT = 280  # px of a category label before it is cut with an ellipsis
 ROW_HEIGHT = 18  # per category on a band axis
+# A log axis labels 3,000, 4,000 and 5,000 a few pixels apart: Vega's overlap check drops labels
+# only once they touch, so "4,0005,000" read as one number. A gap of 6 px is asked for.
+LOG_AXIS = alt.Axis(labelSeparation=6)
 MIN_HEIGHT, MAX_HEIGHT = 60, 900
 FACET_CANDIDATES = ("device", "framework")
 MAX_FACETS = 12  # more panels than this are unreadable; the chart colours by it instead
@@ -221,9 +224,7 @@ def estimate_interval_chart(
         return no_data_chart("nothing to draw: no row has an estimate")
     frame = drawn_bounds(with_interval_text(frame))
     scale = alt.Scale(type="log") if log_x else alt.Scale(zero=False)
-    # a log axis labels 3,000, 4,000 and 5,000 at a few pixels apart: Vega's overlap check drops
-    # labels only once they touch, so "4,0005,000" read as one number; a gap of 6 px is asked for
-    axis = alt.Axis(labelSeparation=6) if log_x else alt.Undefined
+    axis = LOG_AXIS if log_x else alt.Undefined
     y = alt.Y(f"{category}:N", title=None, sort=alt.EncodingSortField("estimate", op="min"))
     height = panel_height(frame, category, facet_by)
     offset = {}

@@ -99,15 +99,13 @@ def band_height(n_categories: int) -> int:
     return max(MIN_HEIGHT, min(MAX_HEIGHT, ROW_HEIGHT * max(n_categories, 1)))
 
 
-def panel_height(frame: pl.DataFrame, category: str, facet_by: str | None = None) -> int | alt.Step:
-    """The height of a band chart: its categories' rows; faceted, a step per row, so that each
-    panel (which lists only its own categories) is as tall as its own rows. One height for every
-    panel made a device with 3 configurations as tall as one with 18: mostly blank space."""
+def panel_height(frame: pl.DataFrame, category: str, facet_by: str | None = None) -> int:
+    """The band height of the fullest panel: each facet panel lists only its own categories."""
     if category not in frame.columns or frame.height == 0:
         return band_height(1)
     if facet_by is None or facet_by not in frame.columns:
         return band_height(frame[category].n_unique())
-    return alt.Step(ROW_HEIGHT)
+    return band_height(frame.group_by(facet_by).agg(pl.col(category).n_unique())[category].max())
 
 
 EXACT = ".6~g"  # tooltips show the value itself, not an axis' rounding
@@ -233,8 +231,7 @@ def estimate_interval_chart(
         top = alt.Legend(orient="top", title=None) if len(offset_order) > 1 else None
         colour["color"] = colour["color"].legend(top)
         offset = {"yOffset": alt.YOffset(f"{color}:N", sort=offset_order)}
-        if isinstance(height, int):
-            height = max(min_height, height * max(1, len(offset_order)) // 2)
+        height = height * max(1, len(offset_order)) // 2
     elif color:
         colour = category_encoding(color, frame[color].n_unique())
     else:
@@ -257,7 +254,9 @@ def estimate_interval_chart(
         .mark_point(filled=True, size=45)
         .encode(x=alt.X("estimate:Q", scale=scale), y=y, **offset, tooltip=tooltip, **colour)
     )
-    layer = alt.layer(rules, dots).properties(width=WIDTH if facet_by is None else WIDTH // 2, height=height)
+    layer = alt.layer(rules, dots).properties(
+        width=WIDTH if facet_by is None else WIDTH // 2, height=max(min_height, height)
+    )
     return facet(layer, frame, facet_by)
 
 

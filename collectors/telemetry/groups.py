@@ -292,7 +292,7 @@ class SysCpu(Group):
             was = prev[label]
             total = sum(now) - sum(was)
             values.append(
-                (total - (now[3] - was[3]) - (now[4] - was[4])) * (100.0 / total) if total > 0 else 0.0
+                100.0 * (total - (now[3] - was[3]) - (now[4] - was[4])) / total if total > 0 else 0.0
             )
         self.prev = cur
         emit(self.names, values)

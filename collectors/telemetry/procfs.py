@@ -120,8 +120,14 @@ def cpu_pcts(prev: tuple[int, ...], cur: tuple[int, ...]) -> tuple[float, float,
     total = sum(d)
     if total <= 0:
         return 0.0, 0.0, 0.0, 0.0
-    scale = 100.0 / total
-    return ((d[0] + d[1]) * scale, (d[2] + d[5] + d[6]) * scale, d[4] * scale, (total - d[3] - d[4]) * scale)
+    # 100 * part / total, the division last: total * (100 / total) is 100.00000000000001 for 108
+    # of the totals below 2,000 (11 ticks, say), a share past its range; this is exact at 100
+    return (
+        100.0 * (d[0] + d[1]) / total,
+        100.0 * (d[2] + d[5] + d[6]) / total,
+        100.0 * d[4] / total,
+        100.0 * (total - d[3] - d[4]) / total,
+    )
 
 
 def parse_diskstats(raw: bytes, disks: frozenset[str] | None) -> tuple[int, int]:

@@ -31,6 +31,21 @@ def test_proc_stat_deltas_on_a_fake_tree(tmp_path):
     )  # cpu1: 20 + 20 + 5 + 5 busy, 40 idle, 20 iowait
 
 
+def test_a_fully_busy_cpu_is_100_percent_exactly(tmp_path):
+    """A stored sample read 100.00000000000001 %: 11 ticks all busy, as 11 * (100 / 11). The shares
+    divide last, so a busy CPU is 100 % and no share leaves 0-100, for any tick count."""
+    for ticks in (11, 22, 39, 151, 1999):
+        user, system, iowait, busy = procfs.cpu_pcts((0,) * 8, (ticks, 0, 0, 0, 0, 0, 0, 0))
+        assert (user, busy) == (100.0, 100.0) and system == iowait == 0.0
+    root = write_tree(tmp_path, {"proc/stat": "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"})
+    group = sample_groups.SysCpu(root)
+    (root / "proc/stat").write_text("cpu  11 0 0 0 0 0 0 0 0 0\ncpu0 11 0 0 0 0 0 0 0 0 0\n")
+    out: dict[str, float] = {}
+    group.read(0, lambda names, vals: out.update(zip(names, vals)))
+    group.close()
+    assert out["cpu_core0_pct"] == out["sys_cpu_total_pct"] == 100.0
+
+
 def test_proc_stat_cpu_coming_online_and_going_offline(tmp_path):
     """A CPU brought online gets a name and no delta on its first read; one taken offline
     drops out of the names."""

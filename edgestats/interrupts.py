@@ -160,6 +160,15 @@ def track(con: Any) -> Any:
     return con
 
 
+def close_connections() -> None:
+    """Close every connection `track` was given (an interrupted command's, before it exits)."""
+    for con in list(_connections):
+        try:
+            con.close()
+        except Exception:  # noqa: BLE001  closed already, or its statement still unwinding: nothing to keep
+            pass
+
+
 def received() -> int | None:
     """The signal that stopped the command, None when none did."""
     return state.signum

@@ -28,8 +28,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from report_builders import make_report_db  # noqa: E402
 
 from edgestats.analysis import run_analyses  # noqa: E402
-from edgestats.analysis.load_overview import load_overview  # noqa: E402
-from edgestats.analysis.load_power_trace import load_power_trace  # noqa: E402
+from edgestats.analysis.load.overview import load_overview  # noqa: E402
+from edgestats.analysis.load.power_trace import load_power_trace  # noqa: E402
 from edgestats.reports import write_report  # noqa: E402
 
 

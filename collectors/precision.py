@@ -18,7 +18,7 @@ run medians 5 % apart (docs/methodology.md, "Stopping rule"). The decision is st
 runs.environment.precision (with the rule that fired), so the last run of each configuration
 says why it stopped; the record travels with the run through merge, export and lakes.
 
-The rule is the analysis side's (edgestats.analysis.stopping.stein_rule): device-side code
+The rule is the analysis side's (edgestats.analysis.estimators.stopping.stein_rule): device-side code
 cannot import the statistics stack, so the caller passes it in as `rule` (the CLI does).
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from edgestats.analysis.load_power_trace import PowerTrace
+from edgestats.analysis.load.power_trace import PowerTrace
 from edgestats.reports.charts_breakdown import PHASE_ORDER
 from edgestats.reports.charts_common import (
     EXACT,

@@ -3,7 +3,7 @@ quantities side by side (prefill and decode tokens per second; inter-token p50 /
 energy per token of prefill and decode), each a dot with a rule across its interval, and decode
 time per token against context depth (the runs as points, the fitted line and its band).
 
-Pure: frames of edgestats.analysis.generation in, an Altair chart out; no statistic here.
+Pure: frames of edgestats.analysis.generation.analysis in, an Altair chart out; no statistic here.
 """
 
 from __future__ import annotations

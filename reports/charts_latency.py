@@ -2,7 +2,7 @@
 breakdown's charts (seconds per phase, load / steady ratios) are in charts_breakdown.py.
 
 Each takes the tidy frame an analysis returns (group keys, then estimate/ci_low/ci_high/level/n,
-see edgestats.analysis.result) and draws every estimate with its interval. Nothing here reads a
+see edgestats.analysis.core.result) and draws every estimate with its interval. Nothing here reads a
 DB, an analysis' options or computes a statistic; the report's sections (reports/sections/) pick
 the frames.
 """

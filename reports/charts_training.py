@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from edgestats.analysis.hyperparams_effects import MEANS_KEPT_APART
+from edgestats.analysis.hyperparams.effects import MEANS_KEPT_APART
 from edgestats.contracts import ITERATION_FACTORS, SERIES_CANDIDATES
 from edgestats.reports.charts_common import (
     FILTER_FIELDS,

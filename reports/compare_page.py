@@ -17,10 +17,10 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from edgestats.analysis.compare import METRICS
-from edgestats.analysis.compare_detect import HOPELESS_FACTOR, change_text
-from edgestats.analysis.compare_warnings import HEADLINE
-from edgestats.analysis.load_overview import Overview
+from edgestats.analysis.compare.cautions import HEADLINE
+from edgestats.analysis.compare.comparison import METRICS
+from edgestats.analysis.compare.detect import HOPELESS_FACTOR, change_text
+from edgestats.analysis.load.overview import Overview
 from edgestats.formatting import counted, format_interval
 from edgestats.reports.charts_common import (
     LABEL_LIMIT,

@@ -3,7 +3,7 @@
 median latency [interval], p99, throughput, peak memory (MiB), energy per inference (J), and what
 they rest on (runs × latencies per run), and where the median's interval is wider than ±25 % or
 rests on fewer than 3 runs, a "next step" cell: how many runs would make it ±5 % (summary's
-`next_step`, edgestats.analysis.hierarchical.next_step). Built from the summary analysis'
+`next_step`, edgestats.analysis.estimators.hierarchical.next_step). Built from the summary analysis'
 `metrics` and `distribution` frames and its entries; configurations with collected latencies come
 first, each block fastest first. A figure that is missing says why in a footnote.
 """

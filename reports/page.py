@@ -21,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from edgestats.analysis.load_overview import Overview
+from edgestats.analysis.load.overview import Overview
 from edgestats.reports.bundle import vega_bundle
 from edgestats.reports.headline import headline_table
 from edgestats.reports.page_answers import answers_html
@@ -295,7 +295,7 @@ def render_page(
     """The page: header, contents, filter bar; the answers (of `answers`, the answers analysis'
     result), "At a glance" (the headline table of `summary`, the summary analysis' result, and
     the main charts), a section per analysis, the environment (`environment`: the frames of
-    edgestats.analysis.load_environment; without it, the devices of `overview`), the footnotes,
+    edgestats.analysis.load.environment; without it, the devices of `overview`), the footnotes,
     the scripts."""
     generated_at = generated_at or dt.datetime.now(dt.timezone.utc)
     notes = Footnotes()

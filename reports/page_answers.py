@@ -2,7 +2,7 @@
 long each other one takes, and how sure that is; then, per model and runtime measured on several
 devices, how the devices compare.
 
-Drawn from the answers analysis' frames (edgestats/analysis/answers.py): `answers` (one row per
+Drawn from the answers analysis' frames (edgestats/analysis/answers/analysis.py): `answers` (one row per
 group x candidate) and `across_devices` (one row per model x runtime x device). Each group is one
 table row, so the first screen of a laptop holds them all; every other candidate is a line of its
 cell with its ratio [interval], the Holm-adjusted p and the runs on each side. The row carries the

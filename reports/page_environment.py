@@ -1,6 +1,6 @@
 """The page's environment section: what the figures were measured on, from the DB.
 
-Two tables from edgestats.analysis.load_environment: each device's facts (CPU, cores, memory, GPU,
+Two tables from edgestats.analysis.load.environment: each device's facts (CPU, cores, memory, GPU,
 OS, kernel, power mode, accelerators and whatever else the device reported) and each framework
 and runtime version used, with the other library, Python and edgestats versions the runs
 recorded. Columns that no device has a value in are left out; a column with one value in every
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from edgestats.analysis.load_overview import Overview
+from edgestats.analysis.load.overview import Overview
 from edgestats.reports.page_tables import Footnotes, csv_link, esc, page_table, table_markup
 
 TITLE = "Environment: devices and software"

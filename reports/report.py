@@ -2,7 +2,7 @@
 PNG/SVG and every table as LaTeX/Markdown/CSV.
 
 The page is built from what the caller loaded and hands in: the results, the DB's overview
-(the header) and the power trace of one run (edgestats.analysis.load_overview / load_power_trace). Nothing
+(the header) and the power trace of one run (edgestats.analysis.load.overview / load_power_trace). Nothing
 here opens a DB. Sections come from the analysis registry: the title of each entry, and the
 figures and sentence of its module under reports/sections/.
 """
@@ -20,8 +20,8 @@ from typing import Any
 import polars as pl
 
 from edgestats.analysis import dumps
-from edgestats.analysis.load_overview import Overview
-from edgestats.analysis.load_power_trace import PowerTrace
+from edgestats.analysis.load.overview import Overview
+from edgestats.analysis.load.power_trace import PowerTrace
 from edgestats.errors import EdgestatsError
 from edgestats.registry import analyses as registry
 from edgestats.registry import resolve
@@ -245,10 +245,10 @@ def write_report(
     """Write `out_dir/index.html` and `out_dir/analysis.json`; with `images` ("png", "svg") every
     chart under `images/`, with `tables` ("latex", "markdown", "csv") every table under `tables/`.
 
-    `overview` is the header (edgestats.analysis.load_overview.load_overview), `power_trace` the run
-    drawn in the power section (edgestats.analysis.load_power_trace.load_power_trace; None: no run has
+    `overview` is the header (edgestats.analysis.load.overview.load_overview), `power_trace` the run
+    drawn in the power section (edgestats.analysis.load.power_trace.load_power_trace; None: no run has
     power samples), `environment` the devices' facts and software versions of the environment
-    section (edgestats.analysis.load_environment.load_environment; None: the overview's devices)."""
+    section (edgestats.analysis.load.environment.load_environment; None: the overview's devices)."""
     out_dir, images = Path(out_dir), list(images)
     if any(f not in IMAGE_FORMATS for f in images):
         raise ReportError(f"unknown image format in {images}: use {', '.join(IMAGE_FORMATS)}")

@@ -5,8 +5,8 @@ The answers table has one row per group and candidate, fastest first within a gr
 candidate's median latency [interval], its ratio to the fastest [interval] ("times as long as the
 fastest", 1 for the fastest itself), the Holm-adjusted p within the group and the verdict in a
 word; the verdict's full text ("inconclusive: 7 more runs per configuration would resolve ±5 %")
-is its footnote. Built from the answers analysis' frames (edgestats/analysis/answers.py) and the
-environment frames of edgestats.analysis.load_environment.
+is its footnote. Built from the answers analysis' frames (edgestats/analysis/answers/analysis.py) and the
+environment frames of edgestats.analysis.load.environment.
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ def print_frame(console, title: str, frame, options: TextOptions) -> None:
         frame = frame.head(options.limit)
     frame, notes = readable(frame)  # after the limit: footnotes for the rows shown only
     header = list(frame.columns)
-    from edgestats.analysis.load import CONFIG_COLUMNS  # here: the CLI imports this module at start
+    from edgestats.analysis.load.frames import CONFIG_COLUMNS  # here: the CLI imports this module at start
 
     # what a row is: its text columns and the configuration's axes, numbers included (threads,
     # prompt_tokens): left out last at a narrow width, or rows would read as duplicates

@@ -30,7 +30,7 @@ LABELS = {
     "latency_p90_ms": "p90 latency",
     "latency_p99_ms": "p99 latency",
     # the typical run's tail (the geometric mean of the runs' own quantiles), beside the
-    # configuration's across processes above (edgestats.analysis.tails)
+    # configuration's across processes above (edgestats.analysis.estimators.tails)
     "latency_p90_typical_run_ms": "p90 of the typical run",
     "latency_p99_typical_run_ms": "p99 of the typical run",
     "latency_mean_ms": "mean latency",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from edgestats.analysis.load import _derive
+from edgestats.analysis.load.frames import _derive
 from edgestats.imports.importer import import_results
 
 SAMPLE_DATA = Path(__file__).parents[1] / "sample_data"

@@ -240,8 +240,8 @@ def make_report_db(
 
 def write_db_report(db: Path, out_dir: Path, results: dict[str, Any], **options: Any):
     """write_report of `db`'s results, its overview and power trace loaded first, as the CLI does."""
-    from edgestats.analysis.load_overview import load_overview
-    from edgestats.analysis.load_power_trace import load_power_trace
+    from edgestats.analysis.load.overview import load_overview
+    from edgestats.analysis.load.power_trace import load_power_trace
     from edgestats.reports import write_report
 
     return write_report(out_dir, results, load_overview(db), load_power_trace(db), **options)

@@ -7,7 +7,7 @@ import itertools
 
 import polars as pl
 
-from edgestats.analysis.result import AnalysisResult
+from edgestats.analysis.core.result import AnalysisResult
 from edgestats.reports.units import MIB
 
 P99_NOTE = "too few latencies for p99: no interval"

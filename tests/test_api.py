@@ -16,7 +16,7 @@ from builders import make_results_db
 from typer.testing import CliRunner
 
 import edgestats
-from edgestats.analysis.load import AnalysisInputError
+from edgestats.analysis.load.frames import AnalysisInputError
 from edgestats.cli import app
 from edgestats.errors import DatabaseError, QueryError
 from edgestats.exports.parquet import export_parquet

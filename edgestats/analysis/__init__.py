@@ -1,10 +1,13 @@
 """Statistics over merged results: every figure with a confidence interval (docs/architecture.md §6).
 
 `run_analyses(db, options)` is the entry point for the CLI and the report: it reads the frames
-the chosen analyses need (aggregated in DuckDB, see `load`) and runs each analysis of the
-registry (edgestats/registry/analyses.py), a module with `analyse(data, options)`: a pure
-function of polars frames. Each returns an `AnalysisResult`: JSON entries and tidy figure
-frames. The report's header and power trace have their own loaders (`overview`, `power_trace`).
+the chosen analyses need (aggregated in DuckDB, see `load/`) and runs each analysis of the
+registry (edgestats/registry/analyses.py): a subject package (`summary/`, `answers/`, ...) whose
+`analysis.py` holds `analyse(data, options)`, a pure function of polars frames. Each returns an
+`AnalysisResult`: JSON entries and tidy figure frames. `core/` holds what every analysis takes
+and returns, `estimators/` the intervals and tests they share, `load/` the loaders (the report's
+header and power trace have their own: `load.overview`, `load.power_trace`), `compare/` the
+statistics of `edgestats compare`.
 """
 
 from __future__ import annotations
@@ -13,15 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from edgestats.analysis.breakdown import breakdown
-from edgestats.analysis.energy import energy
-from edgestats.analysis.hyperparams import hyperparams
-from edgestats.analysis.load import AnalysisData, AnalysisInputError, Needs, default_config, load_data
-from edgestats.analysis.options import AnalysisOptions
-from edgestats.analysis.pipeline import pipeline
-from edgestats.analysis.result import AnalysisResult, json_safe, unavailable
-from edgestats.analysis.summary import summarise
-from edgestats.analysis.tradeoff import tradeoff
+from edgestats.analysis.core.options import AnalysisOptions
+from edgestats.analysis.core.result import AnalysisResult, json_safe, unavailable
+from edgestats.analysis.load.frames import AnalysisData, AnalysisInputError, Needs, default_config, load_data
 from edgestats.registry import analyses as registry
 from edgestats.registry import resolve
 
@@ -39,12 +36,6 @@ __all__ = [
     "default_config",
     "dumps",
     "results_json",
-    "breakdown",
-    "energy",
-    "hyperparams",
-    "pipeline",
-    "summarise",
-    "tradeoff",
 ]
 
 

@@ -4,7 +4,7 @@ Each method calls the library function its CLI command calls, with the same opti
 flags' own names (`--by` is `by=`, `--bca-max-n` is `bca_max_n=`, a repeatable flag takes a
 string or a list): `runs` and `analyze` what `edgestats analyze` runs (edgestats.analysis),
 `sql` what `edgestats sql` runs (edgestats.store.query, sandboxed), `compare` what `edgestats compare`
-runs (edgestats.analysis.compare). Options are checked by AnalysisOptions.check, as the CLI's
+runs (edgestats.analysis.compare.comparison). Options are checked by AnalysisOptions.check, as the CLI's
 are. Every read is read-only and sandboxed; nothing is held open between calls, so a collect
 may store runs into the DB while a notebook reads it.
 """
@@ -75,7 +75,7 @@ class Results:
         (epoch_time_s, throughput_per_s, mem_peak_mb, mem_mean_mb). Every run, failed ones
         included, is in `sql("SELECT * FROM run_summary")`."""
         from edgestats.analysis import AnalysisOptions
-        from edgestats.analysis.load import load_data
+        from edgestats.analysis.load.frames import load_data
 
         options = AnalysisOptions(
             where=where,
@@ -170,8 +170,8 @@ class Results:
         `compare A.duckdb B.duckdb`) or these results again. `a`, `b` and `where` select runs
         (--a, --b, --where); without `other`, both `a` and `b` are needed. `threshold` is in
         percent, as --threshold is."""
-        from edgestats.analysis.compare import Selection, combined_where, compare
-        from edgestats.analysis.load import AnalysisInputError
+        from edgestats.analysis.compare.comparison import Selection, combined_where, compare
+        from edgestats.analysis.load.frames import AnalysisInputError
 
         if other is None and (a is None or b is None):
             raise AnalysisInputError(

@@ -182,7 +182,8 @@ class Analyses(Mapping[str, Analysis]):
 
 
 class ComparisonView:
-    """B against A (edgestats/analysis/compare.py): `.frame`, `.json()`, `.chart()`, `.regressions`,
+    """B against A (edgestats/analysis/compare/comparison.py): `.frame`, `.json()`, `.chart()`,
+    `.regressions`,
     `.overall` (the geometric mean of B/A across configurations) and `.warnings`."""
 
     def __init__(self, comparison: Any):
@@ -233,7 +234,7 @@ class ComparisonView:
 
     def _warning_lines(self) -> list[str]:
         """pyperf's "WARNING: the result may be unstable", then each cause with its next step."""
-        from edgestats.analysis.compare_warnings import HEADLINE
+        from edgestats.analysis.compare.cautions import HEADLINE
 
         if not self.comparison.warnings:
             return []
@@ -243,7 +244,7 @@ class ComparisonView:
 
     def _overall_texts(self) -> list[str]:
         """'median latency 0.679 [0.152, 3.030] over 2 configurations' per metric."""
-        from edgestats.analysis.compare import METRICS
+        from edgestats.analysis.compare.comparison import METRICS
         from edgestats.formatting import counted, format_interval
 
         return [

@@ -145,7 +145,7 @@ def report_extras(out: Path | None, *, png: bool, svg: bool, tables: str | None)
 
 def print_text(db: Path, results, *, limit: int | None) -> None:
     """The results as tables on the terminal, the devices that collected runs first."""
-    from edgestats.analysis.load_overview import collected_devices
+    from edgestats.analysis.load.overview import collected_devices
 
     print_results(results, TextOptions(limit=limit, collected_devices=collected_devices(db)))
 
@@ -166,9 +166,9 @@ def write_report_files(
     """The report, and where it is: on stderr when --json owns stdout. The report draws; the DB's
     overview, power trace and environment (of the runs `options` select) are loaded here, by the
     analysis layer."""
-    from edgestats.analysis.load_environment import load_environment
-    from edgestats.analysis.load_overview import load_overview
-    from edgestats.analysis.load_power_trace import load_power_trace
+    from edgestats.analysis.load.environment import load_environment
+    from edgestats.analysis.load.overview import load_overview
+    from edgestats.analysis.load.power_trace import load_power_trace
     from edgestats.reports import write_report
 
     environment = load_environment(db, options.where, options.filters) if options else load_environment(db)

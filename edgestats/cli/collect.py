@@ -254,7 +254,7 @@ def sweep_flags(params: dict[str, Any]) -> dict[str, Any]:
 
 def precision_goal(text: str, max_repeat: int, sweep: Sweep) -> PrecisionGoal:
     """--until-precise PCT ("2%" or "2": ±2 % of the median) and --max-repeat, checked; the
-    pilot of the stopping rule (Stein's two-stage, edgestats/analysis/stopping.py) is 5 runs, or
+    pilot of the stopping rule (Stein's two-stage, edgestats/analysis/estimators/stopping.py) is 5 runs, or
     the sweep's repeat when larger."""
     number = text.strip().removesuffix("%").strip()
     try:

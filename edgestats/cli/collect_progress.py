@@ -39,7 +39,7 @@ NOISY_EXIT = 3  # --on-noise fail stopped the sweep (docs/cli/collect.md "Noise 
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
 
-# Steady latencies a run needs before summary counts its p90 / p99 (edgestats/analysis/tails.py
+# Steady latencies a run needs before summary counts its p90 / p99 (edgestats/analysis/estimators/tails.py
 # MIN_LATENCIES, which this module cannot import on a device without the analysis extra)
 TAIL_MIN_LATENCIES = {"p90": 20, "p99": 100}
 
@@ -147,7 +147,7 @@ def run_until_precise(
     and one per configuration as it stops."""
     require_analysis_python("--until-precise")  # the analysis side needs Python 3.11+
     try:
-        from edgestats.analysis.stopping import stein_rule
+        from edgestats.analysis.estimators.stopping import stein_rule
     except ImportError as exc:
         raise missing_error("--until-precise", exc.name) from None
     configs, _ = feasibility(Sweep(dict(sweep.axes), dict(sweep.settings), dict(sweep.options)).configs())

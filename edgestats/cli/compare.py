@@ -1,6 +1,6 @@
 """`edgestats compare A.duckdb [B.duckdb]`: is B faster than A, by how much, and is it real?
 
-Thin: the options become two Selections, `edgestats.analysis.compare.compare` does the matching
+Thin: the options become two Selections, `edgestats.analysis.compare.comparison.compare` does the matching
 and the statistics, and the result is printed as text (the terminal's width, 80 to 120 columns)
 or Markdown (compare_render.py), or JSON, and drawn by `edgestats.reports.compare_page` (--out). Exit status
 (docs/cli/compare.md): 0 no significant regression, 1 a significant regression beyond
@@ -89,7 +89,7 @@ def _compare(
     fmt: str,
     out: Path | None,
 ) -> int:
-    from edgestats.analysis.compare import Selection, combined_where, compare
+    from edgestats.analysis.compare.comparison import Selection, combined_where, compare
 
     if fmt not in FORMATS:
         raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
@@ -115,7 +115,7 @@ def _compare(
 
 
 def write_page(comparison, out: Path) -> None:
-    from edgestats.analysis.load_overview import load_overview
+    from edgestats.analysis.load.overview import load_overview
     from edgestats.reports.compare_page import write_compare_page
 
     dbs = dict.fromkeys([comparison.a.db, comparison.b.db])  # one DB with two selections: one overview

@@ -1,7 +1,7 @@
 """`edgestats compare` in words: the text table (the terminal's width, 80 to 120 columns, lines
 wrapped at word boundaries, never inside a command, a quoted expression or a figure with its unit)
 and the Markdown table for a pull-request comment (docs/cli/compare.md, "Output"). It formats a
-Comparison (edgestats/analysis/compare.py); it computes nothing.
+Comparison (edgestats/analysis/compare/comparison.py); it computes nothing.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def detect_legend(comparison) -> list[str]:
 
 def warning_lines(comparison, width: int = WIDTH) -> list[str]:
     """pyperf's "WARNING: the benchmark result may be unstable", with each cause and its next step."""
-    from edgestats.analysis.compare_warnings import HEADLINE
+    from edgestats.analysis.compare.cautions import HEADLINE
 
     if not comparison.warnings:
         return []
@@ -238,7 +238,7 @@ def footer_lines(comparison, width: int = WIDTH) -> list[str]:
 
 def markdown_warnings(comparison) -> list[str]:
     """The warnings as one quoted block: the headline, then each cause and its next step."""
-    from edgestats.analysis.compare_warnings import HEADLINE
+    from edgestats.analysis.compare.cautions import HEADLINE
     from edgestats.reports.tables import markdown_escape
 
     if not comparison.warnings:

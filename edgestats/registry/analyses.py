@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from edgestats.registry import names_text
 
-# The frames of AnalysisData an analysis can ask for (edgestats.analysis.load.Needs).
+# The frames of AnalysisData an analysis can ask for (edgestats.analysis.load.frames.Needs).
 FRAMES = ("latencies", "phases", "phase_energy", "epochs", "generation")
 
 
@@ -33,7 +33,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "Answers: which is fastest, by how much, how sure",
         "per device, model, batch size and precision: the fastest candidate and every other one's "
         "ratio to it, with its interval, Holm's p and a verdict",
-        "edgestats.analysis.answers:analyse",
+        "edgestats.analysis.answers.analysis:analyse",
         "edgestats.reports.sections.answers",
         "docs/cli/analyze.md#answers--which-is-fastest-by-how-much-how-sure",
         needs=("latencies",),
@@ -42,7 +42,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "summary",
         "Latency, throughput, memory and energy per configuration",
         "latency, throughput, memory and energy per configuration",
-        "edgestats.analysis.summary:analyse",
+        "edgestats.analysis.summary.analysis:analyse",
         "edgestats.reports.sections.summary",
         "docs/cli/analyze.md#summary--per-configuration",
         needs=("latencies",),
@@ -51,7 +51,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "breakdown",
         "Where the time goes: import, model load, inference (pCAMP Table 3)",
         "load vs inference: seconds per phase and load / steady ratios",
-        "edgestats.analysis.breakdown:analyse",
+        "edgestats.analysis.breakdown.analysis:analyse",
         "edgestats.reports.sections.breakdown",
         "docs/cli/analyze.md#breakdown--load-vs-inference-pcamp-table-3-insight-1",
         needs=("phases",),
@@ -60,7 +60,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "energy",
         "Time and energy",
         "time-energy correlation and energy per phase above idle",
-        "edgestats.analysis.energy:analyse",
+        "edgestats.analysis.energy.analysis:analyse",
         "edgestats.reports.sections.energy",
         "docs/cli/analyze.md#energy--timeenergy-correlation-and-energy-per-phase-pcamp-figure-3-insight-3",
         needs=("phase_energy",),
@@ -69,7 +69,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "tradeoff",
         "Memory–latency trade-off and winners",
         "memory vs latency (Pareto front) and the best framework per metric, Holm-corrected",
-        "edgestats.analysis.tradeoff:analyse",
+        "edgestats.analysis.tradeoff.analysis:analyse",
         "edgestats.reports.sections.tradeoff",
         "docs/cli/analyze.md#tradeoff--memory-vs-latency-and-no-single-winner",
         needs=("latencies",),
@@ -79,7 +79,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "Generation: time to first token, tokens per second, energy per token",
         "generation runs: time to first token, prefill and decode tokens/s, inter-token p50/p90/p99, "
         "energy per token by phase, memory, and decode time against context depth",
-        "edgestats.analysis.generation:analyse",
+        "edgestats.analysis.generation.analysis:analyse",
         "edgestats.reports.sections.generation",
         "docs/cli/analyze.md#generation--time-to-first-token-tokens-per-second-energy-per-token",
         needs=("latencies", "generation"),
@@ -88,7 +88,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "hyperparams",
         "Hyperparameters: main effects on accuracy and training time",
         "OLS/ANOVA of a response on hyperparameters, and the best configuration",
-        "edgestats.analysis.hyperparams:analyse",
+        "edgestats.analysis.hyperparams.analysis:analyse",
         "edgestats.reports.sections.hyperparams",
         "docs/cli/analyze.md#hyperparams--ols--anova-of-a-response-on-factors-the-dlaas-tables",
     ),
@@ -96,7 +96,7 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         "pipeline",
         "Data pipeline: fetch stalls, CPU and memory",
         "data-loading stalls vs workers, resources vs batch size",
-        "edgestats.analysis.pipeline:analyse",
+        "edgestats.analysis.pipeline.analysis:analyse",
         "edgestats.reports.sections.pipeline",
         "docs/cli/analyze.md#pipeline--data-loading-stalls-and-resources-vs-batch-size-jetson-study-dlaas-table-xxii",
         needs=("epochs",),

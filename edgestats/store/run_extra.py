@@ -24,7 +24,7 @@ VIEW = "run_extra"
 # run_extra is joined to these views USING (run_id): a key named like one of their columns is
 # prefixed, so that the join never hides or duplicates a run column.
 JOINED_VIEWS = ("run_summary", "training_summary", "run_results")
-# Columns analyze adds to each run (edgestats/analysis/load.py): a key named like one is prefixed too.
+# Columns analyze adds to each run (edgestats/analysis/load/frames.py): a key named like one is prefixed too.
 ANALYSIS_COLUMNS = {"run_idx", "epoch_time_s", "throughput_per_s", "mem_peak_mb", "mem_mean_mb"}
 
 

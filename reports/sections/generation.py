@@ -1,7 +1,7 @@
 """The generation section: time to first token, prefill and decode tokens per second, inter-token
 latency p50 / p90 / p99 and energy per token per configuration, each with its run-level
 interval, and decode time per token against context depth with the fitted line. It draws what
-edgestats.analysis.generation computed and computes nothing."""
+edgestats.analysis.generation.analysis computed and computes nothing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""answers (edgestats/analysis/answers.py): each ratio, interval and Holm p against an independent
+"""answers (edgestats/analysis/answers/analysis.py): each ratio, interval and Holm p against an independent
 computation from the runs' medians (numpy, scipy and statsmodels on the DB's latencies, read with
 DuckDB), the interval's coverage of a known ratio by simulation, and the verdicts: a clear
 difference, a tie, too few runs."""
@@ -15,9 +15,9 @@ from answers_builders import check_against_runs, db_run_medians, make_answers_db
 from scipy import stats
 
 from edgestats.analysis import AnalysisOptions, analyse_data, results_json, run_analyses
-from edgestats.analysis import answers_stats as st
-from edgestats.analysis.answers import answers
-from edgestats.analysis.load import AnalysisData, AnalysisInputError
+from edgestats.analysis.answers import stats as st
+from edgestats.analysis.answers.analysis import answers
+from edgestats.analysis.load.frames import AnalysisData, AnalysisInputError
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,7 @@ def test_the_ratio_interval_covers_a_known_ratio_near_its_level(n_a, n_b):
 def test_a_generation_group_says_its_latency_is_between_tokens():
     """A generation run's latency is a decode step's (the time to first token is apart): the
     sentence says inter-token, an inference group's does not."""
-    from edgestats.analysis.answers_text import sentence_across, sentence_within
+    from edgestats.analysis.answers.text import sentence_across, sentence_within
 
     fastest = {"candidate": "llamacpp", "estimate": 3.82, "ci_low": 3.48, "ci_high": 4.21}
     generation = {"device": "vm", "model": "llama15m", "prompt_tokens": 16, "new_tokens": 16}

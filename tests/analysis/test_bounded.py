@@ -1,4 +1,4 @@
-"""The bounded intervals of edgestats.analysis.bounded one by one: Wilson against statsmodels, the
+"""The bounded intervals of edgestats.analysis.estimators.bounded one by one: Wilson against statsmodels, the
 log- and logit-scale intervals by hand and by simulation (coverage), the quantity kinds, energy
 cut at 0. Separate from test_bounded_intervals.py, which runs every analysis on random DBs."""
 
@@ -12,7 +12,7 @@ from analysis_builders import runs_frame
 from scipy import stats
 from scipy.special import expit, logit
 
-from edgestats.analysis.bounded import (
+from edgestats.analysis.estimators.bounded import (
     bounded_mean,
     clip_at_zero,
     geometric_mean_t,
@@ -21,8 +21,8 @@ from edgestats.analysis.bounded import (
     quantity_kind,
     wilson_interval,
 )
-from edgestats.analysis.intervals import Estimate
-from edgestats.analysis.summary import energy_estimate
+from edgestats.analysis.estimators.intervals import Estimate
+from edgestats.analysis.summary.analysis import energy_estimate
 
 
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])

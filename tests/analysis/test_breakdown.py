@@ -13,8 +13,8 @@ import pytest
 from analysis_builders import import_sample, runs_frame
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.breakdown import breakdown
-from edgestats.analysis.ratios import PAIRED_LOG_METHOD
+from edgestats.analysis.breakdown.analysis import breakdown
+from edgestats.analysis.estimators.ratios import PAIRED_LOG_METHOD
 from edgestats.store.results import Store
 
 TABLE3 = {  # pCAMP Table 3, PyTorch on Jetson TX2 (s)

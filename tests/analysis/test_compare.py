@@ -1,4 +1,4 @@
-"""compare's statistics and matching (edgestats/analysis/compare.py), on hand-made per-run frames:
+"""compare's statistics and matching (edgestats/analysis/compare/comparison.py), on hand-made per-run frames:
 Welch's interval and p-value against scipy, the TOST p-value against statsmodels, the interval's
 coverage of a known ratio by simulation, Holm against statsmodels' reference (of the difference
 and of the equivalence tests), the verdict rule, the minimum detectable effect in the JSON, and
@@ -15,8 +15,8 @@ import pytest
 from scipy import stats
 from statsmodels.stats.weightstats import ttost_ind
 
-from edgestats.analysis import compare_stats as cs
-from edgestats.analysis.compare import (
+from edgestats.analysis.compare import stats as cs
+from edgestats.analysis.compare.comparison import (
     TOO_FEW,
     RatioTest,
     Selection,

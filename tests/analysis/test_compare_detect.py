@@ -1,5 +1,5 @@
 """compare's minimum detectable effect in words and the runs that would settle an inconclusive
-verdict (edgestats/analysis/compare_detect.py): the words at each boundary and over twenty orders
+verdict (edgestats/analysis/compare/detect.py): the words at each boundary and over twenty orders
 of magnitude; the runs a side against an independent computation (scipy's Welch interval on
 samples built with exactly the measured SDs); and, through compare_runs, a 2-run comparison of
 noisy runs whose detectable change is astronomically large says so in words and keeps the number."""
@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from edgestats.analysis.compare import Selection, compare_runs
-from edgestats.analysis.compare_detect import change_text, detect_text, resolve_step
-from edgestats.analysis.compare_stats import Design
+from edgestats.analysis.compare.comparison import Selection, compare_runs
+from edgestats.analysis.compare.detect import change_text, detect_text, resolve_step
+from edgestats.analysis.compare.stats import Design
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 

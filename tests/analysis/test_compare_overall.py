@@ -1,4 +1,4 @@
-"""compare's overall figure (edgestats/analysis/compare_overall.py): the geometric mean of the ratios
+"""compare's overall figure (edgestats/analysis/compare/overall.py): the geometric mean of the ratios
 B/A across matched configurations with its interval, checked against an independent computation
 (numpy and scipy, from the per-run figures), against scipy's Welch interval for one configuration,
 and by simulation: the interval covers the true geometric mean of known ratios about 95 % of the
@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from edgestats.analysis import compare_stats as cs
-from edgestats.analysis.compare import Selection, compare_runs
+from edgestats.analysis.compare import stats as cs
+from edgestats.analysis.compare.comparison import Selection, compare_runs
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 

@@ -1,4 +1,4 @@
-"""compare's statistics on arrays (edgestats/analysis/compare_stats.py): the minimum detectable
+"""compare's statistics on arrays (edgestats/analysis/compare/stats.py): the minimum detectable
 effect against statsmodels where Welch's test is exactly a noncentral t, and by simulation of
 compare's own verdict where it is not; the equivalence verdict's family-wise error with Holm
 (beside the old unadjusted rule's); and A/A comparisons that never say faster or slower.
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from edgestats.analysis import compare_stats as cs
-from edgestats.analysis.multiplicity import holm
+from edgestats.analysis.compare import stats as cs
+from edgestats.analysis.estimators.multiplicity import holm
 
 THRESHOLD, LEVEL = 0.05, 0.95
 BAND = math.log1p(THRESHOLD)

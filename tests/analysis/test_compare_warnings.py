@@ -1,4 +1,4 @@
-"""compare's warnings (edgestats/analysis/compare_warnings.py) on hand-made per-run frames: noisy
+"""compare's warnings (edgestats/analysis/compare/cautions.py) on hand-made per-run frames: noisy
 runs counted per side with their reasons grouped, the between-run spread (coefficient of
 variation of run medians) against numpy's, only the matched configurations' runs counted, and
 no warning (and the same verdicts) where the runs are quiet and tight."""
@@ -11,8 +11,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from edgestats.analysis.compare import Selection, compare_runs
-from edgestats.analysis.compare_warnings import SPREAD_LIMIT_CV, reason_kind
+from edgestats.analysis.compare.cautions import SPREAD_LIMIT_CV, reason_kind
+from edgestats.analysis.compare.comparison import Selection, compare_runs
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 CPU = "other processes used 85 % of 4 CPUs (> 10 %)"

@@ -1,4 +1,4 @@
-"""The time–energy fit and correlation over configurations (edgestats.analysis.energy_fit): equal to
+"""The time–energy fit and correlation over configurations (edgestats.analysis.energy.fit): equal to
 statsmodels / scipy on configuration means computed here by hand, and covering the true slope by
 simulation where runs of one configuration share its power draw."""
 
@@ -11,9 +11,9 @@ import statsmodels.api as sm
 from analysis_builders import runs_frame
 from scipy import stats
 
-from edgestats.analysis.energy import energy
-from edgestats.analysis.energy_fit import MEDIAN_NOTE, ols_line
-from edgestats.analysis.intervals import t_quantile
+from edgestats.analysis.energy.analysis import energy
+from edgestats.analysis.energy.fit import MEDIAN_NOTE, ols_line
+from edgestats.analysis.estimators.intervals import t_quantile
 
 CONFIG = ["device", "framework", "model"]
 FRAMEWORKS = ("tensorflow", "pytorch", "mxnet", "caffe2", "tflite", "onnxruntime")

@@ -10,10 +10,10 @@ from analysis_builders import latencies_frame, runs_frame
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from edgestats.analysis.energy import energy
-from edgestats.analysis.intervals import BootstrapSettings
-from edgestats.analysis.tradeoff import tradeoff
-from edgestats.analysis.tradeoff_points import pareto_mask
+from edgestats.analysis.energy.analysis import energy
+from edgestats.analysis.estimators.intervals import BootstrapSettings
+from edgestats.analysis.tradeoff.analysis import tradeoff
+from edgestats.analysis.tradeoff.points import pareto_mask
 
 CONFIG = ["device", "framework", "model"]
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=2)

@@ -1,6 +1,6 @@
 """Every row of the training analyses' frames (hyperparams, pipeline) and of their charts carries the
 page filter's fields (device, framework, runtime, model) of the runs behind it: the value they
-share, or their values joined ", " where they span several (edgestats.analysis.filter_tags). The
+share, or their values joined ", " where they span several (edgestats.analysis.core.filter_tags). The
 expected values are counted from the DB by SQL, apart from the analysis.
 
 DB: tests/training_builders.py (inference cnn9/squeezenet, training mnist_cnn and lenet5, training
@@ -16,8 +16,8 @@ import pytest
 from training_builders import TRAINING_MODELS, make_training_models_db
 
 from edgestats.analysis import run_analyses
-from edgestats.analysis.filter_tags import FILTER_TAGS, filter_tags
-from edgestats.analysis.options import AnalysisOptions
+from edgestats.analysis.core.filter_tags import FILTER_TAGS, filter_tags
+from edgestats.analysis.core.options import AnalysisOptions
 from edgestats.reports import charts_training
 
 pytestmark = pytest.mark.slow  # the DB and four analyses: about 4 s

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from edgestats.analysis import AnalysisOptions, results_json, run_analyses
-from edgestats.analysis.bounded import NEGATIVE_NOTE, quantity_kind
+from edgestats.analysis.estimators.bounded import NEGATIVE_NOTE, quantity_kind
 
 
 @st.composite

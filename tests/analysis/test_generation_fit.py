@@ -1,4 +1,4 @@
-"""generation's depth fit (edgestats.analysis.generation_fit): decode time per token = a + b·depth,
+"""generation's depth fit (edgestats.analysis.generation.fit): decode time per token = a + b·depth,
 its slope and intercept with their intervals (OLS, HC3 t) against an independent statsmodels
 formula fit of the runs' mean inter-token latencies read straight from the latencies table; the
 interval's coverage by simulation under run-to-run spread (a run slower by a factor: the classical
@@ -13,7 +13,7 @@ import statsmodels.formula.api as smf
 from generation_builders import GenConfig, depth_sweep, make_generation_db
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.generation_fit import fit_one
+from edgestats.analysis.generation.fit import fit_one
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from edgestats.analysis.hierarchical import (
+from edgestats.analysis.estimators.hierarchical import (
     ONE_RUN_NOTE,
     VarianceComponents,
     _usable_runs,
@@ -25,7 +25,7 @@ from edgestats.analysis.hierarchical import (
     relative_half_width,
     variance_components,
 )
-from edgestats.analysis.intervals import BootstrapSettings, quantile_ci
+from edgestats.analysis.estimators.intervals import BootstrapSettings, quantile_ci
 
 TRUE_MEDIAN_MS = 20.0
 BETWEEN_SD, WITHIN_SD = 0.05, 0.01  # on the log scale: 5 % between runs, 1 % within

@@ -10,8 +10,8 @@ import statsmodels.formula.api as smf
 from analysis_builders import import_sample, runs_frame
 
 from edgestats.analysis import AnalysisInputError, AnalysisOptions, run_analyses
-from edgestats.analysis.hyperparams import hyperparams, parse_constraint
-from edgestats.analysis.hyperparams_fit import choose_scale
+from edgestats.analysis.hyperparams.analysis import hyperparams, parse_constraint
+from edgestats.analysis.hyperparams.fit import choose_scale
 
 
 @pytest.fixture(scope="module")

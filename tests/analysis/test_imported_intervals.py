@@ -1,4 +1,4 @@
-"""Imported one-row-per-run results (edgestats/analysis/imported_runs.py): the median's interval
+"""Imported one-row-per-run results (edgestats/analysis/summary/imported.py): the median's interval
 across runs is the same log-scale t as collected runs get, against scipy; the notes for one and two
 runs; the issue's three-row table; and its coverage by simulation beside the old BCa's."""
 
@@ -11,9 +11,9 @@ import pytest
 from analysis_builders import runs_frame
 from scipy import stats
 
-from edgestats.analysis.imported_runs import IMPORTED_ONE_RUN_NOTE, median_across_runs
-from edgestats.analysis.intervals import BootstrapSettings, quantile_ci
-from edgestats.analysis.summary import summarise
+from edgestats.analysis.estimators.intervals import BootstrapSettings, quantile_ci
+from edgestats.analysis.summary.analysis import summarise
+from edgestats.analysis.summary.imported import IMPORTED_ONE_RUN_NOTE, median_across_runs
 
 CONFIG = ["device", "framework", "model"]
 

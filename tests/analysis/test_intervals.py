@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgestats.analysis.correlations import correlation, fisher_z_interval
-from edgestats.analysis.intervals import (
+from edgestats.analysis.core.result import json_safe
+from edgestats.analysis.estimators.correlations import correlation, fisher_z_interval
+from edgestats.analysis.estimators.intervals import (
     BootstrapSettings,
     mean_t,
     mean_t_from_moments,
     order_statistic_ranks,
     quantile_ci,
 )
-from edgestats.analysis.ratios import paired_ratio_of_means, ratio_of_medians
-from edgestats.analysis.result import json_safe
+from edgestats.analysis.estimators.ratios import paired_ratio_of_means, ratio_of_medians
 
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=200, seed=7)
 

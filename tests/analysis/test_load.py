@@ -9,7 +9,7 @@ import pytest
 from json_compare import same_to_12_digits
 
 from edgestats.analysis import ANALYSES, AnalysisInputError, AnalysisOptions, run_analyses
-from edgestats.analysis.load import Needs, check_where, filters_sql, latencies_sql, load_data, runs_sql
+from edgestats.analysis.load.frames import Needs, check_where, filters_sql, latencies_sql, load_data, runs_sql
 
 
 def test_sql_builders_return_strings():

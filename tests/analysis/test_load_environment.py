@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.analysis.load import AnalysisInputError
-from edgestats.analysis.load_environment import load_environment
+from edgestats.analysis.load.environment import load_environment
+from edgestats.analysis.load.frames import AnalysisInputError
 from edgestats.store.results import Store
 
 PI_FACTS = {

@@ -1,4 +1,5 @@
-"""Split runs (edgestats/analysis/modality.py): the gap test's statistic against a hand computation,
+"""Split runs (edgestats/analysis/estimators/modality.py): the gap test's statistic against a hand
+computation,
 its Monte Carlo null against an independent simulation, and by simulation its false-positive
 rate on unimodal runs of realistic shapes and its power on runs split 30 % / 70 %.
 
@@ -17,7 +18,7 @@ import statistics
 import numpy as np
 import pytest
 
-from edgestats.analysis.modality import (
+from edgestats.analysis.estimators.modality import (
     METHOD,
     MIN_CLUSTER_RUNS,
     MIN_RUNS,

@@ -1,4 +1,4 @@
-"""Holm's adjustment (edgestats/analysis/multiplicity.py) against statsmodels' multipletests,
+"""Holm's adjustment (edgestats/analysis/estimators/multiplicity.py) against statsmodels' multipletests,
 the reference implementation, on random families with ties, zeros and ones."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from edgestats.analysis.multiplicity import holm
+from edgestats.analysis.estimators.multiplicity import holm
 
 p_value = st.one_of(st.sampled_from([0.0, 1.0, 0.01, 0.05]), st.floats(0.0, 1.0))
 

@@ -1,4 +1,4 @@
-"""The next step beside a wide interval (edgestats.analysis.hierarchical.next_step, summary's
+"""The next step beside a wide interval (edgestats.analysis.estimators.hierarchical.next_step, summary's
 `next_step` on latency_median_ms): when the median's interval is wider than ±25 % ((high − low) / 2
 / median) or rests on fewer than 3 runs, how many runs would reach ±5 % at the measured
 between-run spread, checked against an independent computation: with equal runs the ANOVA's
@@ -14,8 +14,8 @@ import pytest
 from analysis_builders import latencies_frame, runs_frame
 from scipy import stats
 
-from edgestats.analysis.intervals import BootstrapSettings
-from edgestats.analysis.summary import summarise
+from edgestats.analysis.estimators.intervals import BootstrapSettings
+from edgestats.analysis.summary.analysis import summarise
 
 SETTINGS = BootstrapSettings(n_resamples=999, bca_max_n=100, seed=3)
 CONFIG = ["device", "framework", "model"]

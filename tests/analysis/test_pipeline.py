@@ -10,9 +10,9 @@ from analysis_builders import import_sample, runs_frame
 from scipy import stats
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.intervals import BootstrapSettings
-from edgestats.analysis.pipeline import pipeline
-from edgestats.analysis.ratios import WELCH_LOG_METHOD
+from edgestats.analysis.estimators.intervals import BootstrapSettings
+from edgestats.analysis.estimators.ratios import WELCH_LOG_METHOD
+from edgestats.analysis.pipeline.analysis import pipeline
 from edgestats.store.results import Store
 
 

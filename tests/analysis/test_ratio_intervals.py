@@ -1,4 +1,4 @@
-"""Ratios of a few runs (edgestats/analysis/ratios.py): below 10 values a side nothing is
+"""Ratios of a few runs (edgestats/analysis/estimators/ratios.py): below 10 values a side nothing is
 resampled. The paired ratio of means gets the delta-method t interval on the log scale and the
 ratio of two independent samples' medians the ratio of geometric means with Welch's t interval,
 each against a hand or scipy computation and by simulated coverage, the old bootstrap beside."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgestats.analysis.intervals import BootstrapSettings, bootstrap
-from edgestats.analysis.ratios import (
+from edgestats.analysis.estimators.intervals import BootstrapSettings, bootstrap
+from edgestats.analysis.estimators.ratios import (
     MIN_RESAMPLED,
     PAIRED_LOG_METHOD,
     WELCH_LOG_METHOD,

@@ -1,4 +1,4 @@
-"""What summary says of its runs' steady state (edgestats.analysis.steadiness): the counts per
+"""What summary says of its runs' steady state (edgestats.analysis.summary.steadiness): the counts per
 configuration and the note, from the verdicts collect stored (runs.steady_from, no_steady_state)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import polars as pl
 from builders import make_results_db
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.steadiness import steadiness_counts, steadiness_note
+from edgestats.analysis.summary.steadiness import steadiness_counts, steadiness_note
 from edgestats.store.results import Store
 
 

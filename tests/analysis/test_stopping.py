@@ -1,4 +1,4 @@
-"""The stopping rule of `collect --until-precise` (edgestats/analysis/stopping.py): Stein's
+"""The stopping rule of `collect --until-precise` (edgestats/analysis/estimators/stopping.py): Stein's
 two-stage procedure against a hand computation, and its coverage by simulation against the old
 rule (stop as soon as the run-level interval looks narrow enough, after 3 runs).
 
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from edgestats.analysis.hierarchical import median_over_runs
-from edgestats.analysis.stopping import stein_decisions, stein_rule
+from edgestats.analysis.estimators.hierarchical import median_over_runs
+from edgestats.analysis.estimators.stopping import stein_decisions, stein_rule
 
 LEVEL = 0.95
 TRUE_MEDIAN_MS = 20.0

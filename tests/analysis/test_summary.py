@@ -13,8 +13,8 @@ from analysis_builders import latencies_frame, runs_frame
 from scipy import stats
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.intervals import BootstrapSettings, order_statistic_ranks
-from edgestats.analysis.summary import summarise
+from edgestats.analysis.estimators.intervals import BootstrapSettings, order_statistic_ranks
+from edgestats.analysis.summary.analysis import summarise
 from edgestats.formatting import format_number
 from edgestats.store.results import Store
 
@@ -312,7 +312,7 @@ def test_distribution_of_imported_runs_is_across_their_medians():
     assert "1 run without per-inference rows left out" in mixed["note"]
 
 
-# -- split runs (edgestats/analysis/modality.py) ---------------------------------------------------
+# -- split runs (edgestats/analysis/estimators/modality.py) ------------------------------------------------
 
 
 def imported(medians: list[float], model: str = "squeezenet") -> list[dict]:
@@ -344,8 +344,8 @@ def test_too_few_runs_are_not_tested():
 
 def test_cluster_notes_are_capped(monkeypatch):
     """A stub of modality's interface: every configuration split; five notes, then a count."""
-    from edgestats.analysis import summary
-    from edgestats.analysis.modality import Modality
+    from edgestats.analysis.estimators.modality import Modality
+    from edgestats.analysis.summary import analysis as summary
 
     clusters = [{"n_runs": 4, "centre": 8.1}, {"n_runs": 3, "centre": 8.8}]
     monkeypatch.setattr(

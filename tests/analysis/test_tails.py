@@ -1,4 +1,4 @@
-"""Tails across processes (edgestats/analysis/tails.py): the equal-weight mixture against numpy and
+"""Tails across processes (edgestats/analysis/estimators/tails.py): the equal-weight mixture against numpy and
 a hand computation, the convolution against scipy's quadrature, the minimum sample, and the
 coverage of the configuration's p99 by simulation, beside the old typical-run interval's."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from edgestats.analysis.intervals import BootstrapSettings
-from edgestats.analysis.tails import (
+from edgestats.analysis.estimators.intervals import BootstrapSettings
+from edgestats.analysis.estimators.tails import (
     KNOT_PROBABILITIES,
     MIN_LATENCIES,
     convolved_quantiles,

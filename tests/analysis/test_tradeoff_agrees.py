@@ -14,9 +14,9 @@ import pytest
 from builders import write_inference_run
 
 from edgestats.analysis import AnalysisOptions
-from edgestats.analysis.load import Needs, load_data
-from edgestats.analysis.summary import analyse as summary_analyse
-from edgestats.analysis.tradeoff import analyse as tradeoff_analyse
+from edgestats.analysis.load.frames import Needs, load_data
+from edgestats.analysis.summary.analysis import analyse as summary_analyse
+from edgestats.analysis.tradeoff.analysis import analyse as tradeoff_analyse
 from edgestats.imports.importer import import_results
 from edgestats.store.results import Store
 

@@ -1,4 +1,4 @@
-"""The median's interval after `collect --until-precise` (edgestats/analysis/until_precise.py):
+"""The median's interval after `collect --until-precise` (edgestats/analysis/summary/until_precise.py):
 Stein's interval against a hand computation, read from the stop records runs carry in a real DB
 (the records written by the rule the collector runs), the usual interval where the runs do not
 fit, and the coverage of the summary-side function by simulation beside the usual interval's.
@@ -22,9 +22,9 @@ import pytest
 from scipy import stats
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.bounded import geometric_mean_t
-from edgestats.analysis.stopping import stein_decisions, stein_rule
-from edgestats.analysis.until_precise import RECORD_COLUMN, median_after_stopping, stein_median
+from edgestats.analysis.estimators.bounded import geometric_mean_t
+from edgestats.analysis.estimators.stopping import stein_decisions, stein_rule
+from edgestats.analysis.summary.until_precise import RECORD_COLUMN, median_after_stopping, stein_median
 from edgestats.store.results import Store
 
 LEVEL = 0.95

@@ -17,7 +17,7 @@ import pytest
 from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
-from edgestats.analysis.load import check_where
+from edgestats.analysis.load.frames import check_where
 from edgestats.cli import app
 from edgestats.errors import QueryError
 from edgestats.store.query import run_query

@@ -11,8 +11,8 @@ import pytest
 from builders import write_inference_run
 from typer.testing import CliRunner
 
-from edgestats.analysis.load import load_data
-from edgestats.analysis.options import AnalysisOptions
+from edgestats.analysis.core.options import AnalysisOptions
+from edgestats.analysis.load.frames import load_data
 from edgestats.cli import app
 from edgestats.collectors.collect import noise_policy
 from edgestats.collectors.orchestrator import Orchestrator

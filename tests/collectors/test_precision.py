@@ -2,7 +2,7 @@
 precise enough, with the reason each one stopped stored with its last run.
 
 The loop is driven through the real store and the analysis side's stopping rule (Stein's
-two-stage procedure, edgestats/analysis/stopping.py; its coverage is simulated in
+two-stage procedure, edgestats/analysis/estimators/stopping.py; its coverage is simulated in
 tests/analysis/test_stopping.py); the runs come from a stand-in orchestrator whose latencies have
 a known between-run spread, so "stable" and "high-variance" are facts of the test, not of the
 machine's load. One end-to-end test runs real ONNX Runtime workers through the CLI.
@@ -24,8 +24,8 @@ import pytest
 import typer
 from scipy import stats
 
-from edgestats.analysis.hierarchical import median_over_runs
-from edgestats.analysis.stopping import stein_rule
+from edgestats.analysis.estimators.hierarchical import median_over_runs
+from edgestats.analysis.estimators.stopping import stein_rule
 from edgestats.cli.collect import precision_goal
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop

@@ -16,7 +16,7 @@ from golden_files import any_requested, golden_names, is_requested, normalise, u
 from report_builders import make_report_db
 
 from edgestats.analysis import run_analyses
-from edgestats.analysis.load_power_trace import PowerTrace, load_power_trace
+from edgestats.analysis.load.power_trace import PowerTrace, load_power_trace
 from edgestats.registry.analyses import analysis_names
 from edgestats.reports import (
     charts_breakdown,

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from edgestats.analysis.compare import Selection, compare_runs
+from edgestats.analysis.compare.comparison import Selection, compare_runs
 from edgestats.reports.compare_page import REACH, chart_frame, overall_table, ratio_chart, sentence
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))

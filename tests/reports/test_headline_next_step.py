@@ -11,8 +11,8 @@ import re
 import numpy as np
 from analysis_builders import latencies_frame, runs_frame
 
-from edgestats.analysis.intervals import BootstrapSettings
-from edgestats.analysis.summary import summarise
+from edgestats.analysis.estimators.intervals import BootstrapSettings
+from edgestats.analysis.summary.analysis import summarise
 from edgestats.reports.headline import NEXT_STEP_COLUMN, headline_table
 from edgestats.reports.page_tables import Footnotes
 

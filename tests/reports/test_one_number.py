@@ -20,8 +20,8 @@ import pytest
 from report_builders import make_report_db
 
 from edgestats.analysis import run_analyses
-from edgestats.analysis.load import CONFIG_COLUMNS
-from edgestats.analysis.load_power_trace import load_power_trace
+from edgestats.analysis.load.frames import CONFIG_COLUMNS
+from edgestats.analysis.load.power_trace import load_power_trace
 from edgestats.reports.charts_common import FILTER_FIELDS
 from edgestats.reports.report import build_section, power_section
 

@@ -14,7 +14,7 @@ import pytest
 from report_builders import EVIL_DEVICE, make_report_db, write_db_report
 from typer.testing import CliRunner
 
-from edgestats.analysis.tails import CONFIGURATION_TAILS, TYPICAL_RUN_TAILS
+from edgestats.analysis.estimators.tails import CONFIGURATION_TAILS, TYPICAL_RUN_TAILS
 from edgestats.cli import app
 from edgestats.reports.headline import headline_table
 from edgestats.reports.page import CONTENT_SECURITY_POLICY, script_json
@@ -252,7 +252,7 @@ def test_report_page_headline_first_tables_folded_notes_once(tmp_path):
 
 
 def test_missing_dates_blame_imports_only_when_every_run_was_imported():
-    from edgestats.analysis.load_overview import Overview
+    from edgestats.analysis.load.overview import Overview
     from edgestats.reports.page import header_html
 
     def dates_of(sources: dict[str, int]) -> str:

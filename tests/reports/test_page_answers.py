@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
-from edgestats.analysis.load_overview import Overview
+from edgestats.analysis.load.overview import Overview
 from edgestats.reports.page import Section, render_page
 from edgestats.reports.page_answers import answers_html
 from edgestats.reports.page_tables import Footnotes

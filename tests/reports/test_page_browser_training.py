@@ -22,9 +22,9 @@ import pytest
 from training_builders import INFERENCE_MODELS, TRAINING_MODELS, TRAINING_RUNTIMES, make_training_models_db
 
 from edgestats.analysis import run_analyses
-from edgestats.analysis.load_environment import load_environment
-from edgestats.analysis.load_overview import load_overview
-from edgestats.analysis.load_power_trace import load_power_trace
+from edgestats.analysis.load.environment import load_environment
+from edgestats.analysis.load.overview import load_overview
+from edgestats.analysis.load.power_trace import load_power_trace
 from edgestats.reports import write_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]

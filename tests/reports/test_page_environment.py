@@ -16,8 +16,8 @@ import duckdb
 import pytest
 from report_builders import make_report_db
 
-from edgestats.analysis.load_environment import load_environment
-from edgestats.analysis.load_overview import load_overview
+from edgestats.analysis.load.environment import load_environment
+from edgestats.analysis.load.overview import load_overview
 from edgestats.reports import write_report
 from edgestats.reports.units import number_cell
 
@@ -99,7 +99,7 @@ def test_every_device_shows_its_facts_and_framework_versions(db, tmp_path):
 
 
 def test_without_the_environment_the_overview_devices_are_listed(tmp_path):
-    from edgestats.analysis.load_overview import DeviceFacts, Overview
+    from edgestats.analysis.load.overview import DeviceFacts, Overview
 
     overview = Overview(
         "x.duckdb", [DeviceFacts("<b>pi</b>", "aarch64", "Cortex-A76", 4, 3)], {}, None, None, []

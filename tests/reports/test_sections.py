@@ -16,8 +16,8 @@ import pytest
 from analysis_builders import latencies_frame, runs_frame
 
 from edgestats.analysis import AnalysisData, AnalysisOptions, analyse_data
-from edgestats.analysis.load_overview import DeviceFacts, Overview
-from edgestats.analysis.result import AnalysisResult
+from edgestats.analysis.core.result import AnalysisResult
+from edgestats.analysis.load.overview import DeviceFacts, Overview
 from edgestats.registry import analyses as registry
 from edgestats.reports import write_report
 from edgestats.reports.report import figures_for
@@ -166,7 +166,7 @@ def test_write_report_needs_no_db_file(tmp_path, monkeypatch):
 
 
 def test_a_missing_runtime_is_left_out_of_a_candidate_name_not_shown_as_none():
-    from edgestats.analysis.tradeoff import tradeoff
+    from edgestats.analysis.tradeoff.analysis import tradeoff
 
     runs = runs_frame(
         [

@@ -16,8 +16,8 @@ from report_builders import make_report_db
 from table_builders import answers_result, metrics_frame
 
 from edgestats.analysis import AnalysisOptions, run_analyses
-from edgestats.analysis.load_environment import load_environment
-from edgestats.analysis.result import AnalysisResult
+from edgestats.analysis.core.result import AnalysisResult
+from edgestats.analysis.load.environment import load_environment
 from edgestats.reports.tables import TableFormatError
 from edgestats.reports.tables_wide import Cell, PaperTable, summary_paper_table
 from edgestats.reports.tables_write import render, to_markdown, write_tables

@@ -3,8 +3,9 @@
 The plug-in guide's example analysis (docs/architecture.md §8): tests/test_plugin_guide.py writes
 this file as edgestats/analysis/throughput.py in a copy of the repository.
 
-Per run, `throughput_per_s` is batch size / mean latency (edgestats.analysis.load derives it); per
-configuration, its mean across runs with a t interval on the log scale (edgestats.analysis.bounded),
+Per run, `throughput_per_s` is batch size / mean latency (edgestats.analysis.load.frames derives it); per
+configuration, its mean across runs with a t interval on the log scale
+(edgestats.analysis.estimators.bounded),
 which stays above 0: a plain t interval (intervals.mean_t) of three runs at 125, 1,000 and 400 per
 second reaches below 0, to -600. The name's unit suffix, `_per_s`, is what tells the bounded-interval
 property test (tests/analysis/test_bounded_intervals.py) the quantity's range.
@@ -14,10 +15,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from edgestats.analysis.bounded import positive_mean
-from edgestats.analysis.load import AnalysisData, default_config
-from edgestats.analysis.options import AnalysisOptions
-from edgestats.analysis.result import AnalysisResult, estimate_row, iter_groups, rows_frame, unavailable
+from edgestats.analysis.core.options import AnalysisOptions
+from edgestats.analysis.core.result import AnalysisResult, estimate_row, iter_groups, rows_frame, unavailable
+from edgestats.analysis.estimators.bounded import positive_mean
+from edgestats.analysis.load.frames import AnalysisData, default_config
 
 NAME = "throughput"
 METRIC = "throughput_per_s"

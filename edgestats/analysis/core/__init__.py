@@ -1,0 +1,3 @@
+"""What every analysis takes and returns: the options of `analyze`, the result type and its JSON, the
+page filter's tags.
+"""

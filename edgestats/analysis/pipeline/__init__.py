@@ -1,0 +1,3 @@
+"""The pipeline analysis: data-loading stalls against workers and resource use against batch size (the
+Jetson study).
+"""

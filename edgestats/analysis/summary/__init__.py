@@ -1,0 +1,3 @@
+"""The summary analysis: per configuration, latency, throughput, memory and energy with run-level
+intervals.
+"""

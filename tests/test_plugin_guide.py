@@ -14,16 +14,14 @@ sections, the extra, the demo sweep, the chart case) are written here, as the re
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import os
 import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+from repo_copy import copy_env, copy_repository, package_tree, snapshot
 
 REPO = Path(__file__).parents[1]
 GUIDE = REPO / "docs" / "architecture.md"
@@ -127,31 +125,6 @@ def test_each_recipe_lists_its_files_and_states_its_rules():
 # -- following the recipes in a copy ----------------------------------------------------------------
 
 
-def source_files() -> list[str]:
-    """The repository's files as a fresh clone has them (git's list; a walk where there is no git)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=False,
-    )
-    if listed.returncode == 0 and listed.stdout:
-        return [name for name in listed.stdout.decode().split("\0") if name and (REPO / name).is_file()]
-    return sorted(snapshot(REPO))
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """path -> content hash of every file under root, leaving out dot-folders and caches."""
-    hashes = {}
-    for folder, subfolders, names in os.walk(root):
-        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "__pycache__"]
-        subfolders[:] = [d for d in subfolders if not d.endswith(".egg-info")]
-        for name in names:
-            path = Path(folder) / name
-            hashes[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return hashes
-
-
 def edit(path: Path, change) -> None:
     path.write_text(change(path.read_text(encoding="utf-8")), encoding="utf-8")
 
@@ -215,20 +188,6 @@ def add_power_source(copy: Path) -> None:
     edit(copy / "docs/power-sources.md", lambda t: t + POWER_DOC)
 
 
-def package_tree(copy: Path, where: Path) -> Path:
-    """`edgestats` laid out as installed (pyproject's package-dir: collectors/ is edgestats.collectors,
-    and so on), made of links into the copy: put first on sys.path, it wins over the editable install."""
-    mapping = tomllib.loads((copy / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
-    package = where / "edgestats"
-    package.mkdir(parents=True)
-    for entry in (copy / mapping["edgestats"]).iterdir():
-        (package / entry.name).symlink_to(entry)
-    for name, folder in mapping.items():
-        if name != "edgestats":
-            (package / Path(*name.split(".")[1:])).symlink_to(copy / folder)
-    return where
-
-
 # The tests that pick a plug-in up, run on the copy: every registry check, the bounded-interval
 # property test over every analysis, the chart case (written by EDGESTATS_UPDATE_GOLDEN=NAME, then
 # the checks every chart gets), the adapter contract, and power-source selection.
@@ -249,10 +208,7 @@ TESTS = [
 
 
 def run_tests(copy: Path, packages: Path, basetemp: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONPATH"))}
-    # PYTHONSAFEPATH: `python -m pytest` and the tests' own `python -c` would put the working folder
-    # (the copy, whose edgestats/ lacks collectors/ and reports/) ahead of the package tree
-    env.update(PYTHONPATH=str(packages), PYTHONSAFEPATH="1", PYTHONDONTWRITEBYTECODE="1")
+    env = copy_env(packages)
     env["EDGESTATS_UPDATE_GOLDEN"] = ANALYSIS
     # its own --basetemp: pytest's rotation of numbered temp folders must not reach this session's
     options = ["-q", "-p", "no:cacheprovider", "-n", "0", f"--basetemp={basetemp}"]
@@ -275,10 +231,7 @@ def lint(copy: Path, changed: list[str]) -> None:
 
 @pytest.mark.slow
 def test_the_recipes_add_one_plug_in_of_each_kind_touching_only_their_files(tmp_path):
-    copy = tmp_path / "repo"
-    for name in source_files():
-        (copy / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(REPO / name, copy / name)
+    copy = copy_repository(tmp_path / "repo")
     before = snapshot(copy)
     add_analysis(copy)
     add_runtime(copy)

@@ -5,6 +5,8 @@ may import it without importing another layer.
 - Ids: the uuid5 namespace and rule of deterministic ids; a device's id from its name.
 - The samples table: the metric-name prefixes of a power source's rails.
 - Datasets: the one spelling of a dataset name in runs.dataset.
+- Column names: the one normal form of a column's name, for import's canonical columns and the
+  store's run_extra view alike.
 - Training factors: which columns count iterations, and which can draw a chart's series.
 - Ranges: the values a run's configuration may take, for collect and import alike; what counts
   as a control character in a name.
@@ -46,6 +48,16 @@ def dataset_name(text: str | None) -> str | None:
     if text is None or not text.strip():
         return None
     return re.sub(r"[^a-z0-9]", "", text.lower()) or text.strip().lower()
+
+
+def normalise(name: str) -> str:
+    """The normal form of a column's name, by which `import` matches a source column to its
+    canonical one (imports/columns.py) and the store names an imported extra column in the view
+    run_extra (store/run_extra.py): 'Training Time (s)' -> 'training_time_s'; 'Accuracy (%)' ->
+    'accuracy_pct'."""
+    text = name.strip().lower().replace("%", "pct").replace("#", "")
+    text = re.sub(r"[^a-z0-9]+", "_", text)
+    return re.sub(r"_+", "_", text).strip("_")
 
 
 # Training: the columns that count iterations (hyperparams fits time through the origin on

@@ -25,6 +25,7 @@ from edgestats.analysis.load.power_trace import PowerTrace
 from edgestats.errors import EdgestatsError
 from edgestats.registry import analyses as registry
 from edgestats.registry import resolve
+from edgestats.reports.captions import unavailable_sentence, with_intervals
 from edgestats.reports.charts_common import (
     ESTIMATE_COLUMNS,
     estimate_interval_chart,
@@ -37,7 +38,6 @@ from edgestats.reports.charts_common import (
 from edgestats.reports.charts_energy import power_over_time_chart
 from edgestats.reports.images import IMAGE_FORMATS, write_images
 from edgestats.reports.page import Figure, Section, element_id, render_page
-from edgestats.reports.sections import unavailable_sentence, with_intervals
 from edgestats.reports.tables import TABLE_FORMATS
 from edgestats.reports.tables_write import write_tables
 

@@ -1,7 +1,7 @@
 """What `edgestats.open` accepts, turned into the one spec every library function reads.
 
 The analysis loaders, the sandbox and compare take one spec: a DB file, or a lake (an export
-folder, or a glob of DB files: edgestats/exports/lake.py). A list of DB files is not a glob, so it is
+folder, or a glob of DB files: edgestats/store/lake.py). A list of DB files is not a glob, so it is
 made one: each file is linked, in the order given, into a private temporary folder, and the
 spec is that folder's glob. The lake then reads the files in place, a run stored in several
 files counts once (the first file given holds it, as `merge` keeps the first copy), and every

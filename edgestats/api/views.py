@@ -69,8 +69,8 @@ class Analysis:
     @property
     def sentence(self) -> str:
         """The report's one sentence for this analysis, in numbers with intervals."""
+        from edgestats.reports.captions import unavailable_sentence
         from edgestats.reports.report import section_module
-        from edgestats.reports.sections import unavailable_sentence
 
         return (
             section_module(self.name).sentence(self.result)

@@ -12,7 +12,7 @@ from edgestats.cli.common import handle_errors
 
 # Cheap to import (the report's heavy parts load when it is built), so `edgestats --help` stays
 # fast; the probe names in --only's help come from the registries through it.
-from edgestats.collectors.host.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
+from edgestats.collectors.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
 from edgestats.formatting import terminal_width
 
 

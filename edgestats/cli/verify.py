@@ -7,7 +7,7 @@ import json
 import typer
 
 from edgestats.cli.common import handle_errors
-from edgestats.exports.lake_verify import verify_path
+from edgestats.store.lake_verify import verify_path
 from edgestats.store.verify import Verification
 
 DAMAGED_EXIT = 1

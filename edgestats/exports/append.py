@@ -29,7 +29,6 @@ import pyarrow as pa
 
 import edgestats.interrupts as interrupts
 from edgestats.errors import ExportError
-from edgestats.exports.lake_checks import check_lake_files
 from edgestats.exports.parquet import (
     FILE_PREFIX,
     MANIFEST_NAME,
@@ -44,6 +43,7 @@ from edgestats.exports.parquet import (
     sql_string,
 )
 from edgestats.store.database import scalar
+from edgestats.store.lake_checks import check_lake_files
 from edgestats.store.migrations import MIGRATIONS_TABLE
 from edgestats.store.results import Store, quote_ident
 from edgestats.version import __version__

@@ -46,13 +46,11 @@ from edgestats.errors import ExportError
 from edgestats.exports.overwrite import refuse_foreign_files
 from edgestats.exports.staging import Staging, remove_dead_leftovers
 from edgestats.store.database import damage_error, scalar, storage_error
+from edgestats.store.lake_checks import MANIFEST_FORMAT, MANIFEST_FORMAT_VERSION, MANIFEST_NAME
 from edgestats.store.migrations import MIGRATIONS_TABLE
 from edgestats.store.results import Store, quote_ident
 from edgestats.version import __version__
 
-MANIFEST_NAME = "_edgestats_export.json"
-MANIFEST_FORMAT = "edgestats-parquet-export"
-MANIFEST_FORMAT_VERSION = 1
 PARTITION_COLUMN = "device_id"
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # how DuckDB (and Hive, Spark) name a NULL partition
 FILE_PREFIX = "part-"

@@ -1,6 +1,7 @@
 """The canonical columns of `edgestats import` (docs/architecture.md §9) and the units their names carry.
 
-A source column is matched by its normalised name: exactly (`training_time_s`), or as the same
+A source column is matched by its normalised name (edgestats/contracts.py, `normalise`: the store
+names the run_extra view's columns by the same rule): exactly (`training_time_s`), or as the same
 quantity in another unit of the same kind (`training_time_min`, `latency_us`, `mem_max_gib`,
 `accuracy_frac`), which is converted. A unit of the wrong kind (`latency_mb`) is an error.
 Memory units follow ps/top: `_mb` is a mebibyte (2**20 bytes), and kb/gb are read the same way.
@@ -8,10 +9,9 @@ Memory units follow ps/top: `_mb` is a mebibyte (2**20 bytes), and kb/gb are rea
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from edgestats.contracts import INT32_MAX
+from edgestats.contracts import INT32_MAX, normalise
 
 # Factor from each unit to the family's base unit (seconds, MiB, joules, watts, percent).
 UNIT_FACTORS: dict[str, dict[str, float]] = {
@@ -160,13 +160,6 @@ ALIASES: dict[str, str] = {
 
 class UnitMismatch(ValueError):
     """A column names a known quantity in a unit of the wrong kind."""
-
-
-def normalise(name: str) -> str:
-    """'Training Time (s)' -> 'training_time_s'; 'Accuracy (%)' -> 'accuracy_pct'."""
-    text = name.strip().lower().replace("%", "pct").replace("#", "")
-    text = re.sub(r"[^a-z0-9]+", "_", text)
-    return re.sub(r"_+", "_", text).strip("_")
 
 
 def resolve(name: str) -> tuple[Canonical, float] | None:

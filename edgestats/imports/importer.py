@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 import edgestats.interrupts as interrupts
+from edgestats.contracts import normalise
 from edgestats.errors import ImportFileError
 from edgestats.imports.checks import (
     SourceColumn,
@@ -38,7 +39,7 @@ from edgestats.imports.checks import (
     sql_str,
     unset_threads,
 )
-from edgestats.imports.columns import CANONICAL, UnitMismatch, normalise, resolve
+from edgestats.imports.columns import CANONICAL, UnitMismatch, resolve
 from edgestats.imports.identity import describe_identity, import_identity, write_import
 from edgestats.imports.native import FORMAT_EMPTY_RUNS, FORMAT_KINDS, FORMATS, read_native
 from edgestats.imports.read import check_text_file, pivot_long, read_as_text

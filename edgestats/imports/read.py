@@ -11,9 +11,10 @@ from pathlib import Path
 
 import duckdb
 
+from edgestats.contracts import normalise
 from edgestats.errors import ImportFileError
 from edgestats.imports.checks import sql_str
-from edgestats.imports.columns import normalise, resolve
+from edgestats.imports.columns import resolve
 from edgestats.store.database import first_row
 from edgestats.store.results import quote_ident
 

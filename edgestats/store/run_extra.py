@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from edgestats.imports.columns import normalise
+from edgestats.contracts import normalise
 from edgestats.store.results import quote_ident
 
 VIEW = "run_extra"

@@ -137,7 +137,7 @@ def sandboxed_store(db: str | Path, read: Sequence[str | Path] = ()) -> Iterator
     """The DB opened read-only with its connection locked down; `read` may be read too. `db` may
     also be a lake (an export folder, or a glob of DBs: lake.py), whose files may then be read; a
     damaged file of it met by a query is then one DamagedDatabaseError naming the file."""
-    from edgestats.exports.lake import is_lake, lake_paths, reading_lake
+    from edgestats.store.lake import is_lake, lake_paths, reading_lake
 
     if is_lake(db):
         with reading_lake(db) as store:

@@ -13,7 +13,7 @@ a flipped data block can sit in a file that collect keeps appending to. verify r
   on blocks DuckDB has just read, so a file this edgestats cannot follow is said, not misjudged;
 - the file's length against its block count (`check_intact`, the thorough check of a write).
 
-Lakes (an export folder, a glob of DBs) are checked by edgestats/exports/lake_verify.py, which
+Lakes (an export folder, a glob of DBs) are checked by edgestats/store/lake_verify.py, which
 knows their layout and uses this module for each DB.
 """
 

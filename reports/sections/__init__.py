@@ -5,7 +5,8 @@ A section module has `figures(result) -> [(key, title, build)]` (build() returns
 chart, drawn lazily so one bad chart costs only itself) and `sentence(result) -> str` (one
 plain sentence, in numbers with an interval). `DRAWN` names the frames its figures draw; the
 report gives every other frame with estimates and intervals the generic interval chart. The
-helpers here are shared by the section modules.
+helpers here are shared by the section modules; the captions and the sentence of an analysis
+with nothing to show come from reports/captions.py, which the report shares.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import polars as pl
+
+# report.py says these too, so they live below both (reports/captions.py); section modules and
+# plug-ins import them from here as before.
+from edgestats.reports.captions import unavailable_sentence as unavailable_sentence
+from edgestats.reports.captions import with_intervals as with_intervals
 
 FigureSpec = tuple[str, str, Callable[[], Any]]  # (key, title, build)
 
@@ -71,43 +77,3 @@ def label(row: dict[str, Any], frame: pl.DataFrame) -> str:
     ]
     varying = [c for c in keys if frame[c].n_unique() > 1] or keys
     return " / ".join(str(row[c]) for c in varying if row.get(c) is not None) or "all runs"
-
-
-def unavailable_sentence(result: Any) -> str:
-    reasons = [e["reason"] for e in result.entries if "reason" in e]
-    return (
-        (reasons[0][0].upper() + reasons[0][1:] + ".")
-        if reasons
-        else "This analysis has nothing to show for this DB."
-    )
-
-
-def _why_missing(rows: pl.DataFrame) -> str:
-    """The commonest note of rows without an interval, else what their n says."""
-    if "note" in rows.columns and rows["note"].drop_nulls().len():
-        return rows["note"].drop_nulls().mode().sort()[0]
-    if "n" in rows.columns and rows["n"].drop_nulls().len() and rows["n"].max() < 2:
-        return "one run each (an interval needs at least 2)"
-    return "the analysis gave none for them"
-
-
-def with_intervals(
-    title: str,
-    frame: pl.DataFrame | None,
-    *,
-    low: str = "ci_low",
-    high: str = "ci_high",
-    estimate: str = "estimate",
-    drawn: str = "with intervals",
-) -> str:
-    """A caption that promises only the intervals that are drawn: `title` + `drawn` when every
-    estimate has an interval, else how many have none and why (the rows' note or their n)."""
-    if frame is None or low not in frame.columns or high not in frame.columns:
-        return f"{title}; no intervals: the analysis gave none"
-    rows = frame.filter(pl.col(estimate).is_not_null()) if estimate in frame.columns else frame
-    missing = rows.filter(pl.col(low).is_null() | pl.col(high).is_null())
-    if missing.height == 0:
-        return f"{title}, {drawn}" if rows.height else title
-    if missing.height == rows.height:
-        return f"{title}; no intervals drawn: {_why_missing(missing)}"
-    return f"{title}, {drawn}; {missing.height} of {rows.height} have none: {_why_missing(missing)}"

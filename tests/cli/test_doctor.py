@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.host.doctor import render_text
+from edgestats.collectors.doctor import render_text
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.host.probes import Probe, module_probe, run_probe, run_probes
 from edgestats.registry.power import power_source_names
@@ -183,7 +183,7 @@ def test_nvml_probe_with_a_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_collectors_do_not_import_the_analysis_stack() -> None:
     code = (
         "import sys, edgestats.collectors.host.facts, edgestats.collectors.host.probes, "
-        "edgestats.collectors.host.doctor\n"
+        "edgestats.collectors.doctor\n"
         "print(sorted(m for m in ('polars', 'statsmodels', 'altair', 'vl_convert', 'torch', 'tensorflow') "
         "if m in sys.modules))"
     )
@@ -217,7 +217,7 @@ def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
 def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
     from power_fakes import LAPTOP_ZONES, make_rapl_tree
 
-    from edgestats.collectors.host.doctor import power_lines
+    from edgestats.collectors.doctor import power_lines
     from edgestats.collectors.power.selection import describe_sources
     from edgestats.collectors.telemetry.session import describe_sensors
 
@@ -243,7 +243,7 @@ def test_a_registered_runtime_is_probed_with_its_adapters_detail(
 ) -> None:
     """A runtime added to the registry is probed, with its extra and its adapter module's
     probe_detail, and listed by --only's help: host/probes.py names no framework."""
-    from edgestats.collectors.host.doctor import doctor_report, only_help
+    from edgestats.collectors.doctor import doctor_report, only_help
     from edgestats.registry import runtimes as registry
 
     (tmp_path / "es_fake_adapter.py").write_text(
@@ -285,7 +285,7 @@ def test_a_registered_runtime_is_probed_with_its_adapters_detail(
 def test_a_registered_power_source_is_in_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from power_fakes import register_fake_board
 
-    from edgestats.collectors.host.doctor import doctor_report
+    from edgestats.collectors.doctor import doctor_report
 
     register_fake_board(monkeypatch)
     (tmp_path / "fakeboard").write_text("1\n")
@@ -311,7 +311,7 @@ def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
     write("sys/devices/system/cpu/cpufreq/boost", "1")
     write("sys/class/thermal/thermal_zone0/type", "cpu-thermal")
     write("sys/class/thermal/thermal_zone0/temp", "83500")
-    from edgestats.collectors.host.doctor import doctor_report
+    from edgestats.collectors.doctor import doctor_report
 
     report = doctor_report(tmp_path, probes=[])
     checks = {c["name"]: c for c in report["noise"]}

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.collectors.doctor import render_text
 from edgestats.collectors.host.device_name import (
     DeviceNameError,
     check_device_name,
@@ -24,7 +25,6 @@ from edgestats.collectors.host.device_name import (
     remember,
     remembered,
 )
-from edgestats.collectors.host.doctor import render_text
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.sweep import build_sweep
 from edgestats.contracts import device_uuid

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.collectors.host.doctor import noise_lines
-from edgestats.collectors.host.noise_checks import busy_processes, noise_checks, process_cpu_ticks
+from edgestats.collectors.doctor import noise_lines
 from edgestats.collectors.runrows import noise_columns
+from edgestats.collectors.telemetry.noise_checks import busy_processes, noise_checks, process_cpu_ticks
 from edgestats.collectors.telemetry.procfs import CLK_TCK
 from edgestats.collectors.telemetry.sentinel import (
     MachineState,

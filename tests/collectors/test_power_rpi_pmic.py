@@ -19,7 +19,7 @@ from power_fakes import (
     pi5_power_w,
 )
 
-from edgestats.collectors.host.doctor import power_lines
+from edgestats.collectors.doctor import power_lines
 from edgestats.collectors.power.attribution import device_energy
 from edgestats.collectors.power.base import PowerSourceError
 from edgestats.collectors.power.baseline import measure_live

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from power_fakes import fake_vcgencmd_on_path
 
-from edgestats.collectors.host.doctor import noise_lines
-from edgestats.collectors.host.noise_checks import noise_checks
+from edgestats.collectors.doctor import noise_lines
+from edgestats.collectors.telemetry.noise_checks import noise_checks
 from edgestats.collectors.telemetry.pi_throttle import (
     SYSFS_FILE,
     decode_throttled,
@@ -128,7 +128,7 @@ def test_doctor_shows_the_flags_decoded(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # doctor watches the machine for 0.5 s
 def test_doctor_on_a_pi5_lists_the_pmic_and_shows_the_flags(tmp_path, monkeypatch):
-    from edgestats.collectors.host.doctor import doctor_report, render_text
+    from edgestats.collectors.doctor import doctor_report, render_text
 
     fake_vcgencmd_on_path(monkeypatch, tmp_path / "bin", throttled=("0x50005",))
     report = doctor_report(Path("/"), probes=[])

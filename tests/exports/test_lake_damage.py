@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 import edgestats
 from edgestats.cli import app
 from edgestats.errors import DamagedDatabaseError
-from edgestats.exports.lake import lake_problems
 from edgestats.exports.parquet import MANIFEST_NAME
+from edgestats.store.lake import lake_problems
 
 runner = CliRunner()
 pytestmark = pytest.mark.xdist_group("lake_damage")  # one worker builds the module's lake, once

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 import edgestats
 from edgestats.cli import app
-from edgestats.exports import lake_digests
 from edgestats.exports.parquet import MANIFEST_NAME
+from edgestats.store import lake_digests
 
 runner = CliRunner()
 HOUR_S = 3600

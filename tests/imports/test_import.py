@@ -12,8 +12,9 @@ from import_builders import SAMPLE, rows, write
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.contracts import normalise
 from edgestats.errors import ImportFileError
-from edgestats.imports.columns import normalise, resolve
+from edgestats.imports.columns import resolve
 from edgestats.imports.importer import import_results
 
 runner = CliRunner()

@@ -34,7 +34,7 @@ from pathlib import Path
 import duckdb
 
 from edgestats.cachedir import user_cache_dir
-from edgestats.exports.lake_checks import (
+from edgestats.store.lake_checks import (
     DIGEST_MISMATCH,
     LakeFile,
     damaged_lake_error,

@@ -36,8 +36,13 @@ from typing import Any
 import duckdb
 
 from edgestats.errors import DamagedDatabaseError, DatabaseError
-from edgestats.exports.parquet import MANIFEST_FORMAT, MANIFEST_NAME
 from edgestats.store.database import damage_error
+
+# The manifest of an export folder: what `export` writes (exports/parquet.py) and a lake is read
+# through (here and lake.py).
+MANIFEST_NAME = "_edgestats_export.json"
+MANIFEST_FORMAT = "edgestats-parquet-export"
+MANIFEST_FORMAT_VERSION = 1
 
 MAGIC = b"PAR1"
 # A Parquet file: PAR1, the pages, the footer, the footer's length (4 bytes, little-endian), PAR1.

@@ -12,7 +12,7 @@ gives: a run stored in several DBs counts once (the first file in name order hol
 its rows, as `merge` keeps the first copy), and a device once (its first registration).
 
 Parquet columns are cast back to the schema's types (UUID and JSON were written as text, see
-export.py), so results match the merged file column for column.
+exports/parquet.py), so results match the merged file column for column.
 
 A damaged export folder (its manifest, or a file it lists, deleted, emptied, cut short or with
 bytes changed) is said in one line naming the file and what to do: found when the lake is
@@ -31,14 +31,14 @@ from pathlib import Path
 import duckdb
 
 from edgestats.errors import DatabaseError
-from edgestats.exports.lake_checks import (
+from edgestats.store.lake_checks import (
     check_lake_files,
     folder_problems,
     lake_files,
     lake_read_error,
     read_lake_manifest,
 )
-from edgestats.exports.lake_digests import check_lake_digests
+from edgestats.store.lake_digests import check_lake_digests
 from edgestats.store.migrations import MIGRATIONS_TABLE, latest_version, migrate
 from edgestats.store.results import Store, quote_ident
 

@@ -88,7 +88,7 @@ def doctor_report(
     """
     # Imported here: facts loads the store (duckdb) for the device id, the sensors pyarrow.
     from edgestats.collectors.host.facts import read_device_facts
-    from edgestats.collectors.host.noise_checks import noise_checks
+    from edgestats.collectors.telemetry.noise_checks import noise_checks
     from edgestats.collectors.telemetry.session import describe_sensors
 
     jobs = max_workers or default_jobs()

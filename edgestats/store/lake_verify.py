@@ -14,9 +14,14 @@ from itertools import groupby
 from pathlib import Path
 
 from edgestats.errors import DatabaseError
-from edgestats.exports.lake import is_lake, lake_paths, lake_problems
-from edgestats.exports.lake_checks import RECOVER_LAKE, lake_files, problem_line, read_lake_manifest
-from edgestats.exports.parquet import MANIFEST_NAME
+from edgestats.store.lake import is_lake, lake_paths, lake_problems
+from edgestats.store.lake_checks import (
+    MANIFEST_NAME,
+    RECOVER_LAKE,
+    lake_files,
+    problem_line,
+    read_lake_manifest,
+)
 from edgestats.store.verify import Finding, Verification, rows_text, update_mark, verify_db
 
 

@@ -31,7 +31,7 @@ import torch.utils.benchmark as benchmark  # noqa: E402
 
 from edgestats.collectors.adapters.inputs import batch_for  # noqa: E402
 from edgestats.collectors.collect import open_orchestrator  # noqa: E402
-from edgestats.collectors.runconfig import RunConfig  # noqa: E402
+from edgestats.collectors.core.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.sweep import build_sweep  # noqa: E402
 from edgestats.collectors.zoo.catalog import zoo_model  # noqa: E402
 from edgestats.collectors.zoo.torch_models import build_torch  # noqa: E402

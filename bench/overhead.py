@@ -33,9 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from edgestats.collectors.collect import default_cache_dir  # noqa: E402
+from edgestats.collectors.core.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.host.facts import read_device_facts  # noqa: E402
 from edgestats.collectors.orchestrator import Orchestrator  # noqa: E402
-from edgestats.collectors.runconfig import RunConfig  # noqa: E402
 from edgestats.collectors.telemetry.session import Telemetry  # noqa: E402
 from edgestats.store.results import Store  # noqa: E402
 

@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgestats.collectors.runconfig import RunConfig  # noqa: E402
-from edgestats.collectors.spool import SpoolWriter  # noqa: E402
+from edgestats.collectors.core.runconfig import RunConfig  # noqa: E402
+from edgestats.collectors.core.spool import SpoolWriter  # noqa: E402
 from edgestats.collectors.training import datasets  # noqa: E402
 from edgestats.collectors.training import synthetic as dataset_make  # noqa: E402
 from edgestats.collectors.training.preprocess import load_batch  # noqa: E402

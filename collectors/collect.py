@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edgestats.cachedir import user_cache_dir
+from edgestats.collectors.core.processes import raise_if_stopped
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.host.facts import named_device_facts
 from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.record import RunOutcome
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.slots import remove_dead_slot_files, stored_counts, stored_since, try_claim
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.sweep import Sweep, feasibility, shuffled
@@ -172,9 +172,9 @@ def preparable(
     """Split off the configurations whose model file is neither in the cache (or model pack) nor
     buildable here, because a package the conversion needs is missing (a device with only its
     runtime installed), with what to do about it: said before any run, not as a failed run."""
-    from edgestats.collectors.adapters.prepare import cached_artifact
     from edgestats.collectors.generation.engines import builder_class, needs_prepare
     from edgestats.collectors.pack import is_pack, missing_from_pack
+    from edgestats.collectors.prepare import cached_artifact
 
     ready, skipped = [], []
     for config in configs:

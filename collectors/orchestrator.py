@@ -32,12 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.adapters.prepare import cached_artifact
-from edgestats.collectors.generation.engines import needs_prepare
-from edgestats.collectors.host.facts import read_cpu_frequency_state
-from edgestats.collectors.ownership import SpoolOwner
-from edgestats.collectors.power.meter_csv import ClockAnchor
-from edgestats.collectors.processes import (
+from edgestats.collectors.core.processes import (
     GroupExit,
     Interrupted,
     module_command,
@@ -45,11 +40,16 @@ from edgestats.collectors.processes import (
     spawn_group,
     wait_group,
 )
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
+from edgestats.collectors.generation.engines import needs_prepare
+from edgestats.collectors.host.facts import read_cpu_frequency_state
+from edgestats.collectors.ownership import SpoolOwner
+from edgestats.collectors.power.meter_csv import ClockAnchor
+from edgestats.collectors.prepare import cached_artifact
 from edgestats.collectors.record import RunEnd, RunOutcome, RunRecord, WorkerExit, classify_exit
 from edgestats.collectors.recovery import recover_orphans
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.runrows import noise_columns, store_run
-from edgestats.collectors.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.telemetry.batchfile import write_batch
 from edgestats.collectors.telemetry.gpu_clocks import clock_check
 from edgestats.collectors.telemetry.sampler import SampleBatch
@@ -154,7 +154,7 @@ class Orchestrator:
         if cached:
             self._model_cache = "hit"
             return artifact, None, None
-        cmd = [*module_command(self.python, "edgestats.collectors.adapters.prepare"), str(paths["config"])]
+        cmd = [*module_command(self.python, "edgestats.collectors.prepare"), str(paths["config"])]
         cmd.append(str(self.cache_dir))
         with open(paths["log"], "ab") as log, open(paths["prepared"], "wb") as out:
             proc = spawn_group(cmd, stdout=out, stderr=log, stdin=subprocess.DEVNULL, env=worker_env(config))

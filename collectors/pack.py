@@ -2,7 +2,7 @@
 
 A device often has only its runtime installed (ONNX Runtime or LiteRT on a board, no PyTorch or
 TensorFlow), while building a zoo model's file needs them (torch.onnx.export, the Keras to TFLite
-converter). A pack is a model cache folder (collectors/adapters/prepare.py: one folder per cache
+converter). A pack is a model cache folder (collectors/prepare.py: one folder per cache
 key, each with its file, sidecar and artifact.json holding the file's SHA-256 and its name
 relative to the folder) with the sweep's models built into it, plus `pack.json`, a manifest of
 what it holds. Copied to the device, `edgestats collect --cache-dir PACK` finds every model there
@@ -12,9 +12,9 @@ The models of one framework (and runtime) are built in one process of their own,
 TensorFlow never share one and each is imported once per prepare, not once per model.
 
 Nothing outlives a killed prepare: each builder gets its configurations on stdin (no temporary
-file) and is SIGKILLed by the kernel when prepare dies (collectors/processes.py's
+file) and is SIGKILLed by the kernel when prepare dies (collectors/core/processes.py's
 die_with_parent); what a killed build left in the pack is cleared by the next prepare
-(collectors/adapters/prepare.py's remove_dead_builds), as is a half-written pack.json.
+(collectors/prepare.py's remove_dead_builds), as is a half-written pack.json.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from edgestats.collectors.adapters.prepare import cache_key, lookup, remove_dead_builds
+from edgestats.collectors.core.processes import die_with_parent, module_command
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.generation.engines import needs_prepare
-from edgestats.collectors.processes import die_with_parent, module_command
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.prepare import cache_key, lookup, remove_dead_builds
 from edgestats.collectors.sweep import Sweep, feasibility
 from edgestats.version import __version__
 
@@ -103,7 +103,7 @@ def build_one(
     config: RunConfig, pack: Path, python: str = sys.executable
 ) -> tuple[str, str | None, str | None]:
     """(status, artifact relative to the pack, error) of building one model file into the pack,
-    in a fresh process (collectors/adapters/prepare.py's entry point) that dies with this one."""
+    in a fresh process (collectors/prepare.py's entry point) that dies with this one."""
     proc = subprocess.run(
         _builder_command(python, pack),
         input=config.to_json(),
@@ -121,7 +121,7 @@ def build_one(
 
 def _builder_command(python: str, pack: Path) -> list[str]:
     """The builder reads its configurations from stdin ("-"): no file of ours outlives a kill."""
-    return [*module_command(python, "edgestats.collectors.adapters.prepare"), "-", str(pack)]
+    return [*module_command(python, "edgestats.collectors.prepare"), "-", str(pack)]
 
 
 def build_group(

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.core.processes import raise_if_stopped
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.processes import raise_if_stopped
 from edgestats.collectors.record import RunEnd, RunOutcome
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.slots import SlotClaim, wait_for_slot
-from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.storeaccess import store_waiting
 
 DEFAULT_MAX_REPEAT = 20

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.collectors.adapters.common import atomic_target
+from edgestats.collectors.core.processes import Interrupted
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.power.meter_csv import ClockAnchor
-from edgestats.collectors.processes import Interrupted
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.training.rows import diverged_text
 from edgestats.errors import EdgestatsError
 

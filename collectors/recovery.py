@@ -15,11 +15,11 @@ import datetime as dt
 import uuid
 from pathlib import Path
 
+from edgestats.collectors.core.processes import alive, kill_orphan_group
+from edgestats.collectors.core.spool import cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.ownership import owner_alive, remove_dead_owner_files
-from edgestats.collectors.processes import alive, kill_orphan_group
 from edgestats.collectors.record import RunOutcome, RunRecord, RunRecordError, WorkerExit, classify_exit
 from edgestats.collectors.runrows import store_run
-from edgestats.collectors.spool import cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.batchfile import read_batch
 from edgestats.collectors.telemetry.session import Telemetry

@@ -11,10 +11,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from edgestats.collectors.core.runconfig import auto_warmup_limit
+from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.generation.rows import with_generation
 from edgestats.collectors.record import RunEnd, RunRecord
-from edgestats.collectors.runconfig import auto_warmup_limit
-from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.steady_state import detect
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.collectors.telemetry.sampler import SampleBatch

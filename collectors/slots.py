@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgestats.collectors.processes import raise_if_stopped
+from edgestats.collectors.core.processes import raise_if_stopped
 
 if TYPE_CHECKING:  # the claim itself needs no DuckDB
     from edgestats.store.results import Store

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from edgestats.collectors.processes import raise_if_stopped
+from edgestats.collectors.core.processes import raise_if_stopped
 from edgestats.errors import DatabaseLockedError
 from edgestats.store.results import Store
 from edgestats.store.verify import refuse_known_damaged

@@ -10,7 +10,7 @@
     on_noise = "wait"                     # noise sentinel: on_noise, noise_wait, noise_cpu_pct, noise_load
 
 Everything is checked before any run starts; a mistake names the key and lists what is valid.
-Ranges, thread counts against the CPUs and the most runs of a sweep: collectors/sweep_limits.py.
+Ranges, thread counts against the CPUs and the most runs of a sweep: collectors/core/sweep_limits.py.
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.generation.engines import engine_class
-from edgestats.collectors.generation.sweep_checks import check_generation
-from edgestats.collectors.runconfig import (
+from edgestats.collectors.core.runconfig import (
     ACCELERATORS,
     KINDS,
     OPTIMIZERS,
@@ -35,7 +33,7 @@ from edgestats.collectors.runconfig import (
     RunConfig,
     parse_warmup,
 )
-from edgestats.collectors.sweep_limits import (
+from edgestats.collectors.core.sweep_limits import (
     SweepError,
     check_auto_warmup,
     check_name,
@@ -43,6 +41,8 @@ from edgestats.collectors.sweep_limits import (
     check_plan_size,
     check_range,
 )
+from edgestats.collectors.generation.engines import engine_class
+from edgestats.collectors.generation.sweep_checks import check_generation
 from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.collectors.zoo.llama_arch import DEFAULT_GENERATION_MODEL, LLAMA_ZOO

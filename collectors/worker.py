@@ -29,8 +29,8 @@ import time
 import traceback
 from pathlib import Path
 
-from edgestats.collectors.runconfig import RunConfig, auto_warmup_limit
-from edgestats.collectors.spool import SpoolWriter
+from edgestats.collectors.core.runconfig import RunConfig, auto_warmup_limit
+from edgestats.collectors.core.spool import SpoolWriter
 from edgestats.collectors.steady_state import AUTO_FIRST_CHECK, auto_warmup_done, next_auto_check
 from edgestats.registry.runtimes import runtime
 

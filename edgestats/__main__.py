@@ -5,7 +5,7 @@ A Ctrl-C, SIGTERM or SIGHUP ends any command with one line on stderr and the she
 moment), and during any DuckDB statement, where DuckDB turns the signal into an error of its own
 (edgestats/interrupts.py; the command's line, saying what it left as it was, comes from the CLI's
 handle_errors). `collect` installs its own handlers while it runs, which stop its worker and store
-the run (collectors/processes.py).
+the run (collectors/core/processes.py).
 """
 
 import os

@@ -67,11 +67,11 @@ SERIES_CANDIDATES = ("batch_size", "learning_rate", "optimizer")
 
 
 # Ranges of a run's configuration, one table for both ways a run reaches a DB: `collect` refuses
-# an option outside its range before the first run (collectors/sweep_limits.py), `import` a cell
+# an option outside its range before the first run (collectors/core/sweep_limits.py), `import` a cell
 # outside it before the DB is opened (imports/checks.py). (lowest, highest), both allowed. The
 # counts are INTEGER columns of runs (schema/0001_initial.sql), so none passes 2**31 - 1.
 # Where collect is stricter (more than one run can hold, or this machine can use), its own
-# limits say so: collectors/sweep_limits.py.
+# limits say so: collectors/core/sweep_limits.py.
 INT32_MAX = 2**31 - 1
 CONFIG_RANGES: dict[str, tuple[float, float]] = {
     "batch_size": (1, INT32_MAX),

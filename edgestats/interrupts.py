@@ -24,7 +24,7 @@ and `taking_effect` refuses to begin once a signal came, whatever swallowed its 
 
 A repeated signal within REPEAT_GRACE_S of the first is ignored: the first is unwinding already,
 and its cleanup (a temporary file or folder removed) must not be cut short. `collect` installs
-its own handlers while it runs (collectors/processes.py). This module lies outside edgestats.cli
+its own handlers while it runs (collectors/core/processes.py). This module lies outside edgestats.cli
 so that it loads in a moment, before the CLI's imports; the library's commit points use it too.
 """
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from edgestats.collectors.adapters.base import Adapter
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.registry import runtimes as runtime_registry
 
 CNN9_PARAMS = 75_907

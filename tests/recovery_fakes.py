@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from edgestats.collectors.core.spool import SpoolWriter
 from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.spool import SpoolWriter
 from edgestats.store.results import Store
 
 

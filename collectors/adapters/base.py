@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.registry import names_text
 from edgestats.registry.runtimes import runtime
 

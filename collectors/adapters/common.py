@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from edgestats.collectors.adapters.inputs import ModelFileError
-from edgestats.collectors.runconfig import ACCELERATORS, PRECISIONS, RunConfig
+from edgestats.collectors.core.runconfig import ACCELERATORS, PRECISIONS, RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model
 
 SIDECAR_SUFFIX = ".meta.json"

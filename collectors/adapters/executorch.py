@@ -27,7 +27,7 @@ from typing import Any
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
 
 USER_SUFFIXES = (".pte",)

@@ -5,7 +5,7 @@ and it refuses in one line. Standard library only, like every adapter module bef
 from __future__ import annotations
 
 from edgestats.collectors.adapters.base import Adapter
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 
 
 class LlamaCppAdapter(Adapter):

@@ -33,7 +33,7 @@ from edgestats.collectors.adapters.inputs import (
     ModelFileError,
     batch_for,
 )
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
 
 INT8_NOTE = (

@@ -31,7 +31,7 @@ from typing import Any
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model
 
 CALIBRATION_SAMPLES = 32  # NNCF's statistics need a few dozen; more only lengthens prepare()

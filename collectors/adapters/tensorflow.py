@@ -22,7 +22,7 @@ from typing import Any
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
 from edgestats.collectors.adapters.inputs import AcceleratorError, batch_for
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import KERAS_CUSTOM_LAYER_MODELS, is_zoo_model, zoo_model
 
 SUFFIXES = (".keras", ".h5")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.generation.engine import GenerationEngine
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.registry.runtimes import runtime
 
 ENGINES: dict[str, str] = {

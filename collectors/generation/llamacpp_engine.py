@@ -24,8 +24,8 @@ from typing import Any
 
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.inputs import ModelFileError
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.generation.engine import GenerationEngine
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.llama_arch import llama_config
 
 # --precision -> the GGUF's type (gguf_export.GGUF_PRECISIONS); int8 is llama.cpp's 8-bit, Q8_0

@@ -17,8 +17,8 @@ from typing import Any
 
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.inputs import ModelFileError
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.generation.engine import GenerationEngine
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.zoo.llama_arch import llama_config
 
 FLOAT_BYTES = 4  # fp32: the only precision this engine runs

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents
 
 
 def with_generation(run: dict[str, Any], config: RunConfig, spool: SpoolContents) -> dict[str, Any]:

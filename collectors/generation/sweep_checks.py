@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgestats.collectors.core.sweep_limits import SweepError
 from edgestats.collectors.generation.engines import generation_frameworks
-from edgestats.collectors.sweep_limits import SweepError
 from edgestats.collectors.zoo.llama_arch import LLAMA_ZOO
 
 # keys a generation sweep refuses, with why

@@ -12,8 +12,8 @@ from typing import Any
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.inputs import ModelFileError
 from edgestats.collectors.adapters.pytorch import PyTorchAdapter, cxx_compiler
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.generation.engine import GenerationEngine
-from edgestats.collectors.runconfig import RunConfig
 
 # dynamic None: automatic dynamic shapes, so the prompt, the context and each cache length after
 # the first two do not each compile a graph of their own (inference's torch-compile fixes shapes)

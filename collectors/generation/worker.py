@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolWriter
 from edgestats.collectors.generation.engines import engine_class
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolWriter
 from edgestats.collectors.zoo.llama_arch import seeded_tokens
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents
 
 EPOCH_COLUMNS = {
     "epoch": pa.int32(),

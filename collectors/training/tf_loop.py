@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.training.datasets import Dataset, Split
 from edgestats.collectors.training.preprocess import Preprocess, timed_batch
 from edgestats.collectors.zoo.catalog import zoo_model

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, SequentialSampler
 
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.training.datasets import Dataset, Split
 from edgestats.collectors.training.preprocess import Preprocess, timed_batch
 from edgestats.collectors.zoo.catalog import zoo_model

@@ -33,8 +33,8 @@ import math
 import time
 from typing import Any
 
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolWriter
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolWriter
 from edgestats.collectors.training import pagecache
 from edgestats.collectors.training.datasets import Dataset, open_dataset
 from edgestats.collectors.zoo.catalog import zoo_model

@@ -69,8 +69,8 @@ from edgestats.cli.collect_progress import (
 )
 from edgestats.cli.common import handle_errors
 from edgestats.collectors.collect import open_orchestrator, plan
+from edgestats.collectors.core.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, PILOT_RUNS, PrecisionGoal
-from edgestats.collectors.processes import Interrupted, signals_stop_collect
 from edgestats.collectors.storeaccess import appending_anyway
 from edgestats.collectors.sweep import Sweep, combine, load_sweep_file, parse_option_flags
 from edgestats.errors import EdgestatsError

@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from edgestats.cli.collect_progress import NOISY_EXIT
-from edgestats.collectors.runconfig import WARMUP_AUTO_LIMIT, parse_warmup
-from edgestats.collectors.sweep_limits import (
+from edgestats.collectors.core.runconfig import WARMUP_AUTO_LIMIT, parse_warmup
+from edgestats.collectors.core.sweep_limits import (
     DAY_S,
     MAX_INFERENCES,
     MAX_RUNS_PER_SWEEP,

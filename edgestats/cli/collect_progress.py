@@ -28,10 +28,10 @@ from rich.text import Text
 
 from edgestats.cli.analysis_extra import missing_error, require_analysis_python
 from edgestats.collectors.collect import Plan, execute
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.precision import ConfigStop, PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunOutcome
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.sweep import Sweep, feasibility
 from edgestats.formatting import counted, hanging_indent, terminal_width, wrap_spans, wrap_text
 

@@ -17,6 +17,7 @@ from scipy import stats
 from edgestats.analysis import AnalysisOptions, analyse_data, results_json, run_analyses
 from edgestats.analysis.answers import stats as st
 from edgestats.analysis.answers.analysis import answers
+from edgestats.analysis.estimators import welch
 from edgestats.analysis.load.frames import AnalysisData, AnalysisInputError
 
 
@@ -119,7 +120,7 @@ def test_noisy_runs_are_inconclusive_with_the_runs_that_would_resolve_them():
     ratio = only_ratio(two_candidates(a, b))
     assert ratio["verdict"] == "inconclusive"
     sd_a, sd_b = np.std(np.log(a), ddof=1), np.std(np.log(b), ddof=1)
-    needed = st.runs_to_resolve(sd_a, sd_b, 0.95)
+    needed = welch.runs_to_resolve(sd_a, sd_b, 0.95)
     assert ratio["runs_needed"] == needed and ratio["verdict_text"] == (
         f"inconclusive: {needed - 3} more runs per configuration would resolve ±5 %"
     )
@@ -127,13 +128,13 @@ def test_noisy_runs_are_inconclusive_with_the_runs_that_would_resolve_them():
 
 def test_runs_to_resolve_is_the_fewest_runs_whose_welch_interval_is_within_five_percent():
     for sd_a, sd_b in ((0.05, 0.05), (0.02, 0.1), (0.2, 0.01)):
-        n = st.runs_to_resolve(sd_a, sd_b, 0.95)
+        n = welch.runs_to_resolve(sd_a, sd_b, 0.95)
         half = [
-            stats.t.ppf(0.975, st.welch_df(sd_a, sd_b, k)) * math.sqrt((sd_a**2 + sd_b**2) / k)
+            stats.t.ppf(0.975, welch.welch_df(sd_a, sd_b, k)) * math.sqrt((sd_a**2 + sd_b**2) / k)
             for k in (n, n - 1)
         ]
         assert half[0] <= math.log(1.05) < half[1]
-    assert st.runs_to_resolve(10.0, 10.0, 0.95) is None  # past MAX_RUNS: relax the target
+    assert welch.runs_to_resolve(10.0, 10.0, 0.95) is None  # past MAX_RUNS: relax the target
 
 
 def test_unknown_keys_and_both_roles_are_one_line_errors():

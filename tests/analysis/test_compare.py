@@ -15,7 +15,6 @@ import pytest
 from scipy import stats
 from statsmodels.stats.weightstats import ttost_ind
 
-from edgestats.analysis.compare import stats as cs
 from edgestats.analysis.compare.comparison import (
     TOO_FEW,
     RatioTest,
@@ -26,6 +25,7 @@ from edgestats.analysis.compare.comparison import (
     verdict,
     welch_log_ratio,
 )
+from edgestats.analysis.estimators import welch as cs
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 

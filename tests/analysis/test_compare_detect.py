@@ -17,7 +17,7 @@ from scipy import stats
 
 from edgestats.analysis.compare.comparison import Selection, compare_runs
 from edgestats.analysis.compare.detect import change_text, detect_text, resolve_step
-from edgestats.analysis.compare.stats import Design
+from edgestats.analysis.estimators.welch import Design
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from edgestats.analysis.compare import stats as cs
 from edgestats.analysis.compare.comparison import Selection, compare_runs
+from edgestats.analysis.estimators import welch as cs
 
 A, B = Selection(Path("a.duckdb")), Selection(Path("b.duckdb"))
 

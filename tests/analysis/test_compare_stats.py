@@ -1,4 +1,4 @@
-"""compare's statistics on arrays (edgestats/analysis/compare/stats.py): the minimum detectable
+"""compare's statistics on arrays (edgestats/analysis/estimators/welch.py): the minimum detectable
 effect against statsmodels where Welch's test is exactly a noncentral t, and by simulation of
 compare's own verdict where it is not; the equivalence verdict's family-wise error with Holm
 (beside the old unadjusted rule's); and A/A comparisons that never say faster or slower.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from edgestats.analysis.compare import stats as cs
+from edgestats.analysis.estimators import welch as cs
 from edgestats.analysis.estimators.multiplicity import holm
 
 THRESHOLD, LEVEL = 0.05, 0.95

@@ -21,7 +21,7 @@ from edgestats.analysis.estimators.tails import (
     weighted_quantiles,
 )
 from edgestats.cli import collect_progress
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 
 SETTINGS = BootstrapSettings(seed=5)
 

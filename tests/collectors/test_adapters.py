@@ -187,7 +187,7 @@ def test_executorch_exports_one_static_program_per_batch_and_honours_threads(cac
     """The batch is part of the program (and of the cache key): batches 2 and 16 are two files, the
     same weights (the first samples of 16 give what a batch of 2 gives); the thread pool is
     --threads; a user's .pte runs its `forward` up to its planned batch."""
-    from edgestats.collectors.adapters.prepare import cache_key
+    from edgestats.collectors.prepare import cache_key
 
     small, _, info, out2, _ = run_phases(config("executorch", threads=1), cache)
     env = small.environment()
@@ -250,7 +250,7 @@ def test_tensorflow_threads_are_honoured_in_a_fresh_process(cache):
     artifact = adapter_class("tensorflow").prepare(cfg, cache)
     code = (
         "import json, sys\nfrom edgestats.collectors.adapters.tensorflow import TensorFlowAdapter\n"
-        "from edgestats.collectors.runconfig import RunConfig\n"
+        "from edgestats.collectors.core.runconfig import RunConfig\n"
         "a = TensorFlowAdapter(RunConfig.from_dict(json.loads(sys.argv[1])), sys.argv[2])\n"
         "a.import_framework(); a.load_model(); a.infer(a.load_input())\n"
         "print(json.dumps(a.environment()))"

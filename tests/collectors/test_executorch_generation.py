@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.adapters.inputs import ModelFileError
-from edgestats.collectors.adapters.prepare import cache_key
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.prepare import cache_key
 from edgestats.collectors.zoo.llama_arch import llama_config, seeded_tokens
 from edgestats.store.results import Store
 

@@ -11,7 +11,7 @@ from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.sweep import SweepError, build_sweep, combine, feasibility, load_sweep_file
 
 runner = CliRunner()

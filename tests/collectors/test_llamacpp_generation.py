@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.llama_arch import llama_config, seeded_tokens
 from edgestats.store.results import Store
 

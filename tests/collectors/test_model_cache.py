@@ -1,4 +1,4 @@
-"""The model cache (collectors/adapters/prepare.py): artifact.json names the prepared file relative
+"""The model cache (collectors/prepare.py): artifact.json names the prepared file relative
 to its folder and carries its SHA-256; a missing, cut short or corrupt file, or an artifact.json of
 an older edgestats, is rebuilt and the rebuild says why. A copied cache folder works from its new
 place.
@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.adapters import prepare as prep
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors import prepare as prep
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.store.results import Store
 
 runner = CliRunner()

@@ -15,10 +15,10 @@ from edgestats.analysis.core.options import AnalysisOptions
 from edgestats.analysis.load.frames import load_data
 from edgestats.cli import app
 from edgestats.collectors.collect import noise_policy
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents, SpoolWriter, read_spool, run_paths
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.record import RunEnd
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents, SpoolWriter, read_spool, run_paths
 from edgestats.collectors.sweep import SweepError, build_sweep
 from edgestats.collectors.telemetry.procfs import CLK_TCK
 from edgestats.collectors.telemetry.sentinel import MachineState, NoiseThresholds, noise_record

@@ -1,5 +1,5 @@
 """`edgestats prepare` builds one framework's models in one process (collectors/pack.py's
-build_group, collectors/adapters/prepare.py's prepare_many): a model that fails says why on its own
+build_group, collectors/prepare.py's prepare_many): a model that fails says why on its own
 line and the others are still built; a process that dies is not the end of the models it had not
 reached. No framework is needed: the conversions here are the test's own.
 Cost: about 3 s of test time in make test's parallel lane (measured from a fresh clone on 2 cores)."""
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.collectors.adapters import prepare as prepare_module
-from edgestats.collectors.adapters.prepare import cache_key, lookup
+from edgestats.collectors import prepare as prepare_module
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.pack import _result_line, build_group
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.prepare import cache_key, lookup
 from edgestats.registry.runtimes import runtime
 
 

@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.pack import missing_from_pack, prepare_command
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.store.results import Store
 
 BLOCKER = """

@@ -27,11 +27,11 @@ from scipy import stats
 from edgestats.analysis.estimators.hierarchical import median_over_runs
 from edgestats.analysis.estimators.stopping import stein_rule
 from edgestats.cli.collect import precision_goal
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunEnd, RunOutcome
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents
 from edgestats.collectors.sweep import Sweep
 from edgestats.store.results import Store
 

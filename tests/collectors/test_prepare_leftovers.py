@@ -1,4 +1,4 @@
-"""Nothing outlives a killed `edgestats prepare` (collectors/pack.py, collectors/adapters/prepare.py):
+"""Nothing outlives a killed `edgestats prepare` (collectors/pack.py, collectors/prepare.py):
 its builders die with it (PR_SET_PDEATHSIG), no temporary file is left in $TMPDIR, and what a
 killed build left inside the pack is cleared by the next prepare, never while a build runs.
 Also the first file collect writes, its spool owner's lock: a full disk there names the file and
@@ -23,15 +23,15 @@ import psutil
 import pytest
 
 from edgestats.cli.common import _named_file
-from edgestats.collectors.adapters.prepare import LOCK, MARKER, remove_dead_builds
 from edgestats.collectors.pack import _remove_dead_manifest_temps
+from edgestats.collectors.prepare import LOCK, MARKER, remove_dead_builds
 from edgestats.store.database import storage_error
 
 PARENT = """
 import sys
 from pathlib import Path
 from edgestats.collectors.pack import build_group
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 configs = [RunConfig(framework="onnxruntime", model="cnn9")]
 for _ in build_group(configs, Path(sys.argv[1]), python=sys.argv[2]):
     pass

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from recovery_fakes import died, ended_process_pid, make_orchestrator, write_spool
 
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.orchestrator import Orchestrator
 from edgestats.collectors.power.meter_csv import ClockAnchor
 from edgestats.collectors.record import (
@@ -26,8 +28,6 @@ from edgestats.collectors.record import (
     WorkerExit,
     classify_exit,
 )
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolContents
 from edgestats.store.results import Store
 
 CONFIG = RunConfig(framework="onnxruntime", model="cnn9", iterations=5, warmup=1, threads=2)
@@ -295,7 +295,7 @@ def test_runs_of_a_live_collect_are_never_recovered_by_another(tmp_path):
 
 
 def test_a_recovered_run_says_so_and_keeps_its_telemetry(tmp_path):
-    from edgestats.collectors.spool import run_paths
+    from edgestats.collectors.core.spool import run_paths
     from edgestats.collectors.telemetry.batchfile import write_batch
     from edgestats.collectors.telemetry.sampler import Sampler
 

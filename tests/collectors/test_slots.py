@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from edgestats.collectors.collect import Plan, execute
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.record import RunOutcome
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.collectors.slots import (
     remove_dead_slot_files,
     slot_path,

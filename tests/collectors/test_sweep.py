@@ -10,7 +10,7 @@ from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.sweep import SweepError, build_sweep, combine, load_sweep_file, shuffled
 
 runner = CliRunner()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import time
 
-from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.spool import SpoolWriter, read_spool
+from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.collectors.core.spool import SpoolWriter, read_spool
 from edgestats.collectors.training.rows import batch_rows, epoch_rows, training_results
 from edgestats.collectors.training.worker import planned_epochs, train_epoch
 

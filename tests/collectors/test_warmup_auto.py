@@ -16,10 +16,10 @@ import pytest
 from latency_series import series
 
 from edgestats.collectors import worker
+from edgestats.collectors.core.runconfig import WARMUP_AUTO_LIMIT, RunConfig, auto_warmup_limit, parse_warmup
+from edgestats.collectors.core.spool import SpoolContents, SpoolWriter, read_spool
 from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.runconfig import WARMUP_AUTO_LIMIT, RunConfig, auto_warmup_limit, parse_warmup
 from edgestats.collectors.runrows import steady_state_columns, warmup_count
-from edgestats.collectors.spool import SpoolContents, SpoolWriter, read_spool
 from edgestats.collectors.steady_state import AUTO_FIRST_CHECK, auto_warmup_done, next_auto_check
 from edgestats.collectors.sweep import SweepError, build_sweep
 from edgestats.store.results import Store

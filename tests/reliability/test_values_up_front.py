@@ -15,8 +15,8 @@ from import_builders import write
 from typer.testing import CliRunner
 
 from edgestats.cli import app
+from edgestats.collectors.core.sweep_limits import MAX_RUNS_PER_SWEEP, THREADS_PER_CPU, usable_cpus
 from edgestats.collectors.sweep import SweepError, build_sweep, combine
-from edgestats.collectors.sweep_limits import MAX_RUNS_PER_SWEEP, THREADS_PER_CPU, usable_cpus
 from edgestats.contracts import CONFIG_RANGES
 
 runner = CliRunner()

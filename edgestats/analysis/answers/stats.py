@@ -2,7 +2,7 @@
 of the runs' medians, as compare does it), the verdict rule, and how many runs would resolve an
 inconclusive ratio (docs/cli/analyze.md, "answers").
 
-- Ratio (Welch 1947, on logs; edgestats.analysis.compare.stats): with x the logs of the fastest
+- Ratio (Welch 1947, on logs; edgestats.analysis.estimators.welch): with x the logs of the fastest
   candidate's run medians and y the candidate's, the ratio is exp(mean y - mean x) (the ratio of
   the two geometric means: summary's two estimates divided), its interval exp(d ± t·se) with
   Welch's standard error and Welch–Satterthwaite degrees of freedom, always > 0; the p-value is
@@ -25,13 +25,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
-from edgestats.analysis.compare.stats import ratio_interval, welch_log, welch_p_value
+from edgestats.analysis.estimators.welch import ratio_interval, welch_log, welch_p_value
 
-RESOLVE_TARGET = 0.05  # the precision an inconclusive verdict names: the ratio known to ±5 %
 EQUIVALENCE_MAX = 0.05  # "no detectable difference within ±X %" only for X up to 5 %
-MAX_RUNS = 10_000  # beyond this many runs the advice is to relax the target, not to collect
 SLOWER, SAME, INCONCLUSIVE, FASTEST = "slower", "no detectable difference", "inconclusive", "fastest"
 
 
@@ -70,33 +67,6 @@ def ratio_to_fastest(fastest: np.ndarray, candidate: np.ndarray, level: float) -
         return Ratio(estimate, None, None, None, sd_a, sd_b)
     _, low, high, p = welch_ratio(fastest, candidate, level)
     return Ratio(estimate, float(low), float(high), float(p), sd_a, sd_b)
-
-
-def welch_df(sd_a: float, sd_b: float, n: int) -> float:
-    """Welch–Satterthwaite's degrees of freedom with n runs on each side."""
-    var_a, var_b = sd_a**2 / n, sd_b**2 / n
-    if var_a + var_b == 0:
-        return float(2 * n - 2)
-    return (var_a + var_b) ** 2 / (var_a**2 / (n - 1) + var_b**2 / (n - 1))
-
-
-def runs_to_resolve(
-    sd_a: float, sd_b: float, level: float, target: float = RESOLVE_TARGET, max_runs: int = MAX_RUNS
-) -> int | None:
-    """The fewest runs per configuration (both sides alike, at least 2) whose Welch interval of the
-    ratio is at most ±target on the log scale at these SDs of log run medians; None past max_runs."""
-    spread = sd_a**2 + sd_b**2
-    bound = math.log1p(target)
-    if spread == 0:
-        return 2
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    n = max(2, math.ceil(spread * (z / bound) ** 2))  # the normal approximation, then t (wider)
-    while (
-        n <= max_runs
-        and stats.t.ppf(0.5 + level / 2, welch_df(sd_a, sd_b, n)) * math.sqrt(spread / n) > bound
-    ):
-        n += max(1, n // 50)  # steps of 2 % past 100 runs: the advice needs no more precision
-    return n if n <= max_runs else None
 
 
 def equivalence_margin(ci_low: float, ci_high: float) -> float:

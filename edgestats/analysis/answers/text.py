@@ -8,6 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from edgestats.analysis.answers import stats as st
+from edgestats.analysis.estimators import welch
 from edgestats.formatting import format_interval
 
 # Keys whose values name themselves (pi5, cnn9, onnxruntime, fp32); others are said with their key.
@@ -73,11 +74,11 @@ def inconclusive_text(
         )
     if ratio.ci_low is None:
         return "inconclusive: every run's median is the same on both sides, so no interval", None
-    for target in (st.RESOLVE_TARGET, st.RESOLVE_TARGET / 2):  # ±2.5 % decides either verdict
-        needed = st.runs_to_resolve(ratio.sd_fastest, ratio.sd_candidate, level, target)
+    for target in (welch.RESOLVE_TARGET, welch.RESOLVE_TARGET / 2):  # ±2.5 % decides either verdict
+        needed = welch.runs_to_resolve(ratio.sd_fastest, ratio.sd_candidate, level, target)
         if needed is None:
             return (
-                f"inconclusive: more than {st.MAX_RUNS:,} runs per configuration would be needed to "
+                f"inconclusive: more than {welch.MAX_RUNS:,} runs per configuration would be needed to "
                 f"resolve ±{target * 100:g} %",
                 None,
             )

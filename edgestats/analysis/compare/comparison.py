@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from edgestats.analysis.compare import stats as cs
 from edgestats.analysis.compare.cautions import CompareWarning, compare_warnings
 from edgestats.analysis.compare.detect import describe_detectable
 from edgestats.analysis.compare.overall import Overall, overall_ratios
 from edgestats.analysis.core.result import iter_groups, json_safe
+from edgestats.analysis.estimators import welch as cs
 from edgestats.analysis.estimators.intervals import DEFAULT_LEVEL, clean_values
 from edgestats.analysis.estimators.multiplicity import holm
 from edgestats.analysis.load.frames import AnalysisInputError, check_where, load_data, present_columns

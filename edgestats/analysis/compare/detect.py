@@ -8,7 +8,7 @@ and beyond HOPELESS_FACTOR as what it means: no change of a size that matters is
 at this spread ("no change below 100×"). The number itself stays in the JSON.
 
 Beside an inconclusive verdict, the next step: how many runs a side would make the ratio's
-interval ±threshold at the spreads measured (answers_stats.runs_to_resolve: Welch's t interval of
+interval ±threshold at the spreads measured (estimators/welch.py, runs_to_resolve: Welch's t interval of
 the difference of mean logs, the same number of runs on both sides; more runs, not longer ones,
 narrow a run-level interval, Kalibera & Jones 2013), or ±threshold/2 where the runs already reach
 ±threshold (an interval that straddles the band's edge needs a narrower one to settle either way).
@@ -19,8 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from edgestats.analysis.answers.stats import MAX_RUNS, RESOLVE_TARGET, runs_to_resolve
-from edgestats.analysis.compare.stats import Design
+from edgestats.analysis.estimators.welch import MAX_RUNS, RESOLVE_TARGET, Design, runs_to_resolve
 
 FACTOR_FROM_PCT = 100.0  # from +100 % (B twice A) on, a change is said as a factor: 3.1×, not 210%
 HOPELESS_FACTOR = 100.0  # past 100×, "no change below 100×": a larger figure helps nobody decide

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from edgestats.analysis.compare import stats as cs
 from edgestats.analysis.core.result import json_safe
+from edgestats.analysis.estimators import welch as cs
 
 METHOD = "geometric mean of the ratios; t interval with Welch-Satterthwaite df pooled over configurations"
 

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from edgestats.analysis.compare.stats import ratio_interval, welch_log
 from edgestats.analysis.estimators.intervals import (
     DEFAULT_LEVEL,
     BootstrapSettings,
@@ -35,6 +34,7 @@ from edgestats.analysis.estimators.intervals import (
     spread_problem,
     t_quantile,
 )
+from edgestats.analysis.estimators.welch import ratio_interval, welch_log
 
 # The fewest values (a side) a bootstrap interval resamples (the module docstring).
 MIN_RESAMPLED = 10

@@ -17,7 +17,7 @@ from typing import Any
 
 from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.base import Adapter, ModelInfo
-from edgestats.collectors.runconfig import RunConfig
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import zoo_model
 
 MODELS = ("cnn9",)  # the zoo models it computes

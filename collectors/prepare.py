@@ -1,8 +1,8 @@
 """Before a measured run, in its own process: turn a zoo model into the file the worker loads.
 
-    python -m edgestats.collectors.adapters.prepare CONFIG_JSON CACHE_DIR
+    python -m edgestats.collectors.prepare CONFIG_JSON CACHE_DIR
         -> prints {"artifact": PATH, "cache": "hit" | "built" | "rebuilt: WHY"}
-    python -m edgestats.collectors.adapters.prepare CONFIGS_JSON CACHE_DIR   (a JSON list; "-": stdin)
+    python -m edgestats.collectors.prepare CONFIGS_JSON CACHE_DIR   (a JSON list; "-": stdin)
         -> prints one line per configuration, as it finishes:
            {"key": KEY, "artifact": PATH, "cache": ...} or {"key": KEY, "error": "Type: why"}
 
@@ -43,8 +43,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.generation.engines import builder_class
-from edgestats.collectors.runconfig import RunConfig
 from edgestats.registry.runtimes import runtime
 
 ARTIFACT_FIELDS = ("framework", "runtime", "model", "precision", "seed", "accelerator", "extra")

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special, stats
 
+RESOLVE_TARGET = 0.05  # the precision an inconclusive verdict names: the ratio known to ±5 %
+MAX_RUNS = 10_000  # beyond this many runs the advice is to relax the target, not to collect
+
+
 # The power the minimum detectable effect is quoted at: the usual planning convention (Cohen 1988).
 DETECT_POWER = 0.8
 # Verdict codes; compare.py words them per metric (slower/higher, faster/lower).
@@ -182,3 +186,30 @@ def min_detectable_pct(
             return None
     log_ratio = optimize.brentq(lambda x: curve(x) - power, 0.0, high, xtol=1e-12, rtol=1e-12)
     return 100.0 * math.expm1(log_ratio)
+
+
+def welch_df(sd_a: float, sd_b: float, n: int) -> float:
+    """Welch–Satterthwaite's degrees of freedom with n runs on each side."""
+    var_a, var_b = sd_a**2 / n, sd_b**2 / n
+    if var_a + var_b == 0:
+        return float(2 * n - 2)
+    return (var_a + var_b) ** 2 / (var_a**2 / (n - 1) + var_b**2 / (n - 1))
+
+
+def runs_to_resolve(
+    sd_a: float, sd_b: float, level: float, target: float = RESOLVE_TARGET, max_runs: int = MAX_RUNS
+) -> int | None:
+    """The fewest runs per configuration (both sides alike, at least 2) whose Welch interval of the
+    ratio is at most ±target on the log scale at these SDs of log run medians; None past max_runs."""
+    spread = sd_a**2 + sd_b**2
+    bound = math.log1p(target)
+    if spread == 0:
+        return 2
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    n = max(2, math.ceil(spread * (z / bound) ** 2))  # the normal approximation, then t (wider)
+    while (
+        n <= max_runs
+        and stats.t.ppf(0.5 + level / 2, welch_df(sd_a, sd_b, n)) * math.sqrt(spread / n) > bound
+    ):
+        n += max(1, n // 50)  # steps of 2 % past 100 runs: the advice needs no more precision
+    return n if n <= max_runs else None

@@ -40,11 +40,14 @@ ANALYSIS_ENTRY = """    AnalysisEntry(
         "throughput",
         "Throughput: inferences per second",
         "mean inferences per second per configuration, across runs",
-        "edgestats.analysis.throughput:analyse",
+        "edgestats.analysis.throughput.analysis:analyse",
         "edgestats.reports.sections.throughput",
         "docs/cli/analyze.md#throughput--inferences-per-second",
     ),
 """
+ANALYSIS_PACKAGE_DOC = (
+    '''"""The throughput analysis: inferences per second per configuration, across runs."""\n'''
+)
 ANALYSIS_DOC = """### throughput — inferences per second
 
 - Per group (default: per configuration), `metric: "throughput_per_s"`: the mean across runs of
@@ -115,7 +118,10 @@ def test_each_recipe_lists_its_files_and_states_its_rules():
         files = recipe_files(heading)
         assert files, f"{heading}: no numbered `file` items in docs/architecture.md §8"
         for pattern in files:
-            folder = REPO / Path(pattern).parent
+            folder = Path(pattern).parent
+            if RECIPES[heading] in folder.parts:  # a package the recipe makes: its parent exists
+                folder = Path(*folder.parts[: folder.parts.index(RECIPES[heading])])
+            folder = REPO / folder
             assert folder.is_dir(), f"{heading}: {pattern} is in no folder of the repository"
         text = " ".join(recipe_text(heading).split())
         missing = [rule for rule in RULES[heading] if rule not in text]
@@ -142,7 +148,18 @@ def before_heading(text: str, heading: str, insert: str) -> str:
 
 
 def add_analysis(copy: Path) -> None:
-    shutil.copy(TEMPLATES / "analysis.py", copy / "edgestats" / "analysis" / f"{ANALYSIS}.py")
+    package = copy / "edgestats" / "analysis" / ANALYSIS
+    package.mkdir()
+    (package / "__init__.py").write_text(ANALYSIS_PACKAGE_DOC, encoding="utf-8")
+    shutil.copy(TEMPLATES / "analysis.py", package / "analysis.py")
+    edit(
+        copy / "pyproject.toml",
+        lambda t: t.replace(
+            '    "edgestats.analysis",\n',
+            f'    "edgestats.analysis",\n    "edgestats.analysis.{ANALYSIS}",\n',
+            1,
+        ),
+    )
     shutil.copy(TEMPLATES / "section.py", copy / "reports" / "sections" / f"{ANALYSIS}.py")
     shutil.copy(TEMPLATES / "analysis_check.py", copy / "tests" / "analysis" / f"test_{ANALYSIS}.py")
     edit(
@@ -193,6 +210,7 @@ def add_power_source(copy: Path) -> None:
 # the checks every chart gets), the adapter contract, and power-source selection.
 TESTS = [
     "tests/test_registries.py",
+    "tests/test_module_index.py",
     "tests/analysis/test_bounded_intervals.py::test_no_analysis_gives_an_interval_outside_its_quantity_s_range",
     f"tests/analysis/test_{ANALYSIS}.py",
     f"tests/reports/test_charts.py::test_chart_spec_matches_golden[{ANALYSIS}_rates]",
@@ -205,6 +223,12 @@ TESTS = [
     "tests/collectors/test_power.py",
     f"tests/collectors/test_power_{POWER}.py",
 ]
+
+
+def write_module_index(copy: Path) -> None:
+    """The recipes' last step, docs/architecture.md's module index, as they say: run in the copy."""
+    command = [sys.executable, "tests/module_index.py", "--write"]
+    subprocess.run(command, cwd=copy, env=copy_env(copy), check=True, capture_output=True, text=True)
 
 
 def run_tests(copy: Path, packages: Path, basetemp: Path) -> subprocess.CompletedProcess:
@@ -236,6 +260,7 @@ def test_the_recipes_add_one_plug_in_of_each_kind_touching_only_their_files(tmp_
     add_analysis(copy)
     add_runtime(copy)
     add_power_source(copy)
+    write_module_index(copy)
     result = run_tests(copy, package_tree(copy, tmp_path / "packages"), tmp_path / "basetemp")
     assert result.returncode == 0, (
         f"the tests fail on the plug-ins:\n{result.stdout[-8000:]}{result.stderr[-2000:]}"

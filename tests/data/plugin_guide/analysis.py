@@ -1,7 +1,7 @@
 """throughput: inferences per second per configuration, the mean across runs with its interval.
 
 The plug-in guide's example analysis (docs/architecture.md §8): tests/test_plugin_guide.py writes
-this file as edgestats/analysis/throughput.py in a copy of the repository.
+this file as edgestats/analysis/throughput/analysis.py in a copy of the repository.
 
 Per run, `throughput_per_s` is batch size / mean latency (edgestats.analysis.load.frames derives it); per
 configuration, its mean across runs with a t interval on the log scale

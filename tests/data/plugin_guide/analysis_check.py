@@ -12,7 +12,7 @@ from analysis_builders import runs_frame
 from scipy import stats
 
 from edgestats.analysis import AnalysisData, AnalysisOptions
-from edgestats.analysis.throughput import analyse
+from edgestats.analysis.throughput.analysis import analyse
 
 
 def test_mean_throughput_and_its_log_scale_interval_by_hand():

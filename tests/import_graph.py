@@ -7,6 +7,7 @@ tests (test_import_boundaries.py, test_import_cycles.py) hold the code to its la
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,10 +48,15 @@ def absolute(node: ast.ImportFrom, name: str, is_package: bool) -> list[str]:
     return [base] + [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
 
 
-def imports_in(path: Path, name: str | None = None) -> list[Import]:
-    """Every import in one file, at any depth; `name` is its module name (default: from its path)."""
+def imports_in(path: Path, name: str | None = None) -> tuple[Import, ...]:
+    """Every import in one file, at any depth; `name` is its module name (default: from its path).
+    Read once per version of the file in a test session: a dozen tests walk the same 270 files."""
+    return _imports_in(path, name or module_name(path), path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _imports_in(path: Path, name: str, _version: int) -> tuple[Import, ...]:
     tree = ast.parse(path.read_text(), filename=str(path))
-    name = name or module_name(path)
     rel = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
     found: list[Import] = []
     for node in ast.walk(tree):
@@ -66,7 +72,7 @@ def imports_in(path: Path, name: str | None = None) -> list[Import]:
             and ast.unparse(node.func) in ("importlib.import_module", "import_module", "__import__")
         ):
             found.append(Import(rel, node.lineno, node.args[0].value))
-    return found
+    return tuple(found)
 
 
 def sources(folder: str) -> list[Path]:

@@ -9,6 +9,7 @@ fails when the doc and the code disagree, or when a module has no docstring.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import textwrap
@@ -44,6 +45,11 @@ def first_sentence(docstring: str | None) -> str | None:
 
 
 def docstring_of(path: Path) -> str | None:
+    return _docstring_of(path, path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _docstring_of(path: Path, _version: int) -> str | None:
     return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
 
 

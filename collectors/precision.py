@@ -1,5 +1,5 @@
-"""`collect --precision`: repeat each configuration in fresh processes until its median latency
-is known to the asked precision, or --max-repeat is reached.
+"""`collect --precision`: repeat each configuration in fresh processes until its median latency has
+the asked precision. `--max-repeat` caps the repeats.
 
 Kalibera and Jones (ISMM 2013) measure at the level where the variance is: on edge devices two
 identical processes differ by 1-8 % while one process's thousands of latencies barely move its

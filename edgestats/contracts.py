@@ -1,4 +1,4 @@
-"""Facts both sides of the data flow must agree on (docs/architecture.md §3), in one module that
+"""Facts both sides of the data flow must agree on (docs/architecture.md §3). It is one module that
 imports only the standard library, so every layer (collectors, store, imports, analysis, reports)
 may import it without importing another layer.
 

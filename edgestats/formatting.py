@@ -1,7 +1,7 @@
-"""The one formatter of numbers and intervals: the report's page, its tables and sentences, and
-the terminal output of `edgestats analyze` all print an estimate as "12.3 [11.9, 12.8]". And the
-one wrapper of terminal lines (doctor, collect): broken at spaces, never inside a word, with a
-hanging indent, to the terminal's width.
+"""The one formatter of numbers and intervals, and the one wrapper of terminal lines. The report's
+page, its tables and sentences, and the terminal output of `edgestats analyze` all print an estimate
+as "12.3 [11.9, 12.8]". Terminal lines (doctor, collect) are broken at spaces, never inside a word,
+with a hanging indent, to the terminal's width.
 
 Standard library only, so the CLI can use it without loading the analysis or report stack.
 """

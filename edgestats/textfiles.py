@@ -1,5 +1,6 @@
-"""Reading users' text files (sweep files, CSV tables): bytes that are not UTF-8 are one line
-naming the file, the line and the byte, never a UnicodeDecodeError. Stdlib only: collectors use it."""
+"""Reading users' text files (sweep files, CSV tables), where bytes that are not UTF-8 are a
+one-line error. That line names the file, the line and the byte; never a UnicodeDecodeError. Stdlib
+only: collectors use it."""
 
 from __future__ import annotations
 

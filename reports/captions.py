@@ -1,6 +1,6 @@
 """What a report says where a result falls short, for the page (report.py) and the section modules
-(sections/) alike: a figure's caption that promises only the intervals that are drawn, and the
-sentence of an analysis that has nothing to show."""
+(sections/) alike. That is a figure's caption that promises only the intervals that are drawn, and
+the sentence of an analysis that has nothing to show."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Chart builders of breakdown: where a run's time goes (seconds per phase, stacked in pCAMP's
-Table 3 order) and the load / steady ratios with 1 (break-even) marked.
+"""Chart builders of breakdown: where a run's time goes, and the load / steady ratios with 1
+(break-even) marked. The time is seconds per phase, stacked in pCAMP's Table 3 order.
 
 Apart from charts_latency.py (summary's latency per configuration), because these draw phases and
 ratios of phase times, not latency distributions. Like every chart module, each builder takes the

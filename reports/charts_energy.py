@@ -1,7 +1,8 @@
-"""Chart builders of energy and power: the power trace of one run (pCAMP Figures 1 and 3), energy
-per inference against latency with the fitted line and its band, energy per phase, and the
-time-energy correlations. Pure: an analysis frame (or the loaded PowerTrace) in, a chart out; the
-fitted line and its band are computed by the energy analysis (its `band` frame), never here.
+"""Chart builders of energy and power: a run's power trace, energy against latency, energy per phase
+and the correlations. The power trace is one run's (pCAMP Figures 1 and 3); energy per inference is
+drawn against latency with the fitted line and its band; the correlations are the time-energy ones.
+Pure: an analysis frame (or the loaded PowerTrace) in, a chart out; the fitted line and its band are
+computed by the energy analysis (its `band` frame), never here.
 """
 
 from __future__ import annotations

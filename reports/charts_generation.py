@@ -1,7 +1,8 @@
-"""Chart builders of the generation analysis: per configuration, the estimates of a few related
-quantities side by side (prefill and decode tokens per second; inter-token p50 / p90 / p99;
-energy per token of prefill and decode), each a dot with a rule across its interval, and decode
-time per token against context depth (the runs as points, the fitted line and its band).
+"""Chart builders of the generation analysis: estimates side by side, and decode time per token
+against context depth. Per configuration, the estimates of a few related quantities stand side by
+side (prefill and decode tokens per second; inter-token p50 / p90 / p99; energy per token of prefill
+and decode), each a dot with a rule across its interval; decode time per token against context depth
+has the runs as points, the fitted line and its band.
 
 Pure: frames of edgestats.analysis.generation.analysis in, an Altair chart out; no statistic here.
 """

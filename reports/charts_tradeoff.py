@@ -1,6 +1,7 @@
-"""Chart builders of tradeoff: memory against latency with the Pareto front, and the best
-candidate per metric against its runner-up (Holm-corrected), each at the estimate and interval
-summary gives that configuration. Pure: an analysis frame in, a chart out.
+"""Chart builders of tradeoff: memory against latency with the Pareto front, and the best per metric
+against the runner-up. The best candidate's comparison with its runner-up is Holm-corrected, and
+each is drawn at the estimate and interval summary gives that configuration. Pure: an analysis frame
+in, a chart out.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Chart builders of the training analyses: hyperparameter main effects, accuracy and training
-time vs iterations (the DLaaS tables), fetch stall vs workers x storage and resources vs batch
-size (the Jetson study). Pure functions: an analysis frame in, a chart out; the statistics
-(means and their intervals) come computed in the frames.
+"""Chart builders of the training analyses, of the DLaaS tables and of the Jetson study. From the
+DLaaS tables: hyperparameter main effects, accuracy and training time vs iterations; from the Jetson
+study: fetch stall vs workers x storage and resources vs batch size. Pure functions: an analysis
+frame in, a chart out; the statistics (means and their intervals) come computed in the frames.
 """
 
 from __future__ import annotations

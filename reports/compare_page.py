@@ -1,6 +1,6 @@
-"""The page of `edgestats compare --out DIR`: DIR/index.html (the ratios B/A with their intervals,
-drawn against the threshold band, and the table of every figure) and DIR/compare.json (the same
-document as `compare --format json`).
+"""The page of `edgestats compare --out DIR`: DIR/index.html and DIR/compare.json. The HTML draws
+the ratios B/A with their intervals against the threshold band, with the table of every figure; the
+JSON is the same document as `compare --format json`.
 
 It reuses the report's page (page.render_page: offline, escaped, one self-contained file) with
 one section; the header is the overview of the DB(s) compared, which the caller loaded (nothing

@@ -1,6 +1,7 @@
-"""The answers at the top of the page: per group, which candidate is fastest, how many times as
-long each other one takes, and how sure that is; then, per model and runtime measured on several
-devices, how the devices compare.
+"""The answers at the top of the page: the fastest candidate per group and how the others compare,
+then devices compared. Per group, which candidate is fastest, how many times as long each other one
+takes, and how sure that is; then, per model and runtime measured on several devices, how the
+devices compare.
 
 Drawn from the answers analysis' frames (edgestats/analysis/answers/analysis.py): `answers` (one row per
 group x candidate) and `across_devices` (one row per model x runtime x device). Each group is one

@@ -1,5 +1,6 @@
-"""What the page's tables and the paper tables (`--tables`) share: where a frame's intervals are,
-its confidence level, CSV, and escaping for Markdown and LaTeX.
+"""What the page's tables and the paper tables (`--tables`) share: a frame's intervals and level,
+CSV, and escaping. They find where a frame's intervals are and its confidence level, write CSV, and
+escape for Markdown and LaTeX.
 
 An analysis result frame carries each estimate next to its interval, either as `X`,
 `X_ci_low`, `X_ci_high`, or as one value column with bare `ci_low`/`ci_high` (and `level`,

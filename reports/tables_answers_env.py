@@ -1,5 +1,6 @@
-"""Paper tables of the answers (which candidate is fastest, by how much, how sure) and of the
-environment (each device's facts; each framework, runtime and library version that ran).
+"""Paper tables of the answers and of the environment. The answers: which candidate is fastest, by
+how much, how sure; the environment: each device's facts, and each framework, runtime and library
+version that ran.
 
 The answers table has one row per group and candidate, fastest first within a group: the
 candidate's median latency [interval], its ratio to the fastest [interval] ("times as long as the

@@ -1,5 +1,5 @@
 """Units and labels of the page's columns: "latency_median_ms" is "median latency (ms)", bytes are
-shown in MiB, and every number goes through edgestats.formatting, as on the terminal.
+shown in MiB. Every number goes through edgestats.formatting, as on the terminal.
 
 A column's unit comes from its name's suffix (`_ms`, `_s`, `_bytes`, `_j`, `_pct`, ...); a metric
 named in a row ("metric", "quantity") carries its unit the same way. Scaling happens here and

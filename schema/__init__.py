@@ -1,5 +1,6 @@
-"""The DuckDB schema: numbered migrations (NNNN_name.sql, never edited once released) and
-views.sql (re-applied with CREATE OR REPLACE VIEW whenever a DB is opened for writing).
+"""The DuckDB schema: numbered migrations (NNNN_name.sql) and views.sql. A migration is never edited
+once released; views.sql is re-applied with CREATE OR REPLACE VIEW whenever a DB is opened for
+writing.
 
 This folder is installed as `edgestats.schema`; the .sql files are package data.
 """

@@ -1,6 +1,6 @@
 """The limits a sweep is checked against before anything is built or run (docs/cli/collect.md,
-"Limits"): each key's range, thread counts against this machine's CPUs, the planned number of
-runs, names without control characters, and the values of adapter options.
+"Limits"). They are each key's range, thread counts against this machine's CPUs, the planned number
+of runs, names without control characters, and the values of adapter options.
 
 The ranges of the configuration columns (batch_size, threads, iterations, ...) are
 edgestats/contracts.py's CONFIG_RANGES, which `import` applies to the same columns; collect is

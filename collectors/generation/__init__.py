@@ -1,3 +1,3 @@
-"""Generation workloads (kind "generation"): the worker's prefill / first token / decode phases,
-the per-runtime engines that run the generation zoo (zoo/llama_arch.py), and the rows stored
-(docs/generation.md)."""
+"""Generation workloads (kind "generation", docs/generation.md): the worker, the per-runtime engines
+and the rows stored. The worker runs the prefill / first token / decode phases; the engines run the
+generation zoo (zoo/llama_arch.py)."""

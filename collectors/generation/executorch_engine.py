@@ -1,7 +1,7 @@
-"""Generation with ExecuTorch (framework "executorch"): the zoo model's .pte program for the XNNPACK
-delegate, its KV cache held in the program as mutable buffers (generation/executorch_export.py),
-built before the run by prepare() into the model cache or a model pack, and run by ExecuTorch's
-Python runtime bindings on the CPU.
+"""Generation with ExecuTorch (framework "executorch"): the zoo model's .pte program, run on the
+CPU. The program is for the XNNPACK delegate, with its KV cache held in the program as mutable
+buffers (generation/executorch_export.py); prepare() builds it before the run into the model cache
+or a model pack, and ExecuTorch's Python runtime bindings run it.
 
 Each forward is one Method.execute of `forward`: the ids and their absolute positions in, the
 last position's logits out (a torch tensor on the host, written when execute returns). The keys

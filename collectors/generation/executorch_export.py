@@ -1,5 +1,5 @@
-"""A generation zoo model as an ExecuTorch program (.pte) for XNNPACK, with a static KV cache held
-in the program as mutable buffers, exported from the same seeded weights as every other runtime
+"""A generation zoo model as an ExecuTorch program (.pte) for XNNPACK, from the same seeded weights
+as every other runtime. It is exported with a static KV cache held in the program as mutable buffers
 (docs/generation.md, "The ExecuTorch program").
 
 The program's one method, `forward`:

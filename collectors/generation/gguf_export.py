@@ -1,5 +1,5 @@
-"""A generation zoo model as a GGUF file for llama.cpp (llama-cpp-python, llama-bench), with the
-same weights every other runtime loads (docs/generation.md).
+"""A generation zoo model as a GGUF file for llama.cpp, with the same weights every other runtime
+loads. Its readers: llama-cpp-python and llama-bench (docs/generation.md).
 
 The file is written with the `gguf` package from the state dict of zoo/llama.py (names and shapes:
 zoo/llama_arch.py): architecture "llama", the zoo's constants as its metadata, each tensor under

@@ -1,6 +1,7 @@
-"""Generation with llama.cpp through llama-cpp-python's C API bindings (framework "llamacpp"): the
-zoo model as a GGUF file (generation/gguf_export.py), built before the run by prepare() into the
-model cache or a model pack, and run on the CPU with llama.cpp's own KV cache.
+"""Generation with llama.cpp (framework "llamacpp"): the zoo model's GGUF file, run on the CPU with
+its own KV cache. The calls go through llama-cpp-python's C API bindings; the file
+(generation/gguf_export.py) is built before the run by prepare() into the model cache or a model
+pack.
 
 Precisions name the GGUF's weights: fp32 (F32), fp16 (F16), q8_0 or int8 (Q8_0) and q4_0 (Q4_0),
 the last two made by llama.cpp's quantiser. The KV cache is llama.cpp's default F16 at every

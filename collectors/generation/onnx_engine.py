@@ -1,6 +1,7 @@
-"""Generation with ONNX Runtime (framework "onnxruntime"): the zoo model's ONNX graph with the KV
-cache as inputs and outputs (generation/onnx_export.py), built before the run by prepare() into
-the model cache or a model pack, and run by an InferenceSession on the CPU.
+"""Generation with ONNX Runtime (framework "onnxruntime"): the zoo model's ONNX graph in an
+InferenceSession on the CPU. The graph has the KV cache as inputs and outputs
+(generation/onnx_export.py) and is built before the run by prepare() into the model cache or a model
+pack.
 
 Each forward is one session.run: the ids and every layer's past keys and values in, the last
 position's logits and the present keys and values out (host numpy arrays, so the work has

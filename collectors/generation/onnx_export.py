@@ -1,5 +1,5 @@
 """A generation zoo model as an ONNX graph for ONNX Runtime, with the KV cache as explicit inputs
-and outputs, exported by torch.onnx.export from the same seeded weights as every other runtime
+and outputs. It is exported by torch.onnx.export from the same seeded weights as every other runtime
 (docs/generation.md, "The ONNX graph").
 
 The graph, one per model (names are its input and output names):

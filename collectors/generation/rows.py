@@ -1,6 +1,6 @@
-"""A generation run's runs columns, from its configuration and spool (the worker's "generation"
-environment entry): the prompt, generation and context lengths and the KV cache's size. Every
-token's latency goes to the latencies table and every phase to phases, as for inference
+"""A generation run's runs columns: the prompt, generation and context lengths and the KV cache's
+size. They come from its configuration and spool (the worker's "generation" environment entry).
+Every token's latency goes to the latencies table and every phase to phases, as for inference
 (runrows.py); the per-run figures are the generation_summary view's (schema/views.sql)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""What a generation sweep (kind "generation") is checked for before any run: keys of the other
-kinds, the frameworks that generate, generation models, warm-up counts, and context + prompt +
-new tokens within the model's context length (docs/cli/collect.md, "Generation")."""
+"""What a generation sweep (kind "generation") is checked for before any run (docs/cli/collect.md,
+"Generation"). The checks: keys of the other kinds, the frameworks that generate, generation models,
+warm-up counts, and context + prompt + new tokens within the model's context length."""
 
 from __future__ import annotations
 

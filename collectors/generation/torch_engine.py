@@ -1,9 +1,9 @@
-"""Generation with PyTorch (framework "pytorch"): runtime torch-eager, or torch-compile (the same
-model wrapped by torch.compile, inductor, with automatic dynamic shapes so that the cache's growing
-length does not recompile every step; compiled in the worker's `compile` phase). The zoo model is
-built from code with its seeded weights in load_model (zoo/llama.py), and run with a static KV
-cache. Threads, interop threads and the device are set as for inference (adapters/pytorch.py),
-whose import and environment steps this engine shares."""
+"""Generation with PyTorch (framework "pytorch"): runtime torch-eager, or torch-compile. The
+torch-compile runtime is the same model wrapped by torch.compile (inductor), with automatic dynamic
+shapes so that the cache's growing length does not recompile every step, compiled in the worker's
+`compile` phase. The zoo model is built from code with its seeded weights in load_model
+(zoo/llama.py), and run with a static KV cache. Threads, interop threads and the device are set as
+for inference (adapters/pytorch.py), whose import and environment steps this engine shares."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""A generation run in the measured worker (kind "generation", docs/generation.md): one prompt
-per sequence, `new_tokens` greedy tokens each (exactly: no early stop), with the framework's
-engine (generation/engines.py) imported only after the import phase.
+"""A generation run in the measured worker (kind "generation"): one prompt per sequence,
+`new_tokens` greedy tokens each. Exactly `new_tokens` (no early stop); the framework's engine
+(generation/engines.py) is imported only after the import phase (docs/generation.md).
 
 Phases (time.monotonic_ns(), shared with the sampler):
   import, load_model, compile (runtimes that compile on first call, torch.compile: one untimed

@@ -1,6 +1,6 @@
-"""The device's name: given (`collect --device-name NAME`, sweep key `device_name`), remembered for
-this machine from an earlier collect that gave one, or else its host name (docs/cli/collect.md,
-"Naming the device").
+"""The device's name: given, remembered for this machine, or else its host name
+(docs/cli/collect.md, "Naming the device"). It is given by `collect --device-name NAME` or the sweep
+key `device_name`, and remembered from an earlier collect on this machine that gave one.
 
 A named device's id is the device-id rule applied to its name (edgestats/contracts.py
 `device_uuid`), as for an imported table's device column: the same name is the same device on every

@@ -1,6 +1,6 @@
-"""Energy arithmetic on a power source's readings: wrapping counters into joules, power
-integrated by the trapezoid rule, a cumulative series cut to a window, and the idle baseline
-taken off (docs/architecture.md §5)."""
+"""Energy arithmetic on a power source's readings (docs/architecture.md §5). The operations:
+wrapping counters into joules, power integrated by the trapezoid rule, a cumulative series cut to a
+window, and the idle baseline taken off."""
 
 from __future__ import annotations
 

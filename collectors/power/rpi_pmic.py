@@ -1,4 +1,4 @@
-"""The Raspberry Pi 5's power-management IC (PMIC), read through the firmware: `vcgencmd
+"""The Raspberry Pi 5's power-management IC (PMIC), read through the firmware. `vcgencmd
 pmic_read_adc` prints one reading per line, currents in A and voltages in V,
 
          VDD_CORE_A current(7)=0.71350000A

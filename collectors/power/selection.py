@@ -1,6 +1,6 @@
 """`--power`: which power source a collect or baseline uses, from the sources in
-`edgestats.registry.power` (docs/architecture.md §7): their names, which ones `auto` tries and in
-what order, which ones read a file (NAME:PATH), and what doctor says of each. Modules are
+`edgestats.registry.power`. It says their names, which ones `auto` tries and in what order, which
+ones read a file (NAME:PATH), and what doctor says of each (docs/architecture.md §7). Modules are
 imported only when their source is probed, so a Raspberry Pi never imports pynvml."""
 
 from __future__ import annotations

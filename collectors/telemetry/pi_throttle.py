@@ -1,5 +1,5 @@
-"""The Raspberry Pi firmware's throttle flags (`vcgencmd get_throttled`, `throttled=0x50005`), for
-the noise sentinel (sentinel.py) and doctor (noise_checks.py).
+"""The Raspberry Pi firmware's throttle flags, for the noise sentinel (sentinel.py) and doctor
+(noise_checks.py). They are what `vcgencmd get_throttled` prints (`throttled=0x50005`).
 
 Bits 0-3 say what holds now: under-voltage, ARM frequency capped, throttled, soft temperature
 limit active. Bits 16-19 say the same has occurred (since boot, as vcgencmd reports them): they

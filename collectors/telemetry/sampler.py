@@ -1,5 +1,5 @@
-"""The telemetry sampler: a thread of the orchestrator that samples the worker's process tree,
-the system and the sensors at a fixed rate, stamped with time.monotonic_ns().
+"""The telemetry sampler: a thread of the orchestrator that samples the worker's process tree, the
+system and the sensors. It samples at a fixed rate, stamped with time.monotonic_ns().
 
 Ticks fall on absolute deadlines t0 + k/hz, so the rate does not drift; a tick that overruns
 (or starts late) skips the deadlines already past and counts them as missed. All values of a

@@ -1,5 +1,5 @@
-"""The noise sentinel: the machine's state before and during a run, and whether the run was
-measured on a machine busy with other work (docs/cli/collect.md, "Noise sentinel").
+"""The noise sentinel: whether a run was measured on a machine busy with other work
+(docs/cli/collect.md, "Noise sentinel"). It reads the machine's state before and during the run.
 
 A `MachineState` is read from the files Linux exposes, under a `root` (tests build fake sysfs
 trees): load average, /proc/stat's CPU times, swap counters (/proc/vmstat pswpin/pswpout, swap in

@@ -1,5 +1,5 @@
-"""What `collect` measures around each worker: the sampler and the power source, and the rows
-they turn into (samples, energy per phase and per inference, unavailable sensors).
+"""What `collect` measures around each worker: the sampler and the power source, and the rows they
+turn into. The rows are samples, energy per phase and per inference, and unavailable sensors.
 
 The orchestrator owns one `Telemetry` for a whole sweep: the power source is probed once (an
 explicitly named source that is unusable stops the sweep before any run; `auto` that finds

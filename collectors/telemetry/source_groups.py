@@ -1,6 +1,6 @@
-"""The sampler's groups that read through something other than a kernel file: NVIDIA GPUs through
-NVML, and the sources a caller hands the sampler (power sources, or any reader of (metric,
-value) pairs).
+"""The sampler's groups that read through something other than a kernel file: NVIDIA GPUs and a
+caller's sources. GPUs are read through NVML; the sources a caller hands the sampler are power
+sources, or any reader of (metric, value) pairs.
 
 Separate from groups.py, whose groups parse /proc and /sys files (procfs.py), because these wrap
 an optional library or a caller's object; the Sampler (sampler.py) reads both kinds alike.

@@ -1,5 +1,5 @@
 """Where a dataset lives and how much of it is in the page cache (the Jetson study's storage and
-cache experiments), with the standard library only and no root.
+cache experiments). With the standard library only and no root.
 
 - residency: each file is mapped (PROT_READ, nothing is faulted in) and mincore(2) reports which
   of its pages are resident; the fraction of all pages is the dataset's residency.

@@ -1,6 +1,6 @@
-"""From a dataset's samples to the arrays a training step takes: decode one sample, convert it to
-the model's channels (grey or RGB), resize it to the model's input (bilinear) and normalise it to
-[-1, 1]; stack a batch of them, timed where it is built.
+"""From a dataset's samples to the arrays a training step takes, a batch at a time. Each sample is
+decoded, converted to the model's channels (grey or RGB), resized to the model's input (bilinear)
+and normalised to [-1, 1]; a batch of them is stacked, timed where it is built.
 
 Separate from datasets.py, which reads the on-disk formats into samples: this is the data
 pipeline's per-batch work, the same for every format, which the training loops (torch_loop.py,

@@ -1,7 +1,7 @@
-"""Training under TensorFlow 2 / Keras 3: the zoo model (zoo.keras_models, seeded) trained from scratch
-with a tf.function train step (GradientTape; SGD with momentum 0.9 or Adam; cross-entropy), fed
-by a tf.data pipeline: the batch indices of the epoch, mapped by a numpy_function that reads,
-decodes, resizes and stacks one batch and times itself.
+"""Training under TensorFlow 2 / Keras 3: the zoo model trained from scratch, fed by a tf.data
+pipeline. The model is zoo.keras_models' (seeded), its train step a tf.function (GradientTape; SGD
+with momentum 0.9 or Adam; cross-entropy); the pipeline is the batch indices of the epoch, mapped by
+a numpy_function that reads, decodes, resizes and stacks one batch and times itself.
 
 num_workers is tf.data's equivalent of DataLoader workers: the map runs with num_parallel_calls
 = num_workers and the pipeline prefetches 2 * num_workers batches (DataLoader's prefetch_factor

@@ -1,6 +1,7 @@
-"""Training under PyTorch: the zoo model (zoo.torch_models, seeded) trained from scratch with a
-torch.utils.data.DataLoader of num_workers processes (0: batches are built inside next(), no
-pipelining), SGD with momentum 0.9 or Adam, cross-entropy loss.
+"""Training under PyTorch: the zoo model trained from scratch, fed by a DataLoader of num_workers
+processes. The model is zoo.torch_models' (seeded), the loader a torch.utils.data.DataLoader (0
+workers: batches are built inside next(), no pipelining); SGD with momentum 0.9 or Adam,
+cross-entropy loss.
 
 The DataLoader gets whole batches from a batch sampler (batch_size=None), so one __getitem__
 call reads, decodes, resizes and stacks a batch and times itself: its fetch time travels back

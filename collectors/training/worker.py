@@ -1,6 +1,7 @@
-"""A training run in the measured worker (kind "training"): the DLaaS study's hyperparameter runs
-and the Jetson study's data-pipeline measurements, with the framework-specific parts in
-training/torch_loop.py / training/tf_loop.py (imported only after the import phase).
+"""A training run in the measured worker (kind "training"), for the DLaaS and Jetson studies. It
+makes the DLaaS study's hyperparameter runs and the Jetson study's data-pipeline measurements; the
+framework-specific parts are in training/torch_loop.py / training/tf_loop.py (imported only after
+the import phase).
 
 Phases (time.monotonic_ns(), shared with the sampler): import, load_dataset (open and check the
 dataset files, evict them from the page cache if asked), build_model, train (every epoch with

@@ -1,5 +1,5 @@
-"""The model zoo: the same architectures in PyTorch (zoo.torch_models) and Keras
-(zoo.keras_models), built from code with seeded random weights — nothing is downloaded.
+"""The model zoo: the same architectures in PyTorch (zoo.torch_models) and Keras (zoo.keras_models),
+built from code. Their weights are seeded random ones — nothing is downloaded.
 
 This module is the framework-free registry: names, input shapes and the published parameter
 counts the tests hold both builders to. The builders live in zoo/torch_models.py /

@@ -1,5 +1,5 @@
-"""The generation zoo in PyTorch: a decoder-only transformer of the Llama architecture (RMSNorm,
-rotary embeddings, SwiGLU, grouped-query attention, a KV cache) with seeded random weights.
+"""The generation zoo in PyTorch: a decoder-only transformer of the Llama architecture with seeded
+random weights. Its parts: RMSNorm, rotary embeddings, SwiGLU, grouped-query attention, a KV cache.
 
 The sizes, constants and weight names are zoo/llama_arch.py's (framework-free), so exporters to
 GGUF and ONNX read the same facts; the math is written out in that module's docstring. This

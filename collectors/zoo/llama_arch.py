@@ -1,7 +1,7 @@
-"""The generation zoo's facts, framework-free: the Llama-architecture sizes, the exact math
-constants, the weight layout (state-dict names and shapes, and their GGUF names) and the seeded
-prompts, so every runtime that loads the same weights (PyTorch, ONNX Runtime, llama.cpp,
-ExecuTorch) computes the same function on the same token ids (docs/generation.md).
+"""The generation zoo's facts, framework-free, so every runtime that loads the same weights computes
+the same function. The facts are the Llama-architecture sizes, the exact math constants, the weight
+layout (state-dict names and shapes, and their GGUF names) and the seeded prompts; the runtimes are
+PyTorch, ONNX Runtime, llama.cpp and ExecuTorch, on the same token ids (docs/generation.md).
 
 Standard library only: the exporters and the sweep checks read it without importing torch.
 The PyTorch builder is zoo/llama.py.

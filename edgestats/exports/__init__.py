@@ -1,3 +1,3 @@
-"""Results leaving one DB (docs/architecture.md §2): `merge` of many DBs into one, `export`
-to hive-partitioned Parquet (parquet.py) and its `--append` (append.py); the lakes they make are
-read by the store (store/lake.py)."""
+"""Results leaving one DB (docs/architecture.md §2): `merge`, `export` to Parquet and its
+`--append`. `merge` makes one DB of many; `export` writes hive-partitioned Parquet (parquet.py) and
+`--append` adds to it (append.py); the lakes they make are read by the store (store/lake.py)."""

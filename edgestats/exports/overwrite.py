@@ -1,6 +1,7 @@
-"""What `export --overwrite` may delete: only what an earlier export wrote, as its manifest
-lists it, and the files an interrupted `--append` into it left (its staging folders, the
-manifest's temporary file, `part-<append id>-<i>.parquet` files in a table's folder).
+"""What `export --overwrite` may delete: what an earlier export wrote, and what an interrupted
+`--append` into it left. Only those: the export's files as its manifest lists them, and the append's
+staging folders, the manifest's temporary file and `part-<append id>-<i>.parquet` files in a table's
+folder.
 
 Anything else in the folder (a user's notes, a script, a file put inside a table's folder)
 means the folder is not only an export, and --overwrite refuses it, naming the first such path,

@@ -1,2 +1,3 @@
-"""`edgestats import` (docs/architecture.md §9): published tables and benchmark tools' output
-read, checked, named and written as runs. importer.py plans and writes; the others are its steps."""
+"""`edgestats import`: published tables and benchmark tools' output read, checked, named and written
+as runs. Described in docs/architecture.md §9: importer.py plans and writes; the others are its
+steps."""

@@ -1,5 +1,5 @@
-"""Checks and notes of `edgestats import` on the staged file, before the DB is opened: values
-that cannot be stored are errors naming the row and column; what the import decides for the user
+"""Checks and notes of `edgestats import` on the staged file, before the DB is opened. Values that
+cannot be stored are errors naming the row and column; what the import decides for the user
 (fractional epochs, thread counts left at the default, a column that looks like a measure, rows
 without a measurement) becomes a note. docs/cli/import.md.
 """

@@ -1,4 +1,4 @@
-"""The identity of an `edgestats import` and its write: the same file read with another --map,
+"""The identity of an `edgestats import` and its write. The same file read with another --map,
 --device or --long gives other runs, so a re-import is refused or, with --replace, replaces the
 earlier one; never is a wrong mapping silently kept. docs/cli/import.md.
 """

@@ -1,7 +1,7 @@
-"""Reading a file for `edgestats import`: every column as text into the table `staged` of the
-import's staging DuckDB (a temporary file: importer.py), after checking that a CSV is UTF-8 with
-balanced quotes; and a long-format table (one row per run and metric) turned into one row per run
-(`--long`). docs/cli/import.md.
+"""Reading a file for `edgestats import` into its staging DuckDB, a long-format table as one row per
+run. Every column goes as text into the table `staged` of the import's staging DuckDB (a temporary
+file: importer.py), after checking that a CSV is UTF-8 with balanced quotes; a long-format table
+(one row per run and metric) is turned into one row per run (`--long`). docs/cli/import.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`edgestats verify`: read a whole results DB (or lake) on demand, and keep a mark beside a file
-found damaged, so that `collect` and `import` do not append to it.
+"""`edgestats verify`: read a whole results DB (or lake) on demand, and mark a file found damaged.
+The mark is kept beside the file, so that `collect` and `import` do not append to it.
 
 Why a command: DuckDB checks a block's checksum only when it reads the block, and opening a file
 reads its catalog only (docs/schema.md, "damaged files"); appending a run reads no old block, so

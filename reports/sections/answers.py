@@ -1,6 +1,6 @@
 """The answers section, first on the page: per group, which candidate is fastest and every other
-one's ratio to it with its interval and verdict (one sentence per group, `sentences`), and the
-same across devices; the charts draw the ratios, one panel per group."""
+one's ratio to it. Each ratio has its interval and verdict, in one sentence per group (`sentences`),
+and the same is shown across devices; the charts draw the ratios, one panel per group."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The energy section: energy per inference against latency (with the fit), energy per phase,
-and the time-energy correlations (pCAMP Figure 3, Insight 3)."""
+"""The energy section: energy per inference against latency with the fit, energy per phase and the
+time-energy correlations. See pCAMP Figure 3, Insight 3."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The generation section: time to first token, prefill and decode tokens per second, inter-token
-latency p50 / p90 / p99 and energy per token per configuration, each with its run-level
-interval, and decode time per token against context depth with the fitted line. It draws what
-edgestats.analysis.generation.analysis computed and computes nothing."""
+"""The generation section: each configuration's figures with run-level intervals, and decode time
+against context depth. The figures are time to first token, prefill and decode tokens per second,
+inter-token latency p50 / p90 / p99 and energy per token; decode time per token is drawn against
+context depth with the fitted line. It draws what edgestats.analysis.generation.analysis computed
+and computes nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The summary section: latency per configuration (summary's run-level median with its interval,
-p90 and p99, over a box plot of the pooled latencies; the pooled latencies' ECDF).
+"""The summary section: latency per configuration, over a box plot of the pooled latencies, and
+their ECDF. The latency is summary's run-level median with its interval, p90 and p99.
 
 The `variance` frame (runs, latencies, between- and within-run SD, recommended runs) is shown
 as a table, as every frame that is not chart-only is."""

@@ -1,5 +1,6 @@
-"""answers: per comparable group, which candidate is fastest, by how much the others are slower,
-and how sure that is; and the same model and candidate across devices (docs/cli/analyze.md, "answers").
+"""answers: per comparable group, which candidate is fastest, by how much the others are slower, and
+how sure that is. The same is asked of one model and candidate across devices (docs/cli/analyze.md,
+"answers").
 
 A group is one value of the group keys (default device × model × batch size × precision, those
 present; `--answer-by`), a candidate one value of the candidate keys inside it (default the other

@@ -1,6 +1,7 @@
-"""answers' arithmetic on arrays: each candidate's ratio to the fastest (Welch's t on the log scale
-of the runs' medians, as compare does it), the verdict rule, and how many runs would resolve an
-inconclusive ratio (docs/cli/analyze.md, "answers").
+"""answers' arithmetic on arrays: each ratio to the fastest, the verdict rule, the runs an
+inconclusive ratio needs. Each candidate's ratio to the fastest is Welch's t on the log scale of the
+runs' medians, as compare does it; the runs needed are how many would resolve an inconclusive ratio
+(docs/cli/analyze.md, "answers").
 
 - Ratio (Welch 1947, on logs; edgestats.analysis.estimators.welch): with x the logs of the fastest
   candidate's run medians and y the candidate's, the ratio is exp(mean y - mean x) (the ratio of

@@ -1,6 +1,6 @@
-"""answers in words: the names of groups and candidates, each ratio's verdict text and each
-group's one sentence (hyperfine's style: the winner named, then every other candidate "ran R×
-[low, high] as long", with Holm's p and the verdict). Numbers go through edgestats.formatting, as
+"""answers in words: the names of groups and candidates, each ratio's verdict text and each group's
+one sentence. The sentence is hyperfine's style: the winner named, then every other candidate "ran
+R× [low, high] as long", with Holm's p and the verdict. Numbers go through edgestats.formatting, as
 everywhere else. The rules behind the words are in edgestats.analysis.answers.stats."""
 
 from __future__ import annotations

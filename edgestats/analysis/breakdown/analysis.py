@@ -1,5 +1,6 @@
-"""breakdown: where a run's time goes — import, model load, first inference, steady inference —
-and whether loading the model costs more than running it (pCAMP's Insight 1), by how much.
+"""breakdown: where a run's time goes, and whether loading the model costs more than running it, by
+how much. The phases are import, model load, first inference and steady inference; loading against
+running is pCAMP's Insight 1.
 
 Per run, phase seconds come from the `phases` rows (pCAMP's Table 3 profile). Imported runs
 have only load_time_s / total_time_s / latency_ms: their steady time is latency × iterations

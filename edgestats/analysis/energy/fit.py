@@ -1,5 +1,5 @@
-"""The time–energy line and correlation across configurations (pCAMP's Insight 3: is a slower
-configuration also a hungrier one?), and what the time-energy chart draws.
+"""The time–energy line and correlation across configurations, and what the time-energy chart draws.
+They answer pCAMP's Insight 3: is a slower configuration also a hungrier one?
 
 The unit is the configuration, not the run. Runs of one configuration share its power draw, so
 its runs scatter around its own point, not independently around the line; a fit over runs counts

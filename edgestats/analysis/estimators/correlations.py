@@ -1,5 +1,6 @@
-"""Correlations with their intervals: Pearson with Fisher z, Spearman with Fisher z and the
-Bonett–Wright variance, and an exact permutation p-value for Spearman on small samples.
+"""Correlations with their intervals: Pearson and Spearman, and Spearman's exact p-value on small
+samples. Pearson's interval is Fisher z's, Spearman's is Fisher z with the Bonett–Wright variance,
+and the exact p-value is a permutation test's.
 
 Apart from edgestats.analysis.estimators.intervals, which holds the Estimate they return, because a
 correlation is a statistic of pairs with its own interval and p-value (energy's latency-energy

@@ -1,5 +1,5 @@
 """The stopping rule of `collect --until-precise`: Stein's two-stage procedure (Stein 1945) on the
-runs' medians, with the run as unit (docs/methodology.md, "Stopping rule").
+runs' medians. The run is the unit (docs/methodology.md, "Stopping rule").
 
 Stopping as soon as the observed interval is narrow enough stops on luck: a configuration whose
 first runs happen to agree stops early with an interval too narrow for its real spread (with run

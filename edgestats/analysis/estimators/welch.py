@@ -1,6 +1,6 @@
-"""compare's statistics on arrays: Welch's t on log per-run figures, Schuirmann's equivalence test,
-the verdict rule and the minimum detectable effect (docs/methodology.md, "compare: what a
-comparison can conclude").
+"""compare's statistics on arrays: two tests, the verdict rule and the minimum detectable effect.
+The tests are Welch's t on log per-run figures and Schuirmann's equivalence test
+(docs/methodology.md, "compare: what a comparison can conclude").
 
 Each function takes arrays with one comparison per element (or, for `welch_log`, per row of runs)
 so that compare.py, which calls them for one configuration at a time, and the simulation tests,

@@ -1,7 +1,8 @@
-"""generation: per configuration of generation runs (collect --kind generation, docs/generation.md),
-time to first token, prefill and decode tokens per second, inter-token latency p50 / p90 / p99,
-energy per token of prefill and of decode, peak memory and the KV cache's size, each with a
-run-level interval; and decode time per token against context depth (edgestats.analysis.generation.fit).
+"""generation: the figures of each configuration of generation runs, and decode time per token
+against context depth. The runs are collect --kind generation's (docs/generation.md). The figures,
+each with a run-level interval: time to first token, prefill and decode tokens per second,
+inter-token latency p50 / p90 / p99, energy per token of prefill and of decode, peak memory and the
+KV cache's size. Decode time per token against context depth is edgestats.analysis.generation.fit's.
 
 A configuration is summary's (device × framework × runtime × model × batch × threads × precision ×
 prompt_tokens × new_tokens × context_depth, or --by), and the run is the unit throughout:

@@ -1,6 +1,6 @@
-"""hyperparams: how a response (training time, accuracy, time per epoch, testing time, latency)
-depends on factors (batch size, iterations or epochs, learning rate, threads, workers …), the
-DLaaS study's tables made into fitted models.
+"""hyperparams: how a response depends on its factors, the DLaaS study's tables made into fitted
+models. Responses: training time, accuracy, time per epoch, testing time, latency; factors: batch
+size, iterations or epochs, learning rate, threads, workers …
 
 Per group (--by), on the runs whose response and factors are all known (the others are counted
 in n_excluded):

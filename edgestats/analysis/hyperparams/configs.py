@@ -1,5 +1,6 @@
-"""Configurations of factor values in hyperparams: the mean response of a set of runs with the
-interval its range allows, --constraint, and --best (the min or max mean response, ties listed).
+"""Configurations of factor values in hyperparams: a set of runs' mean response, --constraint and
+--best. The mean comes with the interval its range allows; --best is the min or max mean response,
+ties listed.
 
 Split from hyperparams.py (the analysis per group) and hyperparams_fit.py (the models); the mean
 and its interval are shared by the main effects, the best configuration and the

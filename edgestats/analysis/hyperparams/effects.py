@@ -1,6 +1,7 @@
-"""The descriptive side of hyperparams: the mean response at each level of each factor (main
-effects), whether a time is proportional to iterations (or training samples) at each batch size,
-and the response-vs-iterations means the report draws, each with its interval.
+"""The descriptive side of hyperparams: main effects, proportionality and response-vs-iterations
+means, with intervals. Main effects are the mean response at each level of each factor;
+proportionality is whether a time is proportional to iterations (or training samples) at each batch
+size; the response-vs-iterations means are those the report draws.
 
 Apart from hyperparams.py (the analysis per group) and hyperparams_fit.py (the OLS model), because
 these are means and one-factor lines read straight off the runs, not terms of the fitted model.

@@ -1,6 +1,7 @@
-"""The model hyperparams fits: OLS of a response on its factors in statsmodels, with per-term
-intervals, R² and the type-II ANOVA, and the choice of each numeric factor's scale (log10 where a
-learning rate or batch size spans two decades and the log fit is at least as good).
+"""The model hyperparams fits: OLS of a response on its factors in statsmodels, and each numeric
+factor's chosen scale. The fit has per-term intervals, R² and the type-II ANOVA; a factor is
+log10-scaled where a learning rate or batch size spans two decades and the log fit is at least as
+good.
 
 Apart from hyperparams.py, which runs the analysis per group and assembles its entries and
 frames, because the design matrix, the formula's term names and the scale choice are one subject:

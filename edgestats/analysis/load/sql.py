@@ -1,6 +1,6 @@
-"""The SQL the loaders of edgestats.analysis.load.frames run, built as strings: the selected runs with
-their training figures and reported results, steady-state latencies, phases, phase energy, epochs,
-and the per-group latency quantiles DuckDB computes.
+"""The SQL the loaders of edgestats.analysis.load.frames run, built as strings. The queries: the
+selected runs with their training figures and reported results, steady-state latencies, phases,
+phase energy, epochs, and the per-group latency quantiles DuckDB computes.
 
 Apart from load.py, which opens the DB, checks --where and runs these, because building a query
 needs no DB: each builder is a pure function of column names and relation names, tested as text.

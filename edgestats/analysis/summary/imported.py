@@ -1,5 +1,5 @@
-"""Imported one-row-per-run results (a published table, a native tool's output): the latency
-figures a configuration gets when each run is one row, without its latencies.
+"""Imported one-row-per-run results: a configuration's latency figures when each run is one row,
+without its latencies. Such rows come from a published table or a native tool's output.
 
 The median is the same run-level estimate as collected runs get (edgestats.analysis.estimators.hierarchical):
 the geometric mean of the runs' medians with the t interval of their logs, n counting runs. A

@@ -1,8 +1,8 @@
-"""tradeoff's figures of one configuration: its Pareto point (median latency and mean peak RSS)
-and, for the winners table, its estimate of each metric, all of them the estimates and intervals
-summary gives the same runs (edgestats.analysis.summary.analysis's own functions, seeded by summary's
-label), so a configuration has one figure of each quantity in the summary, the points and the
-winners alike (tests/analysis/test_tradeoff_agrees.py)."""
+"""tradeoff's figures of one configuration: its Pareto point and, for the winners table, its
+estimate of each metric. The point is its median latency and mean peak RSS. All of them are the
+estimates and intervals summary gives the same runs (edgestats.analysis.summary.analysis's own
+functions, seeded by summary's label), so a configuration has one figure of each quantity in the
+summary, the points and the winners alike (tests/analysis/test_tradeoff_agrees.py)."""
 
 from __future__ import annotations
 

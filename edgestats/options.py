@@ -1,5 +1,7 @@
-"""An option declared once: the `Opt` record a command's flags, the sweep file's keys, the analysis
-options and the Python API's keywords are all derived from (docs/architecture.md §3).
+"""An option declared once: the `Opt` record each command's flags and keywords are derived from.
+
+A command's flags, the sweep file's keys, the analysis options and the Python API's keywords
+all come from it (docs/architecture.md §3).
 
 A command's options are one tuple of `Opt`s, kept beside what they feed (collect's in
 collectors/options.py, analyze's in analysis/core/flags.py, compare's in analysis/compare/flags.py);

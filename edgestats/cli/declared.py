@@ -1,5 +1,7 @@
-"""A typer command built from a tuple of declared options (edgestats/options.py): the signature
-typer reads is made from the declarations, so a flag is written once, where its value is used.
+"""A typer command built from a tuple of declared options (edgestats/options.py).
+
+The signature typer reads is made from the declarations, so a flag is written once, where its
+value is used.
 
 `declared_command(OPTIONS, body)` returns a function whose parameters are the options (each an
 `Annotated[type, typer.Option(...)]`, as a hand-written signature would have) and which calls

@@ -25,7 +25,6 @@ from edgestats.collectors.adapters import common
 from edgestats.collectors.adapters.converting import ConvertingAdapter, needs
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
 from edgestats.collectors.runconfig import RunConfig
-from edgestats.collectors.zoo.catalog import zoo_model
 from edgestats.registry.runtimes import runtime
 
 # ai_edge_litert, tflite_runtime, tensorflow: the registry entry's modules, tried in this order.
@@ -47,15 +46,16 @@ class TFLiteAdapter(ConvertingAdapter):
 
     @classmethod
     def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        os.environ["KERAS_BACKEND"] = "tensorflow"
+        from edgestats.collectors.adapters.tensorflow import keras_zoo_facts, quiet_tensorflow_env
+
+        quiet_tensorflow_env()
         with needs(
             f"converting zoo model {config.model!r} to .tflite needs TensorFlow",
             "pip install 'edgestats[tensorflow]' on this machine, or pass a .tflite file",
         ):
             import tensorflow as tf
 
-            from edgestats.collectors.zoo.keras_models import build_keras, count_params_keras
+            from edgestats.collectors.zoo.keras_models import build_keras
         model = build_keras(config.model, seed=config.seed)
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
         if config.precision == "int8":
@@ -66,11 +66,7 @@ class TFLiteAdapter(ConvertingAdapter):
             tmp.write_bytes(flatbuffer)
         common.write_sidecar(
             target,
-            model=config.model,
-            seed=config.seed,
-            params=count_params_keras(model),
-            flops=common.zoo_flops(config.model, config.seed),
-            input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
+            **keras_zoo_facts(config, model),
             converter=f"tf.lite.TFLiteConverter.from_keras_model (tensorflow {tf.__version__})",
             quantization="dynamic-range int8 (Optimize.DEFAULT)" if config.precision == "int8" else None,
         )

@@ -1,4 +1,4 @@
-"""The base of the adapters that convert a zoo model to a file format before the run: export, cache, load.
+"""The base of the converting adapters: a zoo model exported to a file format, cached, then loaded.
 
 A converting runtime (MNN, ncnn, ExecuTorch, OpenVINO, TFLite) runs a file that prepare() makes
 from a zoo model, in the cache folder of its configuration, or a user's file of that format where

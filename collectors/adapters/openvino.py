@@ -65,7 +65,7 @@ class OpenVINOAdapter(ConvertingAdapter):
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        needed = super().prepare_needs(config)
+        needed = super().prepare_needs(config)  # () for a user's file: nothing to build
         return needed + (("nncf",) if needed and config.precision == "int8" else ())
 
     @classmethod

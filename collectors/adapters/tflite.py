@@ -42,7 +42,7 @@ class TFLiteAdapter(ConvertingAdapter):
     }
     converter_needs = ("tensorflow",)  # the Keras zoo model, built and converted
     artifact_template = "{model}-seed{seed}.{precision}.tflite"
-    reads_user_sidecar = True
+    reads_user_sidecar = True  # a user's .tflite with a sidecar beside it takes its facts from it
 
     @classmethod
     def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:

@@ -22,51 +22,32 @@ import io
 import logging
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from edgestats.collectors.adapters import common
-from edgestats.collectors.adapters.base import Adapter, ModelInfo
-from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
+from edgestats.collectors.adapters.converting import ConvertingAdapter, needs
+from edgestats.collectors.adapters.inputs import ModelFileError, batch_for
 from edgestats.collectors.core.runconfig import RunConfig
-from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
+from edgestats.collectors.zoo.catalog import zoo_model
 
 USER_SUFFIXES = (".pte",)
 
 
-class ExecuTorchAdapter(Adapter):
+class ExecuTorchAdapter(ConvertingAdapter):
     framework = "executorch"
     runtimes = ("executorch",)
     artifact_fields = ("batch_size",)  # the program's input shape is static
+    user_suffixes = USER_SUFFIXES  # the worker reads a user's .pte where it is
+    precision_why_not: ClassVar[dict[str, str]] = {
+        "int8": "XNNPACK int8 needs PT2E static quantization with calibration data; not offered",
+        "fp16": "the XNNPACK delegate runs fp16 only from an fp16-exported model; not offered",
+    }
+    converter_needs = ("torch", "executorch")
+    artifact_template = "{model}-seed{seed}-b{batch_size}.fp32.xnnpack.pte"
 
     @classmethod
-    def check_config(cls, config: RunConfig) -> str | None:
-        return (
-            super().check_config(config)
-            or common.accelerator_problem(cls.framework, config, ("cpu",))
-            or common.precision_problem(
-                cls.framework,
-                config,
-                ("fp32",),
-                {
-                    "int8": "XNNPACK int8 needs PT2E static quantization with calibration data; not offered",
-                    "fp16": "the XNNPACK delegate runs fp16 only from an fp16-exported model; not offered",
-                },
-            )
-            or common.model_problem(cls.framework, config, USER_SUFFIXES)
-        )
-
-    @classmethod
-    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        return ("torch", "executorch") if is_zoo_model(config.model) else ()
-
-    @classmethod
-    def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
-        if not is_zoo_model(config.model):
-            return None  # the worker reads the user's .pte where it is
-        target = Path(cache_dir) / f"{config.model}-seed{config.seed}-b{config.batch_size}.fp32.xnnpack.pte"
-        if not common.is_prepared(target):
-            _export_zoo(config, target)
-        return target
+    def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:
+        _export_zoo(config, target)
 
     # -- the measured phases ---------------------------------------------------------------------
 
@@ -86,9 +67,7 @@ class ExecuTorchAdapter(Adapter):
         self.et_runtime = Runtime.get()
         return {"executorch": _version(executorch), "torch": torch.__version__, "numpy": numpy.__version__}
 
-    def load_model(self) -> ModelInfo:
-        path = common.artifact_file(self)
-        meta = common.read_sidecar(path) if self.artifact is not None else {}
+    def open_model(self, path: Path) -> tuple[int, ...]:
         try:
             program = self.et_runtime.load_program(path)
             self.method = program.load_method("forward")
@@ -111,16 +90,11 @@ class ExecuTorchAdapter(Adapter):
                 f"{path.name} takes batches of at most {self.planned_batch} (its planned input); "
                 f"run it with --batch-size {self.planned_batch} or export it for {self.config.batch_size}"
             )
-        self.program, self.model_path = program, path
-        known = tuple(meta["input_shape"]) if meta.get("input_shape") else planned[1:]
-        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        return ModelInfo(
-            params=meta.get("params"),
-            flops=meta.get("flops"),
-            input_shape=self.input_shape,
-            file=str(path),
-            file_bytes=common.file_bytes(path),
-        )
+        self.program = program
+        return planned
+
+    def file_sample_shape(self, path: Path, loaded: tuple[int, ...]) -> tuple[int, ...]:
+        return loaded[1:]  # the planned input's
 
     def load_input(self) -> Any:
         return self.torch.from_numpy(
@@ -153,17 +127,15 @@ class ExecuTorchAdapter(Adapter):
 
 def _export_zoo(config: RunConfig, target: Path) -> None:
     """torch.export of the seeded zoo model at the run's batch size, lowered to XNNPACK."""
-    try:
+    with needs(
+        f"exporting {config.model!r} to ExecuTorch needs PyTorch and executorch",
+        "pip install 'edgestats[executorch]' on this machine",
+    ):
         import torch
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         from executorch.exir import to_edge_transform_and_lower
 
         from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
-    except ImportError as exc:
-        raise FrameworkMissingError(
-            f"exporting {config.model!r} to ExecuTorch needs PyTorch and executorch ({exc}): "
-            "pip install 'edgestats[executorch]' on this machine"
-        ) from None
     import executorch
 
     shape = zoo_model(config.model).input_shape_nchw(config.batch_size)

@@ -18,17 +18,14 @@ which waits for the backend and copies the result to the host.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from edgestats.collectors.adapters import common
-from edgestats.collectors.adapters.base import Adapter, ModelInfo
-from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
-from edgestats.collectors.core.processes import die_with_parent
+from edgestats.collectors.adapters.converting import ConvertingAdapter, needs, run_converter
+from edgestats.collectors.adapters.inputs import ModelFileError, batch_for
 from edgestats.collectors.core.runconfig import RunConfig
-from edgestats.collectors.zoo.catalog import is_zoo_model
 
 USER_SUFFIXES = (".mnn",)
 PRECISION_MODE = (
@@ -38,41 +35,20 @@ PRECISION_MODE = (
 CONVERT = "import sys, _tools; _tools.mnnconvert(sys.argv)"
 
 
-class MNNAdapter(Adapter):
+class MNNAdapter(ConvertingAdapter):
     framework = "mnn"
     runtimes = ("mnn",)
+    user_suffixes = USER_SUFFIXES  # the worker reads a user's .mnn where it is
+    precision_why_not: ClassVar[dict[str, str]] = {
+        "int8": "MNN's int8 is offline quantization with calibration images (mnnquant); not offered",
+        "fp16": "MNN computes fp16 only on CPUs with fp16 arithmetic (ARMv8.2), by precision mode",
+    }
+    converter_needs = ("torch", "MNN")
+    artifact_template = "{model}-seed{seed}.fp32.mnn"
 
     @classmethod
-    def check_config(cls, config: RunConfig) -> str | None:
-        return (
-            super().check_config(config)
-            or common.accelerator_problem(cls.framework, config, ("cpu",))
-            or common.precision_problem(
-                cls.framework,
-                config,
-                ("fp32",),
-                {
-                    "int8": "MNN's int8 is offline quantization with calibration images (mnnquant); "
-                    "not offered",
-                    "fp16": "MNN computes fp16 only on CPUs with fp16 arithmetic (ARMv8.2), "
-                    "by precision mode",
-                },
-            )
-            or common.model_problem(cls.framework, config, USER_SUFFIXES)
-        )
-
-    @classmethod
-    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        return ("torch", "MNN") if is_zoo_model(config.model) else ()
-
-    @classmethod
-    def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
-        if not is_zoo_model(config.model):
-            return None  # the worker reads the user's .mnn where it is
-        target = Path(cache_dir) / f"{config.model}-seed{config.seed}.fp32.mnn"
-        if not common.is_prepared(target):
-            _convert_zoo(config, Path(cache_dir), target)
-        return target
+    def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:
+        _convert_zoo(config, cache_dir, target)
 
     # -- the measured phases ---------------------------------------------------------------------
 
@@ -85,10 +61,8 @@ class MNNAdapter(Adapter):
         self.mnn, self.np = MNN, numpy
         return {"MNN": MNN.version(), "numpy": numpy.__version__}
 
-    def load_model(self) -> ModelInfo:
+    def open_model(self, path: Path) -> None:
         mnn = self.mnn
-        path = common.artifact_file(self)
-        meta = common.read_sidecar(path) if self.artifact is not None else {}
         self.runtime_config: dict[str, Any] = {"backend": "CPU", "precision": PRECISION_MODE}
         if self.config.threads:
             self.runtime_config["numThread"] = int(self.config.threads)
@@ -109,18 +83,10 @@ class MNNAdapter(Adapter):
                 f"{path.name}: edgestats feeds one image batch and reads one output "
                 f"(inputs {self.info.get('inputNames') if self.module else '?'})"
             )
-        self.manager, self.model_path = manager, path
-        known = (
-            tuple(meta["input_shape"]) if meta.get("input_shape") else _file_input_shape(mnn, path, self.info)
-        )
-        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        return ModelInfo(
-            params=meta.get("params"),
-            flops=meta.get("flops"),
-            input_shape=self.input_shape,
-            file=str(path),
-            file_bytes=common.file_bytes(path),
-        )
+        self.manager = manager
+
+    def file_sample_shape(self, path: Path, loaded: None) -> tuple[Any, ...] | None:
+        return _file_input_shape(self.mnn, path, self.info)
 
     def load_input(self) -> Any:
         batch = self.np.ascontiguousarray(batch_for(self.config, self.input_shape, "NCHW"))
@@ -160,15 +126,12 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, target: Path) -> None:
     from edgestats.collectors.adapters.onnxruntime import zoo_onnx_export
 
     onnx_file = zoo_onnx_export(config, cache_dir)
-    try:
+    with needs(
+        f"converting {config.model!r} to MNN needs MNN", "pip install 'edgestats[mnn]' on this machine"
+    ):
         import MNN
-    except ImportError as exc:
-        raise FrameworkMissingError(
-            f"converting {config.model!r} to MNN needs MNN ({exc}): "
-            "pip install 'edgestats[mnn]' on this machine"
-        ) from None
     with common.atomic_target(target) as tmp:
-        done = subprocess.run(
+        run_converter(
             [
                 sys.executable,
                 "-c",
@@ -182,18 +145,10 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, target: Path) -> None:
                 "--bizCode",
                 "edgestats",
             ],
-            # a converter of a killed prepare dies with its builder (docs/cli/prepare.md)
-            preexec_fn=die_with_parent(),
-            capture_output=True,
-            text=True,
+            f"MNN's converter could not convert {onnx_file.name}",
+            lambda done: tmp.is_file() and "Converted Success" in done.stdout,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
         )
-        if done.returncode != 0 or not tmp.is_file() or "Converted Success" not in done.stdout:
-            tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["no output"]
-            raise ModelFileError(
-                f"MNN's converter could not convert {onnx_file.name} (exit {done.returncode}): "
-                f"{tail[0][:300]}"
-            )
     common.write_sidecar(
         target,
         **common.read_sidecar(onnx_file),

@@ -19,18 +19,16 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-import subprocess
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from edgestats.collectors.adapters import common
-from edgestats.collectors.adapters.base import Adapter, ModelInfo
-from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
-from edgestats.collectors.core.processes import die_with_parent
+from edgestats.collectors.adapters.converting import ConvertingAdapter, needs, run_converter
+from edgestats.collectors.adapters.inputs import ModelFileError, batch_for
 from edgestats.collectors.core.runconfig import RunConfig
-from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
+from edgestats.collectors.zoo.catalog import zoo_model
 
 USER_SUFFIXES = (".param",)
 # ncnn's reduced-precision paths, all switched off so that fp32 is what runs
@@ -52,41 +50,20 @@ RECORDED_OPTIONS = (
 )
 
 
-class NcnnAdapter(Adapter):
+class NcnnAdapter(ConvertingAdapter):
     framework = "ncnn"
     runtimes = ("ncnn",)
+    user_suffixes = USER_SUFFIXES  # the worker reads a user's .param and .bin where they are
+    precision_why_not: ClassVar[dict[str, str]] = {
+        "int8": "ncnn's int8 needs a calibration table from ncnn2table/ncnn2int8, which no pip wheel ships",
+        "fp16": "ncnn's fp16 storage and arithmetic are CPU-dependent fast paths, not a model precision",
+    }
+    converter_needs = ("torch", "pnnx")
+    artifact_template = "{model}-seed{seed}.fp32.ncnn.param"
 
     @classmethod
-    def check_config(cls, config: RunConfig) -> str | None:
-        return (
-            super().check_config(config)
-            or common.accelerator_problem(cls.framework, config, ("cpu",))
-            or common.precision_problem(
-                cls.framework,
-                config,
-                ("fp32",),
-                {
-                    "int8": "ncnn's int8 needs a calibration table from ncnn2table/ncnn2int8, "
-                    "which no pip wheel ships",
-                    "fp16": "ncnn's fp16 storage and arithmetic are CPU-dependent fast paths, "
-                    "not a model precision",
-                },
-            )
-            or common.model_problem(cls.framework, config, USER_SUFFIXES)
-        )
-
-    @classmethod
-    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        return ("torch", "pnnx") if is_zoo_model(config.model) else ()
-
-    @classmethod
-    def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
-        if not is_zoo_model(config.model):
-            return None  # the worker reads the user's .param and .bin where they are
-        param = Path(cache_dir) / f"{config.model}-seed{config.seed}.fp32.ncnn.param"
-        if not common.is_prepared(param):
-            _convert_zoo(config, param)
-        return param
+    def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:
+        _convert_zoo(config, target)
 
     # -- the measured phases ---------------------------------------------------------------------
 
@@ -97,12 +74,10 @@ class NcnnAdapter(Adapter):
         self.ncnn, self.np = ncnn, numpy
         return {"ncnn": ncnn.__version__, "numpy": numpy.__version__}
 
-    def load_model(self) -> ModelInfo:
-        path = common.artifact_file(self)
+    def open_model(self, path: Path) -> None:
         weights = path.with_suffix(".bin")
         if not weights.is_file():
             raise ModelFileError(f"{path.name} needs its weights beside it as {weights.name}")
-        meta = common.read_sidecar(path) if self.artifact is not None else {}
         net = self.ncnn.Net()
         if self.config.threads:
             net.opt.num_threads = int(self.config.threads)
@@ -119,16 +94,13 @@ class NcnnAdapter(Adapter):
                 f"{path.name} has {len(inputs)} inputs and {len(outputs)} outputs; "
                 "edgestats feeds one image and reads one output"
             )
-        self.net, self.input_name, self.output_name, self.model_path = net, inputs[0], outputs[0], path
-        known = tuple(meta["input_shape"]) if meta.get("input_shape") else _param_input_shape(path)
-        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        return ModelInfo(
-            params=meta.get("params"),
-            flops=meta.get("flops"),
-            input_shape=self.input_shape,
-            file=str(path),
-            file_bytes=common.file_bytes(path) + common.file_bytes(weights),
-        )
+        self.net, self.input_name, self.output_name = net, inputs[0], outputs[0]
+
+    def file_sample_shape(self, path: Path, loaded: None) -> tuple[int, ...] | None:
+        return _param_input_shape(path)
+
+    def companion_bytes(self, path: Path) -> int:
+        return common.file_bytes(path.with_suffix(".bin"))  # the weights
 
     def load_input(self) -> Any:
         # A Mat made from an array shares its memory: keep the samples alive as long as the Mats
@@ -172,16 +144,14 @@ class NcnnAdapter(Adapter):
 
 def _convert_zoo(config: RunConfig, param: Path) -> None:
     """The seeded zoo model traced to TorchScript and converted by pnnx to an fp32 .param/.bin."""
-    try:
+    with needs(
+        f"converting {config.model!r} to ncnn needs PyTorch and pnnx",
+        "pip install 'edgestats[pnnx]' on this machine, or run from a model pack",
+    ):
         import pnnx
         import torch
 
         from edgestats.collectors.zoo.torch_models import build_torch, count_flops, count_params
-    except ImportError as exc:
-        raise FrameworkMissingError(
-            f"converting {config.model!r} to ncnn needs PyTorch and pnnx ({exc}): "
-            "pip install 'edgestats[pnnx]' on this machine, or run from a model pack"
-        ) from None
     shape = zoo_model(config.model).input_shape_nchw(1)
     model = build_torch(config.model, seed=config.seed).eval()
     param.parent.mkdir(parents=True, exist_ok=True)
@@ -194,7 +164,7 @@ def _convert_zoo(config: RunConfig, param: Path) -> None:
             warnings.simplefilter("ignore")  # torch 2.13 deprecates torch.jit; the trace is what pnnx reads
             torch.jit.trace(model, torch.zeros(shape)).save(str(work / "model.pt"))
         out_param, out_bin = work / "model.ncnn.param", work / "model.ncnn.bin"
-        done = subprocess.run(
+        run_converter(
             [
                 pnnx.EXEC_PATH,
                 str(work / "model.pt"),
@@ -203,17 +173,10 @@ def _convert_zoo(config: RunConfig, param: Path) -> None:
                 f"ncnnparam={out_param}",
                 f"ncnnbin={out_bin}",
             ],
-            # a converter of a killed prepare dies with its builder (docs/cli/prepare.md)
-            preexec_fn=die_with_parent(),
+            f"pnnx could not convert {config.model!r}",
+            lambda done: out_param.is_file() and out_bin.is_file(),
             cwd=work,
-            capture_output=True,
-            text=True,
         )
-        if done.returncode != 0 or not (out_param.is_file() and out_bin.is_file()):
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise ModelFileError(
-                f"pnnx could not convert {config.model!r} (exit {done.returncode}): {tail[0][:300]}"
-            )
         os.replace(out_bin, param.with_suffix(".bin"))
         os.replace(out_param, param)
     common.write_sidecar(

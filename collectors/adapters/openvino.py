@@ -26,11 +26,11 @@ import io
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from edgestats.collectors.adapters import common
-from edgestats.collectors.adapters.base import Adapter, ModelInfo
-from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
+from edgestats.collectors.adapters.converting import ConvertingAdapter, needs
+from edgestats.collectors.adapters.inputs import ModelFileError, batch_for
 from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.zoo.catalog import is_zoo_model
 
@@ -44,50 +44,43 @@ HINT = "LATENCY"  # one request at a time, as edgestats measures: the plugin siz
 USER_SUFFIXES = (".xml", ".onnx")
 
 
-class OpenVINOAdapter(Adapter):
+class OpenVINOAdapter(ConvertingAdapter):
     framework = "openvino"
     runtimes = ("openvino",)
+    user_suffixes = USER_SUFFIXES  # the worker reads a user's .xml or .onnx where it is
+    precisions = ("fp32", "int8")
+    precision_why_not: ClassVar[dict[str, str]] = {
+        "fp16": "the CPU plugin computes fp16 IR in fp32 or bf16; no fp16 kernels to measure"
+    }
+    converter_needs = ("torch", "openvino")
+    artifact_template = "{model}-seed{seed}.fp32.openvino.xml"
 
     @classmethod
     def check_config(cls, config: RunConfig) -> str | None:
-        return (
-            super().check_config(config)
-            or common.accelerator_problem(cls.framework, config, ("cpu",))
-            or common.precision_problem(
-                cls.framework,
-                config,
-                ("fp32", "int8"),
-                {"fp16": "the CPU plugin computes fp16 IR in fp32 or bf16; no fp16 kernels to measure"},
-            )
-            or common.model_problem(cls.framework, config, USER_SUFFIXES)
-            or (
-                None
-                if is_zoo_model(config.model) or config.precision != "int8"
-                else "openvino int8 quantizes zoo models; "
-                "quantize your model with NNCF and pass that IR as fp32"
-            )
+        return super().check_config(config) or (
+            None
+            if is_zoo_model(config.model) or config.precision != "int8"
+            else "openvino int8 quantizes zoo models; quantize your model with NNCF and pass that IR as fp32"
         )
 
     @classmethod
     def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        if not is_zoo_model(config.model):
-            return ()
-        return ("torch", "openvino") + (("nncf",) if config.precision == "int8" else ())
+        needed = super().prepare_needs(config)  # () for a user's file: nothing to build
+        return needed + (("nncf",) if needed and config.precision == "int8" else ())
 
     @classmethod
     def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
-        if not is_zoo_model(config.model):
-            return None  # the worker reads the user's .xml or .onnx where it is
-        cache_dir = Path(cache_dir)
-        xml = cache_dir / f"{config.model}-seed{config.seed}.fp32.openvino.xml"
-        if not common.is_prepared(xml):
-            _convert_zoo(config, cache_dir, xml)
-        if config.precision != "int8":
+        xml = super().prepare(config, cache_dir)
+        if xml is None or config.precision != "int8":
             return xml
         int8 = xml.with_name(xml.name.replace(".fp32.", ".int8."))
         if not common.is_prepared(int8):
             _quantize(xml, int8)
         return int8
+
+    @classmethod
+    def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:
+        _convert_zoo(config, cache_dir, target)
 
     # -- the measured phases ---------------------------------------------------------------------
 
@@ -98,11 +91,8 @@ class OpenVINOAdapter(Adapter):
         self.ov = ov
         return {"openvino": ov.__version__, "numpy": numpy.__version__}
 
-    def load_model(self) -> ModelInfo:
-        ov = self.ov
-        path = common.artifact_file(self)
-        meta = common.read_sidecar(path) if self.artifact is not None else {}
-        self.core = ov.Core()
+    def open_model(self, path: Path) -> Any:
+        self.core = self.ov.Core()
         try:
             model = self.core.read_model(str(path))
         except Exception as exc:  # OpenVINO raises RuntimeError subclasses with multi-line text
@@ -113,27 +103,22 @@ class OpenVINOAdapter(Adapter):
             raise ModelFileError(
                 f"{path.name} has {len(model.inputs)} inputs; edgestats feeds one image batch"
             )
-        partial = model.inputs[0].get_partial_shape()
-        known = (
-            tuple(meta["input_shape"])
-            if meta.get("input_shape")
-            else tuple(d.get_length() if d.is_static else None for d in list(partial)[1:])
-        )
-        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
-        model.reshape([self.config.batch_size, *self.input_shape])
+        return model
+
+    def file_sample_shape(self, path: Path, loaded: Any) -> tuple[int | None, ...]:
+        partial = loaded.inputs[0].get_partial_shape()
+        return tuple(d.get_length() if d.is_static else None for d in list(partial)[1:])
+
+    def fix_batch(self, loaded: Any) -> None:
+        loaded.reshape([self.config.batch_size, *self.input_shape])
         self.compile_config = {"PERFORMANCE_HINT": HINT, "INFERENCE_PRECISION_HINT": "f32"}
         if self.config.threads:
             self.compile_config["INFERENCE_NUM_THREADS"] = int(self.config.threads)
-        self.compiled = self.core.compile_model(model, "CPU", self.compile_config)
+        self.compiled = self.core.compile_model(loaded, "CPU", self.compile_config)
         self.request = self.compiled.create_infer_request()
-        self.model_path = path
-        return ModelInfo(
-            params=meta.get("params"),
-            flops=meta.get("flops"),
-            input_shape=self.input_shape,
-            file=str(path),
-            file_bytes=common.file_bytes(path) + _weights_bytes(path),
-        )
+
+    def companion_bytes(self, path: Path) -> int:
+        return _weights_bytes(path)
 
     def load_input(self) -> Any:
         return batch_for(self.config, self.input_shape, "NCHW")
@@ -181,13 +166,11 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, xml: Path) -> None:
     from edgestats.collectors.adapters.onnxruntime import zoo_onnx_export
 
     onnx_file = zoo_onnx_export(config, cache_dir)
-    try:
+    with needs(
+        f"converting {config.model!r} to OpenVINO IR needs openvino",
+        "pip install 'edgestats[openvino]' on this machine",
+    ):
         import openvino as ov
-    except ImportError as exc:
-        raise FrameworkMissingError(
-            f"converting {config.model!r} to OpenVINO IR needs openvino ({exc}): "
-            "pip install 'edgestats[openvino]' on this machine"
-        ) from None
     save_ir(ov, ov.convert_model(str(onnx_file)), xml)
     common.write_sidecar(
         xml,
@@ -199,14 +182,12 @@ def _convert_zoo(config: RunConfig, cache_dir: Path, xml: Path) -> None:
 
 def _quantize(fp32_xml: Path, int8_xml: Path) -> None:
     """NNCF post-training quantization of the fp32 IR, calibrated on seeded synthetic inputs."""
-    try:
+    with needs(
+        "int8 for OpenVINO is NNCF post-training quantization",
+        "pip install 'edgestats[openvino]' on this machine",
+    ):
         import nncf
         import openvino as ov
-    except ImportError as exc:
-        raise FrameworkMissingError(
-            f"int8 for OpenVINO is NNCF post-training quantization ({exc}): "
-            "pip install 'edgestats[openvino]' on this machine"
-        ) from None
     from edgestats.collectors.adapters.inputs import synthetic_batch
 
     meta = common.read_sidecar(fp32_xml)

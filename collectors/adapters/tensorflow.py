@@ -34,6 +34,20 @@ def quiet_tensorflow_env() -> None:
     os.environ["KERAS_BACKEND"] = "tensorflow"
 
 
+def keras_zoo_facts(config: RunConfig, model: Any) -> dict[str, Any]:
+    """The sidecar's facts of a built Keras zoo model (saved here, converted by tflite): FLOPs
+    counted on the PyTorch zoo model, one sample's shape NHWC."""
+    from edgestats.collectors.zoo.keras_models import count_params_keras
+
+    return {
+        "model": config.model,
+        "seed": config.seed,
+        "params": count_params_keras(model),
+        "flops": common.zoo_flops(config.model, config.seed),
+        "input_shape": list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
+    }
+
+
 class TensorFlowAdapter(Adapter):
     framework = "tensorflow"
     runtimes = ("tf-function", "tf-eager")
@@ -62,7 +76,7 @@ class TensorFlowAdapter(Adapter):
         if not is_zoo_model(config.model):
             return None
         quiet_tensorflow_env()
-        from edgestats.collectors.zoo.keras_models import build_keras, count_params_keras
+        from edgestats.collectors.zoo.keras_models import build_keras
 
         target = Path(cache_dir) / f"{config.model}-seed{config.seed}.keras"
         if common.is_prepared(target):
@@ -71,14 +85,7 @@ class TensorFlowAdapter(Adapter):
         with common.atomic_target(target) as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # Keras' own numpy-2 copy= warning
             model.save(str(tmp))
-        common.write_sidecar(
-            target,
-            model=config.model,
-            seed=config.seed,
-            params=count_params_keras(model),
-            flops=common.zoo_flops(config.model, config.seed),
-            input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
-        )
+        common.write_sidecar(target, **keras_zoo_facts(config, model))
         return target
 
     # -- the measured phases ---------------------------------------------------------------------

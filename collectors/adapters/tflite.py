@@ -19,58 +19,43 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from edgestats.collectors.adapters import common
-from edgestats.collectors.adapters.base import Adapter, ModelInfo
+from edgestats.collectors.adapters.converting import ConvertingAdapter, needs
 from edgestats.collectors.adapters.inputs import FrameworkMissingError, ModelFileError, batch_for
 from edgestats.collectors.core.runconfig import RunConfig
-from edgestats.collectors.zoo.catalog import is_zoo_model, zoo_model
 from edgestats.registry.runtimes import runtime
 
 # ai_edge_litert, tflite_runtime, tensorflow: the registry entry's modules, tried in this order.
 INTERPRETERS = tuple(dict.fromkeys(module.split(".")[0] for module in runtime("tflite").imports))
 
 
-class TFLiteAdapter(Adapter):
+class TFLiteAdapter(ConvertingAdapter):
     framework = "tflite"
     runtimes = ("tflite",)
+    user_suffixes = (".tflite",)
+    precisions = ("fp32", "int8")
+    precision_why_not: ClassVar[dict[str, str]] = {
+        "fp16": "TFLite float16 quantization only stores weights as fp16; the CPU interpreter "
+        "dequantizes them and computes in fp32, and no GPU delegate is wired in"
+    }
+    converter_needs = ("tensorflow",)  # the Keras zoo model, built and converted
+    artifact_template = "{model}-seed{seed}.{precision}.tflite"
+    reads_user_sidecar = True  # a user's .tflite with a sidecar beside it takes its facts from it
 
     @classmethod
-    def check_config(cls, config: RunConfig) -> str | None:
-        why = {
-            "fp16": "TFLite float16 quantization only stores weights as fp16; the CPU interpreter "
-            "dequantizes them and computes in fp32, and no GPU delegate is wired in"
-        }
-        return (
-            super().check_config(config)
-            or common.accelerator_problem(cls.framework, config, ("cpu",))
-            or common.precision_problem(cls.framework, config, ("fp32", "int8"), why)
-            or common.model_problem(cls.framework, config, (".tflite",))
-        )
+    def convert(cls, config: RunConfig, cache_dir: Path, target: Path) -> None:
+        from edgestats.collectors.adapters.tensorflow import keras_zoo_facts, quiet_tensorflow_env
 
-    @classmethod
-    def prepare_needs(cls, config: RunConfig) -> tuple[str, ...]:
-        return ("tensorflow",) if is_zoo_model(config.model) else ()  # the Keras zoo model, built and saved
-
-    @classmethod
-    def prepare(cls, config: RunConfig, cache_dir: Path) -> Path | None:
-        if not is_zoo_model(config.model):
-            return None
-        target = Path(cache_dir) / f"{config.model}-seed{config.seed}.{config.precision}.tflite"
-        if common.is_prepared(target):
-            return target
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        os.environ["KERAS_BACKEND"] = "tensorflow"
-        try:
+        quiet_tensorflow_env()
+        with needs(
+            f"converting zoo model {config.model!r} to .tflite needs TensorFlow",
+            "pip install 'edgestats[tensorflow]' on this machine, or pass a .tflite file",
+        ):
             import tensorflow as tf
 
-            from edgestats.collectors.zoo.keras_models import build_keras, count_params_keras
-        except ImportError as exc:
-            raise FrameworkMissingError(
-                f"converting zoo model {config.model!r} to .tflite needs TensorFlow ({exc}): "
-                "pip install 'edgestats[tensorflow]' on this machine, or pass a .tflite file"
-            ) from None
+            from edgestats.collectors.zoo.keras_models import build_keras
         model = build_keras(config.model, seed=config.seed)
         converter = tf.lite.TFLiteConverter.from_keras_model(model)
         if config.precision == "int8":
@@ -81,15 +66,10 @@ class TFLiteAdapter(Adapter):
             tmp.write_bytes(flatbuffer)
         common.write_sidecar(
             target,
-            model=config.model,
-            seed=config.seed,
-            params=count_params_keras(model),
-            flops=common.zoo_flops(config.model, config.seed),
-            input_shape=list(zoo_model(config.model).input_shape_nhwc(1)[1:]),
+            **keras_zoo_facts(config, model),
             converter=f"tf.lite.TFLiteConverter.from_keras_model (tensorflow {tf.__version__})",
             quantization="dynamic-range int8 (Optimize.DEFAULT)" if config.precision == "int8" else None,
         )
-        return target
 
     # -- the measured phases ---------------------------------------------------------------------
 
@@ -116,9 +96,7 @@ class TFLiteAdapter(Adapter):
             return versions
         raise FrameworkMissingError("no TFLite interpreter importable: " + "; ".join(errors))
 
-    def load_model(self) -> ModelInfo:
-        path = common.artifact_file(self)
-        meta = common.read_sidecar(path)
+    def open_model(self, path: Path) -> Any:
         kwargs: dict[str, Any] = {"model_path": str(path), "num_threads": self.config.threads}
         self.xnnpack = bool(self.config.extra.get("xnnpack", True))
         if not self.xnnpack:
@@ -131,21 +109,17 @@ class TFLiteAdapter(Adapter):
             raise ModelFileError(f"cannot load {path.name} as a TFLite model: {exc}") from None
         self.input_detail = interpreter.get_input_details()[0]
         self.output_index = interpreter.get_output_details()[0]["index"]
-        signature = tuple(int(d) for d in self.input_detail["shape_signature"])
-        known = tuple(meta["input_shape"]) if meta.get("input_shape") else signature[1:]
-        self.input_shape = common.resolve_input_shape(self.config, known, path.name)
+        return interpreter
+
+    def file_sample_shape(self, path: Path, loaded: Any) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.input_detail["shape_signature"])[1:]
+
+    def fix_batch(self, loaded: Any) -> None:
         wanted = [self.config.batch_size, *self.input_shape]
         if list(self.input_detail["shape"]) != wanted:
-            interpreter.resize_tensor_input(self.input_detail["index"], wanted)
-        interpreter.allocate_tensors()
-        self.interpreter = interpreter
-        return ModelInfo(
-            params=meta.get("params"),
-            flops=meta.get("flops"),
-            input_shape=self.input_shape,
-            file=str(path),
-            file_bytes=common.file_bytes(path),
-        )
+            loaded.resize_tensor_input(self.input_detail["index"], wanted)
+        loaded.allocate_tensors()
+        self.interpreter = loaded
 
     def load_input(self) -> Any:
         import numpy as np

@@ -25,7 +25,7 @@ class GenerationEngine:
     modules: tuple[str, ...] = ()
     install_hint: str = ""
     # True for an engine whose model file is built before the run by prepare() (in collect's
-    # separate preparation process, cached like inference's: adapters/prepare.py)
+    # separate preparation process, cached like inference's: collectors/prepare.py)
     builds_file: bool = False
     # True for a runtime that compiles on its first calls (torch.compile): the worker then runs one
     # untimed generation of the run's shapes in a `compile` phase of its own, before the warm-up

@@ -40,7 +40,7 @@ class ExecuTorchEngine(GenerationEngine):
     install_hint = "pip install 'edgestats[executorch]'"
     builds_file = True
     file_kind = "ExecuTorch program"
-    # the program's shapes are static: its file depends on these too (adapters/prepare.cache_key)
+    # the program's shapes are static: its file depends on these too (collectors/prepare.cache_key)
     artifact_fields = ("batch_size", "context_depth", "prompt_tokens", "new_tokens")
 
     @classmethod

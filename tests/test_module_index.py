@@ -7,10 +7,25 @@ from __future__ import annotations
 import module_index
 import pytest
 
+MAX_SUMMARY = 150  # two lines of the index's responsibility column
+
 
 def test_every_module_says_what_it_is_for():
     silent = [str(entry.path) for entry in module_index.entries() if entry.summary is None]
     assert not silent, "give these modules (or packages' __init__.py) a docstring:\n" + "\n".join(silent)
+
+
+def test_each_responsibility_fits_a_line_or_two_of_the_index():
+    """The first sentence is the module's line in the index: a paragraph there is a module saying
+    too much at once (the detail belongs in the sentences after it)."""
+    long = [
+        f"{entry.path} ({len(entry.summary)} characters)"
+        for entry in module_index.entries()
+        if entry.summary is not None and len(entry.summary) > MAX_SUMMARY
+    ]
+    assert not long, f"shorten the first sentence of these docstrings to {MAX_SUMMARY} characters:\n" + (
+        "\n".join(long)
+    )
 
 
 def test_the_architecture_doc_lists_every_module_as_the_code_has_it():

@@ -1,2 +1,4 @@
-"""Framework adapters (one module per runtime, listed in edgestats.registry.runtimes), the model
-file preparation step and the input batch every adapter feeds its model."""
+"""Framework adapters: one module per runtime, listed in edgestats.registry.runtimes.
+
+Also the base of the runtimes that convert a model to a file (converting.py), and the input batch
+every adapter feeds its model (inputs.py)."""

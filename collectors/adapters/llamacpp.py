@@ -1,6 +1,7 @@
-"""llama.cpp (framework "llamacpp") in the inference registry: it runs generation only, through
-collectors/generation/llamacpp_engine.py; this adapter is what an inference configuration meets,
-and it refuses in one line. Standard library only, like every adapter module before its framework."""
+"""llama.cpp (framework "llamacpp") in the inference registry: it refuses inference in one line.
+
+It runs generation only, through collectors/generation/llamacpp_engine.py; this adapter is what
+an inference configuration meets. Standard library only, like every adapter module before its framework."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""compare's overall figure: the geometric mean of the ratios B/A across the matched configurations,
-one per metric, with an interval (docs/cli/compare.md, "Overall").
+"""compare's overall figure: the geometric mean of the ratios B/A across matched configurations.
+
+One per metric, with an interval (docs/cli/compare.md, "Overall").
 
 Method: the estimate is exp of the mean of the configurations' log ratios (the geometric mean of
 their ratios of geometric means); the interval is exp of a t interval of that mean, whose standard

@@ -51,7 +51,7 @@ from edgestats.cli.analyze_options import (
 )
 from edgestats.cli.common import handle_errors
 from edgestats.registry.analyses import ANALYSES
-from edgestats.reports.terminal import DEFAULT_LIMIT, TextOptions, print_results
+from edgestats.reports.terminal.analyze import DEFAULT_LIMIT, TextOptions, print_results
 
 
 @handle_errors

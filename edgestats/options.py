@@ -143,26 +143,28 @@ def keyword_annotation(opt: Opt) -> Any:
 
 
 def keyword_signature(
-    options: Iterable[Opt], *, first: Sequence[inspect.Parameter] = (), positional: Sequence[str] = ()
+    options: Iterable[Opt],
+    *,
+    first: Sequence[inspect.Parameter] = (),
+    positional: Sequence[str] = (),
+    extra: Sequence[inspect.Parameter] = (),
 ) -> inspect.Signature:
     """The signature of a Python function taking these options as keywords, for help() and
-    inspect: `first` (e.g. self), then the options named in `positional` (positional or keyword),
-    then the others keyword-only, each with its default."""
+    inspect: `first` (e.g. self), the options named in `positional` (positional or keyword), then
+    `extra` (keyword-only parameters of the function's own) and the other options keyword-only,
+    each with its default."""
     options = list(options)
-    kinds = {name: inspect.Parameter.POSITIONAL_OR_KEYWORD for name in positional}
-    ordered = [o for name in positional for o in options if o.name == name]
-    ordered += [o for o in options if o.name not in kinds]
+    ahead = [opt for name in positional for opt in options if opt.name == name]
+    rest = [opt for opt in options if opt.name not in positional]
+
+    def parameter(opt: Opt, kind: Any) -> inspect.Parameter:
+        return inspect.Parameter(opt.name, kind, default=opt.default, annotation=keyword_annotation(opt))
+
     return inspect.Signature(
         [
             *first,
-            *(
-                inspect.Parameter(
-                    o.name,
-                    kinds.get(o.name, inspect.Parameter.KEYWORD_ONLY),
-                    default=o.default,
-                    annotation=keyword_annotation(o),
-                )
-                for o in ordered
-            ),
+            *(parameter(opt, inspect.Parameter.POSITIONAL_OR_KEYWORD) for opt in ahead),
+            *extra,
+            *(parameter(opt, inspect.Parameter.KEYWORD_ONLY) for opt in rest),
         ]
     )

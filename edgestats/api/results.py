@@ -2,11 +2,11 @@
 
 Each method calls the library function its CLI command calls, with the same options under the
 flags' own names (`--by` is `by=`, `--bca-max-n` is `bca_max_n=`, a repeatable flag takes a
-string or a list), derived from the command's declaration (their signatures too, for help()):
-`runs` and `analyze` what `edgestats analyze` runs (edgestats.analysis),
-`sql` what `edgestats sql` runs (edgestats.store.query, sandboxed), `compare` what `edgestats compare`
-runs (edgestats.analysis.compare.comparison). Options are checked by AnalysisOptions.check, as the CLI's
-are. Every read is read-only and sandboxed; nothing is held open between calls, so a collect
+string or a list), taken from the commands' declarations (edgestats/analysis/core/flags.py,
+edgestats/analysis/compare/flags.py; the signatures help() shows too): `runs` and `analyze` what
+`edgestats analyze` runs (edgestats.analysis), `sql` what `edgestats sql` runs
+(edgestats.store.query, sandboxed), `compare` what `edgestats compare` runs
+(edgestats.analysis.compare.flags.compare_from_flags). Options are checked as the CLI's are. Every read is read-only and sandboxed; nothing is held open between calls, so a collect
 may store runs into the DB while a notebook reads it.
 """
 
@@ -20,23 +20,19 @@ from typing import Any
 
 import polars as pl
 
+from edgestats.analysis.compare.flags import COMPARE_OPTIONS
 from edgestats.analysis.core.flags import ANALYSIS_OPTIONS, RUNS
 from edgestats.api.sources import Source, source_of
 from edgestats.api.views import Analyses, Analysis, ComparisonView
 from edgestats.options import check_keywords, keyword_signature, tagged
 
-Names = str | Sequence[str]  # a repeatable flag: one value or several
-
-
 # The options `runs` takes: analyze's that select runs (--where, the filters, --noisy).
 RUN_OPTIONS = tagged(ANALYSIS_OPTIONS, RUNS)
 SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-
-
-def _listed(value: Names | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
+# compare's side B: the second DB argument of `edgestats compare A B`
+OTHER = inspect.Parameter(
+    "other", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Results | str | os.PathLike | None"
+)
 
 
 def _unique_names(columns: list[str]) -> list[str]:
@@ -109,18 +105,17 @@ class Results:
         b: str | None = None,
         *,
         other: Results | str | os.PathLike | None = None,
-        where: str | None = None,
-        match: Names | None = None,
-        threshold: float = 5.0,
-        level: float = 0.95,
+        **flags: Any,
     ) -> ComparisonView:
         """`edgestats compare`: B against A. Side A is these results; side B is `other` (like
         `compare A.duckdb B.duckdb`) or these results again. `a`, `b` and `where` select runs
         (--a, --b, --where); without `other`, both `a` and `b` are needed. `threshold` is in
-        percent, as --threshold is."""
-        from edgestats.analysis.compare.comparison import Selection, combined_where, compare
+        percent, as --threshold is. The keywords are the flags' names
+        (edgestats/analysis/compare/flags.py); defaults are the CLI's."""
+        from edgestats.analysis.compare.flags import compare_from_flags
         from edgestats.analysis.load.frames import AnalysisInputError
 
+        check_keywords(COMPARE_OPTIONS, flags, "compare")
         if other is None and (a is None or b is None):
             raise AnalysisInputError(
                 "give other= (the results of side B), or both a= and b= to select the two "
@@ -129,11 +124,11 @@ class Results:
         other_spec = (
             other.spec if isinstance(other, Results) else Path(other) if other is not None else self.spec
         )
-        side_a = Selection(self.spec, combined_where({"--where": where, "--a": a}))
-        side_b = Selection(other_spec, combined_where({"--where": where, "--b": b}))
-        return ComparisonView(
-            compare(side_a, side_b, threshold=threshold / 100.0, level=level, match=_listed(match) or None)
-        )
+        return ComparisonView(compare_from_flags(self.spec, other_spec, a=a, b=b, **flags))
+
+    compare.__signature__ = keyword_signature(
+        COMPARE_OPTIONS, first=[SELF], positional=("a", "b"), extra=[OTHER]
+    )
 
     def close(self) -> None:
         """Drop the links made for a list of DB files (nothing else is held open)."""

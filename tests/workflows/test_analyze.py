@@ -1,0 +1,31 @@
+"""The analyze and compare workflows called from Python, as the CLI calls them: the analyses with
+the report folder and the devices the terminal lists first; B against A with its page."""
+
+from __future__ import annotations
+
+import json
+
+from edgestats.analysis import AnalysisOptions
+from edgestats.workflows.analyze import analyze
+from edgestats.workflows.compare import compare
+from edgestats.workflows.report import ReportRequest
+
+
+def test_analyze_writes_the_report_and_names_the_collecting_devices(results_db, tmp_path):
+    options = AnalysisOptions(only="summary", n_resamples=200)
+    done = analyze(results_db, options, report=ReportRequest(tmp_path / "report"), collected=True)
+    assert list(done.results) == ["summary"] and done.results["summary"].available
+    assert done.report.index.is_file() and "summary" in json.loads(done.report.analysis_json.read_text())
+    assert done.collected_devices == frozenset({"jetson-nano"})
+    bare = analyze(results_db, options)
+    assert bare.report is None and bare.collected_devices == frozenset()
+
+
+def test_compare_writes_its_page_when_given_a_folder(results_db, tmp_path):
+    done = compare(
+        results_db, a="framework = 'pytorch'", b="framework = 'onnxruntime'", out=tmp_path / "c", level=0.9
+    )
+    assert done.comparison.level == 0.9 and done.comparison.threshold == 0.05
+    index, document = done.page
+    assert index.is_file() and json.loads(document.read_text())["threshold"] == 0.05
+    assert compare(results_db, a="framework = 'pytorch'", b="framework = 'onnxruntime'").page is None

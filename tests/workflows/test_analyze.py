@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
+import edgestats
 from edgestats.analysis import AnalysisOptions
 from edgestats.workflows.analyze import analyze
 from edgestats.workflows.compare import compare
-from edgestats.workflows.report import ReportRequest
+from edgestats.workflows.report import ReportRequest, write_analysis_report
 
 
 def test_analyze_writes_the_report_and_names_the_collecting_devices(results_db, tmp_path):
@@ -19,6 +20,14 @@ def test_analyze_writes_the_report_and_names_the_collecting_devices(results_db, 
     assert done.collected_devices == frozenset({"jetson-nano"})
     bare = analyze(results_db, options)
     assert bare.report is None and bare.collected_devices == frozenset()
+
+
+def test_the_report_is_written_from_the_python_apis_results(results_db, tmp_path):
+    """As docs/python-api.md says: the page `--out` writes, from what Results.analyze returned."""
+    results = edgestats.open(results_db)
+    analyses = results.analyze(resamples=200)
+    files = write_analysis_report(results.spec, analyses.results, ReportRequest(tmp_path / "page"))
+    assert files.index.is_file() and set(json.loads(files.analysis_json.read_text())) == set(analyses)
 
 
 def test_compare_writes_its_page_when_given_a_folder(results_db, tmp_path):

@@ -6,8 +6,9 @@ string or a list), taken from the commands' declarations (edgestats/analysis/cor
 edgestats/analysis/compare/flags.py; the signatures help() shows too): `runs` and `analyze` what
 `edgestats analyze` runs (edgestats.analysis), `sql` what `edgestats sql` runs
 (edgestats.store.query, sandboxed), `compare` what `edgestats compare` runs
-(edgestats.analysis.compare.flags.compare_from_flags). Options are checked as the CLI's are. Every read is read-only and sandboxed; nothing is held open between calls, so a collect
-may store runs into the DB while a notebook reads it.
+(edgestats.analysis.compare.flags.compare_from_flags). Options are checked as the CLI's are.
+Every read is read-only and sandboxed; nothing is held open between calls, so a collect may store
+runs into the DB while a notebook reads it.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ OUTPUT_OPTIONS = (
         metavar="latex|markdown|csv",
     ),
 )
-ONLY, *SELECTION_AND_STATISTICS = ANALYSIS_OPTIONS
+ONLY, *SELECTION_AND_STATISTICS = ANALYSIS_OPTIONS  # --only is declared first
 # As --help lists them: --json beside --only, the output options last.
 OPTIONS = (DB, ONLY, AS_JSON, *SELECTION_AND_STATISTICS, *OUTPUT_OPTIONS)
 

@@ -22,7 +22,7 @@ def _filter(column: str, help: str) -> Opt:
     return Opt(column, str, help, repeatable=True, key=f"filters.{column}", tags=(RUNS,))
 
 
-# In --help's order (cli/analyze.py puts --json after --only, its own output options last).
+# In --help's order, --only first (cli/analyze.py puts its --json after it, its output options last).
 ANALYSIS_OPTIONS = (
     Opt("only", str, f"Run one analysis: {choices_text()}.", metavar="NAME"),
     # -- which runs, grouped how, with which intervals

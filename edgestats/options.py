@@ -11,7 +11,9 @@ cli/declared.py builds the typer command from the tuple, the library reads each 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,7 @@ class Opt:
     parser: Callable[[str], Any] | None = None  # the text to the value, raising ValueError
     minimum: float | None = None
     group: str = ""  # the --help panel it is listed under
+    tags: tuple[str, ...] = ()  # the subsets it belongs to, for a reader of some options only (tagged())
 
     @property
     def feeds(self) -> str:
@@ -52,6 +55,42 @@ def by_name(options: Iterable[Opt]) -> dict[str, Opt]:
     return {opt.name: opt for opt in options}
 
 
+def tagged(options: Iterable[Opt], tag: str) -> tuple[Opt, ...]:
+    """The options carrying `tag`, in their order (e.g. those the Python API's `runs` takes too)."""
+    return tuple(opt for opt in options if tag in opt.tags)
+
+
+def values_of(options: Iterable[Opt], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The values (by option name) of these options only: a command's values, read by what takes
+    some of its options."""
+    return {opt.name: values[opt.name] for opt in options if opt.name in values}
+
+
+def given(opt: Opt, value: Any) -> Any:
+    """A value as the library takes it: a repeatable option's as a list (one string is one value,
+    None none), others as they are."""
+    if not opt.repeatable:
+        return value
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def nested(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Values by key with the dotted keys gathered: {"filters.device": ["pi5"]} is {"filters":
+    {"device": ["pi5"]}}. A dotted key's value that is None or empty is left out (not given)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        outer, dot, inner = key.partition(".")
+        if not dot:
+            out[key] = value
+        elif value is not None and value != []:
+            out.setdefault(outer, {})[inner] = value
+        else:
+            out.setdefault(outer, {})
+    return out
+
+
 def fed(options: Iterable[Opt], values: Mapping[str, Any]) -> dict[str, Any]:
     """The values (by option name) under the keys they feed; options not in `values` are left out."""
     return {opt.feeds: values[opt.name] for opt in options if opt.name in values}
@@ -66,3 +105,68 @@ def check_keywords(options: Iterable[Opt], keywords: Mapping[str, Any], where: s
             f"{where}() got unexpected keyword argument(s) {', '.join(unknown)}; its options are "
             f"{', '.join(names)}"
         )
+
+
+def _field(opt: Opt) -> tuple[Any, Any]:
+    """The annotation and the dataclass default of the field an option feeds."""
+    if "." in opt.feeds:
+        return dict[str, Any], dataclasses.field(default_factory=dict)
+    if opt.repeatable:
+        return list[opt.type], dataclasses.field(default_factory=list)
+    return (opt.type if opt.default is not None else opt.type | None), opt.default
+
+
+def declared_fields(options: Iterable[Opt]) -> Callable[[type], type]:
+    """A class decorator, put beneath @dataclass: the class gets one field per option, named by
+    its key, with its default (a repeatable option's: an empty list), in the options' order; the
+    options whose keys share a prefix `NAME.` feed one dict field NAME (a filter per key). The
+    fields the class declares itself follow."""
+
+    def add_fields(cls: type) -> type:
+        fields: dict[str, Any] = {}
+        for opt in options:
+            outer, dot, _ = opt.feeds.partition(".")
+            annotation, default = _field(opt)
+            if outer in fields and not dot:
+                raise ValueError(f"two options feed the field {outer!r}")
+            fields.setdefault(outer, annotation)
+            setattr(cls, outer, default)
+        cls.__annotations__ = {**fields, **cls.__dict__.get("__annotations__", {})}
+        return cls
+
+    return add_fields
+
+
+def keyword_annotation(opt: Opt) -> Any:
+    """What a Python caller gives: a repeatable option one value or several, None where no default."""
+    if opt.repeatable:
+        return opt.type | Sequence[opt.type] | None
+    return opt.type if opt.default is not None else opt.type | None
+
+
+def keyword_signature(
+    options: Iterable[Opt],
+    *,
+    first: Sequence[inspect.Parameter] = (),
+    positional: Sequence[str] = (),
+    extra: Sequence[inspect.Parameter] = (),
+) -> inspect.Signature:
+    """The signature of a Python function taking these options as keywords, for help() and
+    inspect: `first` (e.g. self), the options named in `positional` (positional or keyword), then
+    `extra` (keyword-only parameters of the function's own) and the other options keyword-only,
+    each with its default."""
+    options = list(options)
+    ahead = [opt for name in positional for opt in options if opt.name == name]
+    rest = [opt for opt in options if opt.name not in positional]
+
+    def parameter(opt: Opt, kind: Any) -> inspect.Parameter:
+        return inspect.Parameter(opt.name, kind, default=opt.default, annotation=keyword_annotation(opt))
+
+    return inspect.Signature(
+        [
+            *first,
+            *(parameter(opt, inspect.Parameter.POSITIONAL_OR_KEYWORD) for opt in ahead),
+            *extra,
+            *(parameter(opt, inspect.Parameter.KEYWORD_ONLY) for opt in rest),
+        ]
+    )

@@ -1,29 +1,22 @@
 """Statistics over merged results: every figure with a confidence interval (docs/architecture.md §6).
 
-`run_analyses(db, options)` is the entry point for the CLI and the report: it reads the frames
-the chosen analyses need (aggregated in DuckDB, see `load/`) and runs each analysis of the
-registry (edgestats/registry/analyses.py): a subject package (`summary/`, `answers/`, ...) whose
-`analysis.py` holds `analyse(data, options)`, a pure function of polars frames. Each returns an
-`AnalysisResult`: JSON entries and tidy figure frames. `core/` holds what every analysis takes
-and returns, `estimators/` the intervals and tests they share, `load/` the loaders (the report's
-header and power trace have their own: `load.overview`, `load.power_trace`), `compare/` the
-statistics of `edgestats compare`.
+`run_analyses(db, options)` (core/run.py) is the entry point for the CLI and the report: it reads
+the frames the chosen analyses need (aggregated in DuckDB, see `load/`) and runs each analysis of
+the registry (edgestats/registry/analyses.py): a subject package (`summary/`, `answers/`, ...)
+whose `analysis.py` holds `analyse(data, options)`, a pure function of polars frames. Each returns
+an `AnalysisResult`: JSON entries and tidy figure frames. `core/` holds what every analysis takes
+and returns (the options, declared once in core/flags.py, and the result) and the loop that runs
+them, `estimators/` the intervals and tests they share, `load/` the loaders (the report's header
+and power trace have their own: `load.overview`, `load.power_trace`), `compare/` the statistics of
+`edgestats compare`.
+
+The names below are resolved on first use (PEP 562): the CLI imports the options' declaration
+(core/flags.py) at start-up, which runs this file, and must not import polars with it.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
-
-from edgestats.analysis.core.options import AnalysisOptions
-from edgestats.analysis.core.result import AnalysisResult, json_safe, unavailable
-from edgestats.analysis.load.frames import AnalysisData, AnalysisInputError, Needs, default_config, load_data
-from edgestats.registry import analyses as registry
-from edgestats.registry import resolve
-
-# The analyses' names in registry order, as they were when this package was imported.
-ANALYSES = registry.analysis_names()
 
 __all__ = [
     "ANALYSES",
@@ -38,49 +31,23 @@ __all__ = [
     "results_json",
 ]
 
-
-def needs_of(selected: tuple[str, ...]) -> Needs:
-    """The frames the selected analyses' registry entries ask for."""
-    return Needs.of(frame for name in selected for frame in registry.analysis(name).needs)
+_RUN = ("ANALYSES", "run_analyses", "analyse_data", "needs_of", "dumps", "results_json")
+_FRAMES = ("AnalysisData", "AnalysisInputError", "default_config")
 
 
-def run_analyses(db: str | Path, options: AnalysisOptions | None = None) -> dict[str, AnalysisResult]:
-    """Every analysis asked for (`options.only`, or all of the registry), keyed by name, in
-    registry order.
-
-    An analysis the data cannot support is still in the dict: its entries say why
-    (`result.available` is False). Raises AnalysisInputError for options the DB cannot answer
-    (an unknown column, a bad --where)."""
-    options = options or AnalysisOptions()
-    options.check()
-    data = load_data(db, where=options.where, filters=options.filters, needs=needs_of(options.selected))
-    return analyse_data(data, options)
-
-
-def analyse_data(data: AnalysisData, options: AnalysisOptions) -> dict[str, AnalysisResult]:
-    """run_analyses on frames already loaded (tests build AnalysisData by hand)."""
-    options.check()
-    runs, level = data.runs, options.level
-    if runs.height == 0:
-        filters = " and ".join(
-            x for x in [options.where, *(f"{k} in {v}" for k, v in options.filters.items())] if x
-        )
-        why = "no ok or diverged runs" + (f" match {filters}" if filters else " in the DB")
-        return {name: unavailable(name, level, why) for name in options.selected}
-    options.group_keys(runs)  # a bad --by fails once, before any analysis runs
-    results: dict[str, AnalysisResult] = {}
-    for name in options.selected:
-        results[name] = resolve(registry.analysis(name).analyse)(data, options)
-    for result in results.values():
-        result.notes += data.notes
-    return results
+def __getattr__(name: str) -> Any:
+    if name in _RUN:
+        from edgestats.analysis.core import run as home
+    elif name in _FRAMES:
+        from edgestats.analysis.load import frames as home
+    elif name == "AnalysisOptions":
+        from edgestats.analysis.core import options as home
+    elif name == "AnalysisResult":
+        from edgestats.analysis.core import result as home
+    else:
+        raise AttributeError(f"module 'edgestats.analysis' has no attribute {name!r}")
+    return getattr(home, name)
 
 
-def results_json(results: dict[str, AnalysisResult]) -> dict[str, Any]:
-    """The `--json` document: {analysis name: [entries]} (docs/cli/analyze.md)."""
-    return {name: result.to_json() for name, result in results.items()}
-
-
-def dumps(results: dict[str, AnalysisResult]) -> str:
-    """JSON text with NaN refused: a NaN here is a bug, not a result."""
-    return json.dumps(json_safe(results_json(results)), indent=2, allow_nan=False)
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -2,15 +2,18 @@
 
 Each method calls the library function its CLI command calls, with the same options under the
 flags' own names (`--by` is `by=`, `--bca-max-n` is `bca_max_n=`, a repeatable flag takes a
-string or a list): `runs` and `analyze` what `edgestats analyze` runs (edgestats.analysis),
-`sql` what `edgestats sql` runs (edgestats.store.query, sandboxed), `compare` what `edgestats compare`
-runs (edgestats.analysis.compare.comparison). Options are checked by AnalysisOptions.check, as the CLI's
-are. Every read is read-only and sandboxed; nothing is held open between calls, so a collect
-may store runs into the DB while a notebook reads it.
+string or a list), taken from the commands' declarations (edgestats/analysis/core/flags.py,
+edgestats/analysis/compare/flags.py; the signatures help() shows too): `runs` and `analyze` what
+`edgestats analyze` runs (edgestats.analysis), `sql` what `edgestats sql` runs
+(edgestats.store.query, sandboxed), `compare` what `edgestats compare` runs
+(edgestats.analysis.compare.flags.compare_from_flags). Options are checked as the CLI's are.
+Every read is read-only and sandboxed; nothing is held open between calls, so a collect may store
+runs into the DB while a notebook reads it.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,21 +21,19 @@ from typing import Any
 
 import polars as pl
 
+from edgestats.analysis.compare.flags import COMPARE_OPTIONS
+from edgestats.analysis.core.flags import ANALYSIS_OPTIONS, RUNS
 from edgestats.api.sources import Source, source_of
 from edgestats.api.views import Analyses, Analysis, ComparisonView
+from edgestats.options import check_keywords, keyword_signature, tagged
 
-Names = str | Sequence[str]  # a repeatable flag: one value or several
-
-
-def _listed(value: Names | None) -> list[str]:
-    if value is None:
-        return []
-    return [value] if isinstance(value, str) else list(value)
-
-
-def _filters(**flags: Names | None) -> dict[str, list[str]]:
-    """--device NAME ... as AnalysisOptions.filters (only the flags given)."""
-    return {column: _listed(values) for column, values in flags.items() if _listed(values)}
+# The options `runs` takes: analyze's that select runs (--where, the filters, --noisy).
+RUN_OPTIONS = tagged(ANALYSIS_OPTIONS, RUNS)
+SELF = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+# compare's side B: the second DB argument of `edgestats compare A B`
+OTHER = inspect.Parameter(
+    "other", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="Results | str | os.PathLike | None"
+)
 
 
 def _unique_names(columns: list[str]) -> list[str]:
@@ -58,34 +59,21 @@ class Results:
         """What the library functions read: the DB, the lake, or the glob standing for a list."""
         return self._source.spec
 
-    def runs(
-        self,
-        *,
-        where: str | None = None,
-        device: Names | None = None,
-        framework: Names | None = None,
-        runtime: Names | None = None,
-        model: Names | None = None,
-        dataset: Names | None = None,
-        kind: Names | None = None,
-        noisy: str = "include",
-    ) -> pl.DataFrame:
+    def runs(self, **flags: Any) -> pl.DataFrame:
         """The runs `analyze` would use with these options (ok and diverged runs), one row each:
         run_summary's columns, the training and reported figures, and the derived ones
         (epoch_time_s, throughput_per_s, mem_peak_mb, mem_mean_mb). Every run, failed ones
-        included, is in `sql("SELECT * FROM run_summary")`."""
+        included, is in `sql("SELECT * FROM run_summary")`. Its keywords are analyze's that select
+        runs (edgestats/analysis/core/flags.py, tagged `runs`)."""
         from edgestats.analysis import AnalysisOptions
         from edgestats.analysis.load.frames import load_data
 
-        options = AnalysisOptions(
-            where=where,
-            noisy=noisy,
-            filters=_filters(
-                device=device, framework=framework, runtime=runtime, model=model, dataset=dataset, kind=kind
-            ),
-        )
+        check_keywords(RUN_OPTIONS, flags, "runs")
+        options = AnalysisOptions.from_flags(**flags)
         options.check()
         return load_data(self.spec, where=options.where, filters=options.filters).runs.drop("run_idx")
+
+    runs.__signature__ = keyword_signature(RUN_OPTIONS, first=[SELF])
 
     def sql(self, query: str, *, read: Sequence[str | os.PathLike] = ()) -> pl.DataFrame:
         """`edgestats sql DB QUERY [--read PATH]`: the query's result as a frame, run in the same
@@ -99,61 +87,18 @@ class Results:
             [pl.Series(name, list(values), strict=False) for name, values in zip(names, columns)]
         )
 
-    def analyze(
-        self,
-        only: str | None = None,
-        *,
-        where: str | None = None,
-        by: Names | None = None,
-        level: float = 0.95,
-        seed: int = 0,
-        resamples: int = 2000,
-        bca_max_n: int = 500,
-        device: Names | None = None,
-        framework: Names | None = None,
-        runtime: Names | None = None,
-        model: Names | None = None,
-        dataset: Names | None = None,
-        kind: Names | None = None,
-        noisy: str = "include",
-        response: str | None = None,
-        factor: Names | None = None,
-        interaction: bool = False,
-        best: str | None = None,
-        constraint: str | None = None,
-        log: Names | None = None,
-        linear: Names | None = None,
-        answer_by: Names | None = None,
-        answer_across: Names | None = None,
-    ) -> Analysis | Analyses:
+    def analyze(self, only: str | None = None, **flags: Any) -> Analysis | Analyses:
         """`edgestats analyze DB [--only NAME] ...`: one Analysis for `only`, or every analysis of
-        the registry (an Analyses mapping, as without --only). Defaults are the CLI's."""
+        the registry (an Analyses mapping, as without --only). The keywords are the flags' names
+        (edgestats/analysis/core/flags.py); defaults are the CLI's."""
         from edgestats.analysis import AnalysisOptions, run_analyses
 
-        options = AnalysisOptions.from_flags(
-            only=only,
-            where=where,
-            by=_listed(by),
-            level=level,
-            seed=seed,
-            resamples=resamples,
-            bca_max_n=bca_max_n,
-            filters=_filters(
-                device=device, framework=framework, runtime=runtime, model=model, dataset=dataset, kind=kind
-            ),
-            noisy=noisy,
-            response=response,
-            factor=_listed(factor),
-            interaction=interaction,
-            best=best,
-            constraint=constraint,
-            log=_listed(log),
-            linear=_listed(linear),
-            answer_by=_listed(answer_by),
-            answer_across=_listed(answer_across),
-        )
+        check_keywords(ANALYSIS_OPTIONS, flags, "analyze")
+        options = AnalysisOptions.from_flags(only=only, **flags)
         results = run_analyses(self.spec, options)  # checks the options as the CLI's are checked
         return Analysis(results[only]) if only is not None else Analyses(results)
+
+    analyze.__signature__ = keyword_signature(ANALYSIS_OPTIONS, first=[SELF], positional=("only",))
 
     def compare(
         self,
@@ -161,18 +106,17 @@ class Results:
         b: str | None = None,
         *,
         other: Results | str | os.PathLike | None = None,
-        where: str | None = None,
-        match: Names | None = None,
-        threshold: float = 5.0,
-        level: float = 0.95,
+        **flags: Any,
     ) -> ComparisonView:
         """`edgestats compare`: B against A. Side A is these results; side B is `other` (like
         `compare A.duckdb B.duckdb`) or these results again. `a`, `b` and `where` select runs
         (--a, --b, --where); without `other`, both `a` and `b` are needed. `threshold` is in
-        percent, as --threshold is."""
-        from edgestats.analysis.compare.comparison import Selection, combined_where, compare
+        percent, as --threshold is. The keywords are the flags' names
+        (edgestats/analysis/compare/flags.py); defaults are the CLI's."""
+        from edgestats.analysis.compare.flags import compare_from_flags
         from edgestats.analysis.load.frames import AnalysisInputError
 
+        check_keywords(COMPARE_OPTIONS, flags, "compare")
         if other is None and (a is None or b is None):
             raise AnalysisInputError(
                 "give other= (the results of side B), or both a= and b= to select the two "
@@ -181,11 +125,11 @@ class Results:
         other_spec = (
             other.spec if isinstance(other, Results) else Path(other) if other is not None else self.spec
         )
-        side_a = Selection(self.spec, combined_where({"--where": where, "--a": a}))
-        side_b = Selection(other_spec, combined_where({"--where": where, "--b": b}))
-        return ComparisonView(
-            compare(side_a, side_b, threshold=threshold / 100.0, level=level, match=_listed(match) or None)
-        )
+        return ComparisonView(compare_from_flags(self.spec, other_spec, a=a, b=b, **flags))
+
+    compare.__signature__ = keyword_signature(
+        COMPARE_OPTIONS, first=[SELF], positional=("a", "b"), extra=[OTHER]
+    )
 
     def close(self) -> None:
         """Drop the links made for a list of DB files (nothing else is held open)."""

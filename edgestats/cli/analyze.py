@@ -1,153 +1,101 @@
 """`edgestats analyze DB`: statistics with confidence intervals over a results DB.
 
-Thin: the options become an AnalysisOptions, `edgestats.analysis.run_analyses` does the work,
-and the results are printed as JSON (--json) or as tables of their figure frames, or drawn by
-`edgestats.reports.write_report` from what the analysis layer loaded (--out). The analyses' names
-and help come from the registry (edgestats/registry/analyses.py). The analysis stack (polars,
-scipy, statsmodels) is imported inside the command, so `edgestats --help` and device-side
-commands never load it.
+Thin: the flags are declared once (the analysis options in edgestats/analysis/core/flags.py, the
+command's own output options here) and become an AnalysisOptions; `edgestats.workflows.analyze`
+does the work (the analyses, and the report for --out); the results are printed as JSON (--json)
+or as tables of their figure frames (reports/terminal/analyze.py). The analyses' names and help
+come from the registry (edgestats/registry/analyses.py). The analysis stack (polars, scipy,
+statsmodels) is imported inside the command, so `edgestats --help` and device-side commands never
+load it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from edgestats.analysis.core.flags import ANALYSIS_OPTIONS
 from edgestats.cli.analysis_extra import needs_analysis_extra
-from edgestats.cli.analyze_options import (
-    FILTER_COLUMNS,
-    AllRowsOpt,
-    AnswerAcrossOpt,
-    AnswerByOpt,
-    BcaMaxNOpt,
-    BestOpt,
-    ByOpt,
-    ConstraintOpt,
-    DatasetOpt,
-    DbArg,
-    DeviceOpt,
-    FactorOpt,
-    FrameworkOpt,
-    InteractionOpt,
-    JsonOpt,
-    KindOpt,
-    LevelOpt,
-    LimitOpt,
-    LinearOpt,
-    LogOpt,
-    ModelOpt,
-    NoisyOpt,
-    OnlyOpt,
-    OutOpt,
-    PngOpt,
-    ResamplesOpt,
-    ResponseOpt,
-    RuntimeOpt,
-    SeedOpt,
-    SvgOpt,
-    TablesOpt,
-    WhereOpt,
-)
 from edgestats.cli.common import handle_errors
+from edgestats.cli.declared import declared_command
+from edgestats.options import Opt, values_of
 from edgestats.registry.analyses import ANALYSES
-from edgestats.reports.terminal.analyze import DEFAULT_LIMIT, TextOptions, print_results
+from edgestats.reports.terminal.analyze import DEFAULT_LIMIT, TextOptions, print_results, report_lines
 
-
-@handle_errors
-@needs_analysis_extra("analyze")
-def analyze_command(
-    db: DbArg,
-    only: OnlyOpt = None,
-    as_json: JsonOpt = False,
-    where: WhereOpt = None,
-    by: ByOpt = None,
-    level: LevelOpt = 0.95,
-    seed: SeedOpt = 0,
-    resamples: ResamplesOpt = 2000,
-    bca_max_n: BcaMaxNOpt = 500,
-    device: DeviceOpt = None,
-    framework: FrameworkOpt = None,
-    runtime: RuntimeOpt = None,
-    model: ModelOpt = None,
-    dataset: DatasetOpt = None,
-    kind: KindOpt = None,
-    noisy: NoisyOpt = "include",
-    answer_by: AnswerByOpt = None,
-    answer_across: AnswerAcrossOpt = None,
-    response: ResponseOpt = None,
-    factor: FactorOpt = None,
-    interaction: InteractionOpt = False,
-    best: BestOpt = None,
-    constraint: ConstraintOpt = None,
-    log: LogOpt = None,
-    linear: LinearOpt = None,
-    out: OutOpt = None,
-    png: PngOpt = False,
-    svg: SvgOpt = False,
-    limit: LimitOpt = DEFAULT_LIMIT,
-    all_rows: AllRowsOpt = False,
-    tables: TablesOpt = None,
-) -> None:
-    """Statistics with confidence intervals over a results DB; its --help is command_help()."""
-    from edgestats.analysis import dumps, run_analyses
-
-    options = options_from_flags(dict(locals()))
-    images = report_extras(out, png=png, svg=svg, tables=tables)
-    results = run_analyses(db, options)
-    if as_json:
-        typer.echo(dumps(results))
-    elif out is None:
-        print_text(db, results, limit=None if all_rows else limit)
-    if out is not None:
-        write_report_files(db, out, results, images=images, tables=tables, options=options)
-
-
-# The command's flags that AnalysisOptions.from_flags takes under the same name; a repeatable one
-# arrives as None when not given.
-OPTION_FLAGS = (
-    "only",
-    "where",
-    "level",
-    "seed",
-    "resamples",
-    "bca_max_n",
-    "noisy",
-    "response",
-    "interaction",
-    "best",
-    "constraint",
+DB = Opt("db", Path, "Results DB (opened read-only).", argument=True, required=True, metavar="DB")
+AS_JSON = Opt(
+    "as_json",
+    bool,
+    "Print {analysis: [entries]} as JSON on stdout (docs/cli/analyze.md).",
+    default=False,
+    flags=("--json",),
 )
-LIST_FLAGS = ("by", "factor", "log", "linear", "answer_by", "answer_across")
+# -- the report and the text output: the command's own (the Python API returns frames and charts)
+OUTPUT_OPTIONS = (
+    Opt(
+        "out",
+        Path,
+        "Write the report here: DIR/index.html (one self-contained page, works offline) and "
+        "DIR/analysis.json.",
+        metavar="DIR",
+    ),
+    Opt("png", bool, "With --out: every chart as DIR/images/*.png too.", default=False),
+    Opt("svg", bool, "With --out: every chart as DIR/images/*.svg too.", default=False),
+    Opt(
+        "limit",
+        int,
+        "Rows per table in the text output (the collected devices' first).",
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        minimum=1,
+    ),
+    Opt("all_rows", bool, "Every row of every table in the text output.", default=False, flags=("--all",)),
+    Opt(
+        "tables",
+        str,
+        "With --out: every table, with its intervals, as DIR/tables/* in this format (for papers).",
+        metavar="latex|markdown|csv",
+    ),
+)
+ONLY, *SELECTION_AND_STATISTICS = ANALYSIS_OPTIONS  # --only is declared first
+# As --help lists them: --json beside --only, the output options last.
+OPTIONS = (DB, ONLY, AS_JSON, *SELECTION_AND_STATISTICS, *OUTPUT_OPTIONS)
 
 
-def options_from_flags(flags: dict):
-    """The AnalysisOptions of the command's flags (its parameters by name)."""
-    from edgestats.analysis import AnalysisOptions
+def analyze(values: dict[str, Any]) -> None:
+    """Statistics with confidence intervals over a results DB; its --help is command_help()."""
+    from edgestats.analysis import AnalysisOptions, dumps
+    from edgestats.workflows.analyze import analyze as run
 
-    return AnalysisOptions.from_flags(
-        **{k: flags[k] for k in OPTION_FLAGS},
-        **{k: flags[k] or () for k in LIST_FLAGS},
-        filters={c: flags[c] for c in FILTER_COLUMNS},
-    )
+    options = AnalysisOptions.from_flags(**values_of(ANALYSIS_OPTIONS, values))
+    report = report_request(values)
+    text = not values["as_json"] and report is None
+    done = run(values["db"], options, report=report, collected=text)
+    if values["as_json"]:
+        typer.echo(dumps(done.results))
+    elif text:
+        limit = None if values["all_rows"] else values["limit"]
+        print_results(done.results, TextOptions(limit=limit, collected_devices=done.collected_devices))
+    if done.report is not None:
+        for line in report_lines(done.report, values["tables"]):
+            typer.echo(line, err=True)  # stdout may be JSON
 
 
-def report_extras(out: Path | None, *, png: bool, svg: bool, tables: str | None) -> list[str]:
-    """--png, --svg and --tables, checked (they need --out); the image formats to write."""
-    if (png or svg or tables) and out is None:
+def report_request(values: dict[str, Any]):
+    """--out with --png, --svg and --tables, checked (they need --out); None without --out."""
+    from edgestats.workflows.report import ReportRequest
+
+    out, tables = values["out"], values["tables"]
+    if (values["png"] or values["svg"] or tables) and out is None:
         raise typer.BadParameter(
             "--png, --svg and --tables write into the report folder: add --out DIR", param_hint="--out"
         )
     if tables is not None and tables not in ("latex", "markdown", "csv"):
         raise typer.BadParameter("use latex, markdown or csv", param_hint="--tables")
-    return [f for f, on in (("png", png), ("svg", svg)) if on]
-
-
-def print_text(db: Path, results, *, limit: int | None) -> None:
-    """The results as tables on the terminal, the devices that collected runs first."""
-    from edgestats.analysis.load.overview import collected_devices
-
-    print_results(results, TextOptions(limit=limit, collected_devices=collected_devices(db)))
+    images = tuple(f for f in ("png", "svg") if values[f])
+    return ReportRequest(out, images, tables) if out is not None else None
 
 
 def command_help() -> str:
@@ -160,35 +108,7 @@ def command_help() -> str:
     )
 
 
-def write_report_files(
-    db: Path, out: Path, results, *, images: list[str], tables: str | None, options=None
-) -> None:
-    """The report, and where it is: on stderr when --json owns stdout. The report draws; the DB's
-    overview, power trace and environment (of the runs `options` select) are loaded here, by the
-    analysis layer."""
-    from edgestats.analysis.load.environment import load_environment
-    from edgestats.analysis.load.overview import load_overview
-    from edgestats.analysis.load.power_trace import load_power_trace
-    from edgestats.reports import write_report
-
-    environment = load_environment(db, options.where, options.filters) if options else load_environment(db)
-    files = write_report(
-        out,
-        results,
-        load_overview(db),
-        load_power_trace(db),
-        images=images,
-        tables=tables,
-        environment=environment,
-    )
-    say = lambda text: typer.echo(text, err=True)  # noqa: E731  (stdout may be JSON)
-    say(f"report: {files.index} (open it in a browser; it needs no network) and {files.analysis_json}")
-    if files.images:
-        say(f"  {len(files.images)} images in {files.images[0].parent}")
-    if files.tables:
-        say(f"  {len(files.tables)} {tables} tables in {files.tables[0].parent}")
-    for error in files.chart_errors:
-        say(f"  warning: a chart could not be drawn (please report it): {error.splitlines()[0]}")
+analyze_command = handle_errors(needs_analysis_extra("analyze")(declared_command(OPTIONS, analyze)))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,52 +1,66 @@
 """`edgestats compare A.duckdb [B.duckdb]`: is B faster than A, by how much, and is it real?
 
-Thin: the options become two Selections, `edgestats.analysis.compare.comparison.compare` does the matching
-and the statistics, and the result is printed as text (the terminal's width, 80 to 120 columns)
-or Markdown (compare_render.py), or JSON, and drawn by `edgestats.reports.compare_page` (--out). Exit status
-(docs/cli/compare.md): 0 no significant regression, 1 a significant regression beyond
---threshold, 2 bad input — as diff(1) and cmp(1) do, so a CI job tells "slower" from "could not
-compare".
+Thin: the comparison's options are declared once (edgestats/analysis/compare/flags.py; the DBs,
+--format and --out here), `edgestats.workflows.compare` does the matching and the statistics (and
+the page for --out), and the result is printed as text (the terminal's width, 80 to 120 columns),
+Markdown or JSON by reports/terminal/compare.py. Exit status (docs/cli/compare.md): 0 no
+significant regression, 1 a significant regression beyond --threshold, 2 bad input — as diff(1)
+and cmp(1) do, so a CI job tells "slower" from "could not compare".
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from edgestats.analysis.compare.flags import COMPARE_OPTIONS
 from edgestats.cli.analysis_extra import needs_analysis_extra
 from edgestats.cli.common import handle_errors
-from edgestats.cli.compare_options import (
-    AOpt,
-    BOpt,
-    DbAArg,
-    DbBArg,
-    FormatOpt,
-    LevelOpt,
-    MatchOpt,
-    OutOpt,
-    ThresholdOpt,
-    WhereOpt,
-)
-from edgestats.cli.compare_render import render_markdown, render_text, text_width
+from edgestats.cli.declared import declared_command
+from edgestats.options import Opt
+from edgestats.reports.terminal.compare import FORMATS, page_line, render
 
 EXIT_REGRESSION = 1
 EXIT_INPUT_ERROR = 2
-FORMATS = ("text", "json", "markdown")
+
+OPTIONS = (
+    Opt(
+        "db_a",
+        Path,
+        "Results DB of side A, the baseline (opened read-only).",
+        argument=True,
+        required=True,
+        metavar="A",
+    ),
+    Opt(
+        "db_b",
+        Path,
+        "Results DB of side B; without it, both sides come from A with --a and --b.",
+        argument=True,
+        metavar="[B]",
+    ),
+    *COMPARE_OPTIONS,
+    Opt(
+        "fmt",
+        str,
+        "Output: text (80 columns), json or markdown.",
+        default="text",
+        flags=("--format",),
+        metavar="text|json|markdown",
+    ),
+    Opt(
+        "out",
+        Path,
+        "Also write DIR/index.html (a chart of the ratios and their intervals, offline) and "
+        "DIR/compare.json.",
+        metavar="DIR",
+    ),
+)
 
 
-def compare_command(
-    db_a: DbAArg,
-    db_b: DbBArg = None,
-    a: AOpt = None,
-    b: BOpt = None,
-    where: WhereOpt = None,
-    match: MatchOpt = None,
-    threshold: ThresholdOpt = 5.0,
-    level: LevelOpt = 0.95,
-    fmt: FormatOpt = "text",
-    out: OutOpt = None,
-) -> None:
+def compare(values: dict[str, Any]) -> None:
     """Compare B with A, configuration by configuration: the ratio B/A of median latency, energy
     per inference and peak RSS with run-level intervals (Welch t on log per-run figures), Holm's
     correction across configurations, and a verdict (faster, slower, same within --threshold,
@@ -56,19 +70,9 @@ def compare_command(
     Exit status: 0 no significant regression; 1 median latency significantly slower by more than
     --threshold in some configuration; 2 bad input (missing DB, bad --a/--b/--where, nothing
     matched)."""
+    flags = {name: value for name, value in values.items() if name != "db_a"}
     try:
-        code = _compare(
-            db=db_a,
-            db_b=db_b,
-            a=a,
-            b=b,
-            where=where,
-            match=match or [],
-            threshold=threshold,
-            level=level,
-            fmt=fmt,
-            out=out,
-        )
+        code = _compare(db=values["db_a"], **flags)
     except typer.Exit as exc:  # handle_errors printed the one line; input errors exit 2 here
         raise typer.Exit(EXIT_INPUT_ERROR if exc.exit_code == 1 else exc.exit_code) from None
     raise typer.Exit(code)
@@ -76,51 +80,24 @@ def compare_command(
 
 @handle_errors
 @needs_analysis_extra("compare")
-def _compare(
-    *,
-    db: Path,
-    db_b: Path | None,
-    a: str | None,
-    b: str | None,
-    where: str | None,
-    match: list[str],
-    threshold: float,
-    level: float,
-    fmt: str,
-    out: Path | None,
-) -> int:
-    from edgestats.analysis.compare.comparison import Selection, combined_where, compare
+def _compare(*, db: Path, db_b: Path | None, fmt: str, out: Path | None, **flags: Any) -> int:
+    from edgestats.workflows.compare import compare as run
 
     if fmt not in FORMATS:
         raise typer.BadParameter(f"use one of {', '.join(FORMATS)}", param_hint="--format")
-    if db_b is None and (a is None or b is None):
+    if db_b is None and (flags["a"] is None or flags["b"] is None):
         raise typer.BadParameter(
             "give two DBs (compare A.duckdb B.duckdb), or one DB with both --a SQL and --b SQL",
             param_hint="--a/--b",
         )
-    side_a = Selection(db, combined_where({"--where": where, "--a": a}))
-    side_b = Selection(db_b or db, combined_where({"--where": where, "--b": b}))
-    comparison = compare(side_a, side_b, threshold=threshold / 100.0, level=level, match=list(match) or None)
-    if fmt == "json":
-        import json
-
-        typer.echo(json.dumps(comparison.to_json(), indent=2, allow_nan=False))
-    else:
-        typer.echo(
-            render_markdown(comparison) if fmt == "markdown" else render_text(comparison, text_width())
-        )
-    if out is not None:
-        write_page(comparison, out)
-    return EXIT_REGRESSION if comparison.regressions else 0
+    done = run(db, db_b, out=out, **flags)
+    typer.echo(render(done.comparison, fmt))
+    if done.page is not None:
+        typer.echo(page_line(done.page), err=True)
+    return EXIT_REGRESSION if done.comparison.regressions else 0
 
 
-def write_page(comparison, out: Path) -> None:
-    from edgestats.analysis.load.overview import load_overview
-    from edgestats.reports.compare_page import write_compare_page
-
-    dbs = dict.fromkeys([comparison.a.db, comparison.b.db])  # one DB with two selections: one overview
-    files = write_compare_page(out, comparison, [load_overview(db) for db in dbs])
-    typer.echo(f"report: {files[0]} (open it in a browser; it needs no network) and {files[1]}", err=True)
+compare_command = declared_command(OPTIONS, compare)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,9 @@
-"""Commands on result files: import, merge, sql, migrate."""
+"""Commands on result files: import, merge, sql, migrate.
+
+Each parses its arguments, calls the library (edgestats.imports, edgestats.exports.merge,
+edgestats.store) and prints what it returned through reports/terminal/ (sql's streamed table is the
+store's own, edgestats/store/query.py: it is written batch by batch as DuckDB reads it).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,10 @@ import typer
 
 from edgestats.cli.common import handle_errors
 from edgestats.exports.merge import merge
-from edgestats.formatting import counted
-from edgestats.imports.importer import ImportReport, import_results
+from edgestats.imports.importer import import_results
+from edgestats.reports.terminal.imports import import_lines
+from edgestats.reports.terminal.merge import merge_lines
+from edgestats.reports.terminal.migrate import migrate_line
 from edgestats.store.database import connect
 from edgestats.store.migrations import current_version, latest_version, migrate
 from edgestats.store.query import FORMATS, print_query, terminal_columns
@@ -74,28 +81,8 @@ def import_command(
     report = import_results(
         db, file, kind=kind, mappings=map_, device=device, replace=replace, long=long, fmt=fmt
     )
-    print_import_report(report, db, replace=replace)
-
-
-def print_import_report(report: ImportReport, db: Path, *, replace: bool) -> None:
-    """What the import added, how each column was read, what was kept as extra, and its notes."""
-    replaced = f", {counted(report.runs_replaced, 'runs')} of its earlier import replaced" if replace else ""
-    typer.echo(
-        f"{report.file.name}: {counted(report.rows, 'rows')} -> {counted(report.runs_added, 'runs')} added, "
-        f"{report.runs_already_present} already in {db}{replaced}"
-    )
-    typer.echo("  columns: " + ", ".join(f"{src} -> {dst}" for src, dst in report.columns.items()))
-    if report.extra_columns:
-        typer.echo("  kept as extra JSON: " + ", ".join(report.extra_columns))
-        typer.echo(
-            "  queryable in view run_extra as: "
-            + ", ".join(report.extra_view.get(c, "?") for c in report.extra_columns)
-        )
-    if report.diverged_rows:
-        typer.echo(f"  rows with NaN/inf values stored as status 'diverged': {report.diverged_rows}")
-    typer.echo(f"  devices: {', '.join(report.devices)}")
-    for note in report.notes:
-        typer.echo(f"  note: {note}")
+    for line in import_lines(report, db, replace=replace):
+        typer.echo(line)
 
 
 @handle_errors
@@ -110,18 +97,8 @@ def merge_command(
     only read; an input of an older schema is migrated in a temporary copy.
     """
     reports = merge(out, inputs, progress=lambda msg: typer.echo(msg, err=True))
-    for r in reports:
-        migrated = f" (migrated from schema {r.migrated_from} in a copy)" if r.migrated_from else ""
-        rows = sum(r.rows_added.values())
-        typer.echo(
-            f"{r.path}{migrated}: {r.runs_added} runs added ({rows} rows), {r.runs_identical} already "
-            f"present, {r.devices_added} devices added, {r.baselines_added} baselines added"
-        )
-        if r.devices_differing:
-            typer.echo(
-                f"  note: {counted(r.devices_differing, 'devices')} already in {out} with other facts; the "
-                "existing facts were kept"
-            )
+    for line in merge_lines(reports, out):
+        typer.echo(line)
 
 
 @handle_errors
@@ -184,11 +161,7 @@ def migrate_command(
         applied = migrate(con, str(db), refresh_views=True)
     finally:
         con.close()
-    if applied:
-        names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied)
-        typer.echo(f"{db}: schema {before} -> {latest_version()} ({names})")
-    else:
-        typer.echo(f"{db}: already at schema {latest_version()}")
+    typer.echo(migrate_line(db, before, applied, latest_version()))
 
 
 def register(app: typer.Typer) -> None:

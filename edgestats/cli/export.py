@@ -1,4 +1,7 @@
-"""`edgestats export DB --parquet DIR`: the results as hive-partitioned Parquet for other engines."""
+"""`edgestats export DB --parquet DIR`: the results as hive-partitioned Parquet for other engines.
+
+The export is edgestats/exports/'s (parquet.py, append.py), what it prints reports/terminal/export.py's.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import typer
 from edgestats.cli.common import handle_errors
 from edgestats.errors import ExportError
 from edgestats.exports.parquet import MANIFEST_NAME, export_parquet
-from edgestats.formatting import counted
+from edgestats.reports.terminal.export import append_line, export_lines
 
 HELP = f"""Export every table of a results DB as hive-partitioned Parquet, for other engines.
 
@@ -65,33 +68,14 @@ def export_command(
         _append(db, parquet)
         return
     manifest = export_parquet(db, parquet, overwrite=overwrite)
-    tables = manifest["tables"]
-    width = max(len(name) for name in tables)
-    for name, table in tables.items():
-        if table["partitioned_by"]:
-            where = counted(len(table["partitions"]), "devices")
-        elif table["rows"] == 0:
-            where = "empty (one zero-row file)"
-        else:
-            where = "unpartitioned"
-        typer.echo(f"  {name:<{width}}  {table['rows']:>10,} rows  {where}")
-    total = sum(t["rows"] for t in tables.values())
-    typer.echo(
-        f"exported {len(tables)} tables ({total:,} rows, schema version {manifest['schema_version']}) "
-        f"from {db} to {parquet}"
-    )
+    for line in export_lines(manifest, db, parquet):
+        typer.echo(line)
 
 
 def _append(db: Path, lake: Path) -> None:
     from edgestats.exports.append import append_parquet
 
-    result = append_parquet(db, lake)
-    added = {t: n for t, n in result["added"].items() if n}
-    if not added:
-        typer.echo(f"{db}: nothing to add, {lake} already holds all its runs")
-        return
-    rows = ", ".join(f"{t} {n:,}" for t, n in sorted(added.items()))
-    typer.echo(f"appended {counted(result['runs_added'], 'runs')} of {db} to {lake} ({rows} rows)")
+    typer.echo(append_line(append_parquet(db, lake), db, lake))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,14 +1,15 @@
-"""`edgestats verify PATH`: read a whole DB (or lake) and say, per table, whether it is whole."""
+"""`edgestats verify PATH`: read a whole DB (or lake) and say, per table, whether it is whole.
+
+The reading is edgestats/store/lake_verify.py's, the printing reports/terminal/verify.py's.
+"""
 
 from __future__ import annotations
-
-import json
 
 import typer
 
 from edgestats.cli.common import handle_errors
+from edgestats.reports.terminal.verify import verify_json, verify_lines
 from edgestats.store.lake_verify import verify_path
-from edgestats.store.verify import Verification
 
 DAMAGED_EXIT = 1
 
@@ -38,29 +39,13 @@ def verify_command(
     """
     reports = verify_path(path)
     if as_json:
-        typer.echo(json.dumps([r.as_dict() for r in reports], indent=2))
+        typer.echo(verify_json(reports))
     else:
         for report in reports:
-            print_report(report)
+            for line in verify_lines(report):
+                typer.echo(line)
     if not all(r.whole for r in reports):
         raise typer.Exit(DAMAGED_EXIT)
-
-
-def print_report(report: Verification) -> None:
-    damaged = [f for f in report.findings if not f.ok]
-    verdict = f"damaged ({len(damaged)} of {len(report.findings)} parts)" if damaged else "whole"
-    typer.echo(f"{report.path}: {verdict}")
-    width = max((len(f.name) for f in report.findings), default=0)
-    for finding in report.findings:
-        typer.echo(f"  {'ok' if finding.ok else 'DAMAGED':<8} {finding.name:<{width}}  {finding.detail}")
-    for note in report.notes:
-        typer.echo(f"  note: {note}")
-    if report.recovery:
-        typer.echo("  to recover:")
-    for step in report.recovery:
-        typer.echo(f"    - {step}")
-    if report.mark:
-        typer.echo(f"  {report.mark}")
 
 
 def register(app: typer.Typer) -> None:

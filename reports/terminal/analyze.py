@@ -5,7 +5,8 @@ Rich wraps a cell at its spaces, but a table whose columns cannot all hold their
 gets words cut in the middle ("FogNo│de"). So columns are left out, least needed first, until
 every column holds its longest word, and a line says which and how to see them (--json, a wider
 terminal). Rows of the devices collected on (not imported) come first, so a user's own runs are
-not cut off by --limit behind published tables. Numbers use the report's formatter.
+not cut off by --limit behind published tables. Numbers use the report's formatter. After the
+tables, or the JSON, the lines saying where `--out` wrote the report (report_lines).
 """
 
 from __future__ import annotations
@@ -321,3 +322,18 @@ def entry_reason(entry: dict) -> str:
         [entry["response"]] if entry.get("response") else []
     )
     return f"({', '.join(where)}) {entry['reason']}" if where else entry["reason"]
+
+
+def report_lines(files, tables: str | None) -> list[str]:
+    """What `analyze --out` says about the report it wrote (on stderr: stdout may be JSON): where
+    it is, its images and tables, and each chart that could not be drawn."""
+    lines = [f"report: {files.index} (open it in a browser; it needs no network) and {files.analysis_json}"]
+    if files.images:
+        lines.append(f"  {len(files.images)} images in {files.images[0].parent}")
+    if files.tables:
+        lines.append(f"  {len(files.tables)} {tables} tables in {files.tables[0].parent}")
+    lines += [
+        f"  warning: a chart could not be drawn (please report it): {error.splitlines()[0]}"
+        for error in files.chart_errors
+    ]
+    return lines

@@ -1,96 +1,43 @@
-"""What to analyse and how: the options of `edgestats analyze`, one to one (docs/cli/analyze.md).
+"""What to analyse and how: AnalysisOptions, the options of `edgestats analyze` one to one
+(docs/cli/analyze.md), with their checks.
 
-Its own module so that every analysis module can take an AnalysisOptions without importing
-the package that loops over them (edgestats.analysis imports the analyses through the registry).
+Its fields are derived from the declaration (core/flags.py): one per option, named by its key, and
+`filters` for --device, --framework, ... (column -> values). Its own module so that every analysis
+module can take an AnalysisOptions without importing the package that loops over them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
-from edgestats.analysis.estimators.intervals import (
-    DEFAULT_BCA_MAX_N,
-    DEFAULT_LEVEL,
-    DEFAULT_RESAMPLES,
-    BootstrapSettings,
-)
+from edgestats.analysis.core.flags import ANALYSIS_OPTIONS
+from edgestats.analysis.estimators.intervals import DEFAULT_RESAMPLES, BootstrapSettings
 from edgestats.analysis.load.frames import FILTER_COLUMNS, AnalysisInputError, check_group_columns
+from edgestats.options import check_keywords, declared_fields, fed, given, nested
 from edgestats.registry.analyses import analysis_names
 
 NOISY_MODES = ("include", "exclude")  # --noisy: keep noisy runs (counted in a note), or leave them out
 
 
 @dataclass
+@declared_fields(ANALYSIS_OPTIONS)
 class AnalysisOptions:
-    """What to analyse and how; the CLI's options one to one (docs/cli/analyze.md)."""
-
-    only: str | None = None
-    where: str | None = None
-    filters: dict[str, list[str]] = field(default_factory=dict)
-    by: list[str] = field(default_factory=list)
-    level: float = DEFAULT_LEVEL
-    seed: int = 0
-    n_resamples: int = DEFAULT_RESAMPLES
-    bca_max_n: int = DEFAULT_BCA_MAX_N
-    response: str | None = None
-    factors: list[str] = field(default_factory=list)
-    interactions: bool = False
-    best: str | None = None
-    constraint: str | None = None
-    log_factors: list[str] = field(default_factory=list)
-    linear_factors: list[str] = field(default_factory=list)
-    noisy: str = "include"
-    answer_by: list[str] = field(default_factory=list)  # answers' group keys (--answer-by)
-    answer_across: list[str] = field(default_factory=list)  # answers' candidate keys (--answer-across)
+    """What to analyse and how: a field per option of core/flags.py, named by its key (`level`,
+    `n_resamples` for --resamples, `factors` for --factor ...) and defaulting as its flag does, and
+    `filters` (column -> values) for --device, --framework ...; the CLI's options one to one."""
 
     @classmethod
-    def from_flags(
-        cls,
-        *,
-        only: str | None = None,
-        where: str | None = None,
-        by=(),
-        level: float = DEFAULT_LEVEL,
-        seed: int = 0,
-        resamples: int = DEFAULT_RESAMPLES,
-        bca_max_n: int = DEFAULT_BCA_MAX_N,
-        filters: dict[str, list[str]] | None = None,
-        noisy: str = "include",
-        response: str | None = None,
-        factor=(),
-        interaction: bool = False,
-        best: str | None = None,
-        constraint: str | None = None,
-        log=(),
-        linear=(),
-        answer_by=(),
-        answer_across=(),
-    ) -> AnalysisOptions:
-        """The options from `edgestats analyze`'s flags, by their flag names (--resamples,
-        --factor, --log ...): the one mapping the CLI and the Python API share. `filters` holds
-        --device, --framework, ... (column -> values); empty ones are dropped."""
-        return cls(
-            only=only,
-            where=where,
-            filters={k: list(v) for k, v in (filters or {}).items() if v},
-            by=list(by),
-            level=level,
-            seed=seed,
-            n_resamples=resamples,
-            bca_max_n=bca_max_n,
-            response=response,
-            factors=list(factor),
-            interactions=interaction,
-            best=best,
-            constraint=constraint,
-            log_factors=list(log),
-            linear_factors=list(linear),
-            noisy=noisy,
-            answer_by=list(answer_by),
-            answer_across=list(answer_across),
-        )
+    def from_flags(cls, **flags: Any) -> AnalysisOptions:
+        """The options from `edgestats analyze`'s flags, by option name (--resamples is
+        resamples=, --factor factor=): the one mapping the CLI and the Python API share. A
+        repeatable option takes one string or several; one not given takes its default; the
+        filters not given are left out. A name no option has is a TypeError naming the options."""
+        check_keywords(ANALYSIS_OPTIONS, flags, "AnalysisOptions.from_flags")
+        values = {opt.name: given(opt, flags[opt.name]) for opt in ANALYSIS_OPTIONS if opt.name in flags}
+        return cls(**nested(fed(ANALYSIS_OPTIONS, values)))
 
     def __post_init__(self) -> None:
         # --noisy travels to the loader as the `noisy` filter (load.filters_sql)

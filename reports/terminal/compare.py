@@ -1,11 +1,13 @@
-"""`edgestats compare` in words: the text table (the terminal's width, 80 to 120 columns, lines
-wrapped at word boundaries, never inside a command, a quoted expression or a figure with its unit)
-and the Markdown table for a pull-request comment (docs/cli/compare.md, "Output"). It formats a
+"""The terminal output of `edgestats compare`: the text table (the terminal's width, 80 to 120
+columns, lines wrapped at word boundaries, never inside a command, a quoted expression or a figure
+with its unit), the Markdown table for a pull-request comment and the JSON document
+(docs/cli/compare.md, "Output"), and the line saying where --out wrote the page. It formats a
 Comparison (edgestats/analysis/compare/comparison.py); it computes nothing.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import textwrap
@@ -287,3 +289,20 @@ def render_markdown(comparison) -> str:
     lines += ["", markdown_escape(overall_text(comparison))] if comparison.overall else []
     lines += ["", "**regression**" if comparison.regressions else "no significant regression"]
     return "\n".join(lines)
+
+
+FORMATS = ("text", "json", "markdown")
+
+
+def render(comparison, fmt: str, width: int | None = None) -> str:
+    """The comparison in one of FORMATS; text at `width` (default: the terminal's, text_width())."""
+    if fmt == "json":
+        return json.dumps(comparison.to_json(), indent=2, allow_nan=False)
+    if fmt == "markdown":
+        return render_markdown(comparison)
+    return render_text(comparison, text_width() if width is None else width)
+
+
+def page_line(files: tuple) -> str:
+    """Where `compare --out` wrote its page and its JSON (on stderr: stdout may be JSON)."""
+    return f"report: {files[0]} (open it in a browser; it needs no network) and {files[1]}"

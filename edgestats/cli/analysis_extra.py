@@ -1,4 +1,4 @@
-"""The analysis extra, checked where a command needs it: a device-only install (`pip install
+"""The analysis extra, checked where a command needs it. A device-only install (`pip install
 edgestats` or a runtime's extra) has no polars, scipy, statsmodels or Altair, and `analyze`,
 `compare` and every other analysis path then end with one line naming the extra that adds them
 (exit 1 through handle_errors), as `collect --until-precise` does, never with a traceback.

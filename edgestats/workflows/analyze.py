@@ -1,4 +1,4 @@
-"""`edgestats analyze` as one call: the analyses of a results DB, with, when asked for, the report
+"""`edgestats analyze` as one call. The analyses of a results DB, with, when asked for, the report
 folder (workflows/report.py) and the devices whose rows the terminal lists first.
 
 The CLI parses its flags into an AnalysisOptions, calls `analyze` and hands what it returns to a

@@ -1,5 +1,6 @@
-"""Results written as a report folder: what the analysis layer loads from the DB (its overview,
-power trace and environment) handed to the report's drawing (edgestats.reports), which opens no DB.
+"""Results written as a report folder, from what the analysis layer loads. What the analysis layer
+loads from the DB (its overview, power trace and environment) handed to the report's drawing
+(edgestats.reports), which opens no DB.
 
 `analyze --out` and `compare --out` write through here (workflows/analyze.py, workflows/compare.py),
 and so can Python: `write_analysis_report(db, results, ReportRequest(out))` with the results of

@@ -1,4 +1,4 @@
-"""The terminal output of `edgestats analyze`: the answers first, one sentence per group wrapped at
+"""The terminal output of `edgestats analyze`. The answers first, one sentence per group wrapped at
 word boundaries, then each other result frame as a table that fits the width.
 
 Rich wraps a cell at its spaces, but a table whose columns cannot all hold their longest word

@@ -1,8 +1,8 @@
-"""The terminal output of `edgestats compare`: the text table (the terminal's width, 80 to 120
-columns, lines wrapped at word boundaries, never inside a command, a quoted expression or a figure
-with its unit), the Markdown table for a pull-request comment and the JSON document
-(docs/cli/compare.md, "Output"), and the line saying where --out wrote the page. It formats a
-Comparison (edgestats/analysis/compare/comparison.py); it computes nothing.
+"""The terminal output of `edgestats compare`: its text table, Markdown, JSON and the page's line. The
+text table (the terminal's width, 80 to 120 columns, lines wrapped at word boundaries, never inside
+a command, a quoted expression or a figure with its unit), the Markdown table for a pull-request
+comment and the JSON document (docs/cli/compare.md, "Output"), and the line saying where --out wrote
+the page. It formats a Comparison (edgestats/analysis/compare/comparison.py); it computes nothing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What `edgestats export` prints: each table exported with its rows and partitions, or what an
+"""What `edgestats export` prints. Each table exported with its rows and partitions, or what an
 --append added to a lake, from what edgestats/exports/parquet.py and append.py returned."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What `edgestats import` prints: what an import added, how each column was read, what was kept
+"""What `edgestats import` prints. What an import added, how each column was read, what was kept
 as extra, and its notes, from the ImportReport the importer returned (edgestats/imports/importer.py).
 """
 

@@ -1,4 +1,4 @@
-"""What `edgestats merge` prints: per input, the runs, rows, devices and baselines it added, from
+"""What `edgestats merge` prints. Per input, the runs, rows, devices and baselines it added, from
 the reports the merge returned (edgestats/exports/merge.py)."""
 
 from __future__ import annotations

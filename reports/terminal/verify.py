@@ -1,4 +1,4 @@
-"""What `edgestats verify` prints: per file or folder, whether it is whole, each part's finding,
+"""What `edgestats verify` prints. Per file or folder, whether it is whole, each part's finding,
 and the steps to recover a damaged one (or all of it as JSON), from the Verifications returned by
 edgestats/store/lake_verify.py."""
 

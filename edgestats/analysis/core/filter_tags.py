@@ -1,7 +1,7 @@
-"""The page filter's fields (device, framework, runtime, model) of a figure row, from the runs
-behind it: the training analyses (hyperparams, pipeline) group by hyperparameters, storage or
-device, so their rows would otherwise not say which model or runtime they are about, and the
-report's filter could not reach them.
+"""The page filter's fields (device, framework, runtime, model) of a figure row, from the runs behind
+it. The training analyses (hyperparams, pipeline) group by hyperparameters, storage or device, so
+their rows would otherwise not say which model or runtime they are about, and the report's filter
+could not reach them.
 
 A field the runs share is that value. Runs that span several values give them sorted and joined
 by ", " ("cnn9, mnist_cnn"): the row pools models, so it is the figure of none of them alone and

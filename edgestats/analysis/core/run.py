@@ -1,6 +1,6 @@
-"""Running the analyses: `run_analyses(db, options)` reads the frames the chosen analyses need and
-runs each analysis of the registry on them, and `dumps` writes their results as the `--json`
-document.
+"""Running the analyses and writing their results as JSON. `run_analyses(db, options)` reads the frames
+the chosen analyses need and runs each analysis of the registry on them, and `dumps` writes their
+results as the `--json` document.
 
 The entry point of the CLI (through edgestats/workflows/analyze.py), the Python API and the tests;
 `edgestats.analysis` names these functions (docs/architecture.md §6).

@@ -82,7 +82,8 @@ def _prepare(*, sweep_file: Path | None, pack: Path, flags: dict) -> int:
     from rich.markup import escape
 
     from edgestats.collectors.pack import MANIFEST, USED_IN_PLACE, prepare_pack
-    from edgestats.collectors.sweep import combine, load_sweep_file, parse_option_flags
+    from edgestats.collectors.sweep import combine, load_sweep_file
+    from edgestats.collectors.sweep_keys import parse_option_flags
 
     flags = {**flags, "options": parse_option_flags(flags["options"]) or None}
     # runs_here=False: the models are built here for another device, whose CPUs bound its threads

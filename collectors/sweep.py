@@ -10,7 +10,9 @@
     on_noise = "wait"                     # noise sentinel: on_noise, noise_wait, noise_cpu_pct, noise_load
 
 Everything is checked before any run starts; a mistake names the key and lists what is valid.
-Ranges, thread counts against the CPUs and the most runs of a sweep: collectors/sweep_limits.py.
+The keys, each one's type and whether it is an axis are collect's declared options
+(collectors/options.py); the values each allows are checked here, ranges, thread counts against
+the CPUs and the most runs of a sweep in collectors/sweep_limits.py.
 """
 
 from __future__ import annotations

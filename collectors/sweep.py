@@ -10,16 +10,17 @@
     on_noise = "wait"                     # noise sentinel: on_noise, noise_wait, noise_cpu_pct, noise_load
 
 Everything is checked before any run starts; a mistake names the key and lists what is valid.
-Ranges, thread counts against the CPUs and the most runs of a sweep: collectors/core/sweep_limits.py.
+The keys, each one's type and whether it is an axis are collect's declared options
+(collectors/options.py); the values each allows are checked here, ranges, thread counts against
+the CPUs and the most runs of a sweep in collectors/core/sweep_limits.py.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,12 @@ from edgestats.collectors.core.sweep_limits import (
 )
 from edgestats.collectors.generation.engines import engine_class
 from edgestats.collectors.generation.sweep_checks import check_generation
+from edgestats.collectors.options import COLLECT_OPTIONS
+from edgestats.collectors.sweep_keys import sweep_keys, sweep_values
 from edgestats.collectors.telemetry.sentinel import ON_NOISE
 from edgestats.collectors.zoo.catalog import ZOO
 from edgestats.collectors.zoo.llama_arch import DEFAULT_GENERATION_MODEL, LLAMA_ZOO
+from edgestats.options import Opt
 from edgestats.registry.runtimes import runtime, runtime_names
 from edgestats.textfiles import decode_utf8
 
@@ -56,34 +60,27 @@ else:  # Python 3.10 (JetPack 6, Ubuntu 22.04): tomli is the same parser, before
 
 MODEL_FILE_SUFFIXES = (".pt", ".pth", ".onnx", ".tflite", ".keras")
 
+# The sweep's keys, their types and which are axes: collect's declared options (collectors/options.py).
+SWEEP_KEYS = sweep_keys(COLLECT_OPTIONS)
+# what values a key allows (checked here, where a sweep's values are)
+CHOICES: dict[str, tuple] = {
+    "framework": runtime_names(),
+    "precision": PRECISIONS,
+    "accelerator": ACCELERATORS,
+    "optimizer": OPTIMIZERS,
+    "kind": KINDS,
+    "on_noise": ON_NOISE,
+}
 # axis -> (type, what values are allowed, or None)
 AXES: dict[str, tuple[type, tuple | None]] = {
-    "framework": (str, runtime_names()),
-    "model": (str, None),
-    "runtime": (str, None),
-    "batch_size": (int, None),
-    "threads": (int, None),
-    "precision": (str, PRECISIONS),
-    "accelerator": (str, ACCELERATORS),
-    "iterations": (int, None),
-    "warmup": (int, None),
-    "input": (str, None),
-    "seed": (int, None),
-    # training (--kind training)
-    "data": (str, None),
-    "epochs": (int, None),
-    "learning_rate": (float, None),
-    "optimizer": (str, OPTIMIZERS),
-    "num_workers": (int, None),
-    "evict_cache": (bool, None),
-    # generation (--kind generation)
-    "prompt_tokens": (int, None),
-    "new_tokens": (int, None),
-    "context_depth": (int, None),
+    k.feeds: (k.type, CHOICES.get(k.feeds)) for k in SWEEP_KEYS if k.axis
 }
-TRAINING_ONLY = ("data", "epochs", "learning_rate", "optimizer", "num_workers", "evict_cache")
-INFERENCE_ONLY = ("runtime", "input", "precision")
-GENERATION_ONLY = ("prompt_tokens", "new_tokens", "context_depth")
+# settings: scalars that shape the sweep rather than a run
+SETTINGS: dict[str, type] = {k.feeds: k.type for k in SWEEP_KEYS if not k.axis and not k.table}
+TRAINING_ONLY = tuple(k.feeds for k in SWEEP_KEYS if k.kinds == ("training",))
+GENERATION_ONLY = tuple(k.feeds for k in SWEEP_KEYS if k.kinds == ("generation",))
+# what a training run refuses: the keys of inference (and generation) only
+INFERENCE_ONLY = tuple(k.feeds for k in SWEEP_KEYS if "inference" in k.kinds and "training" not in k.kinds)
 # what a generation run uses where the sweep does not say (warmup: warm-up generations)
 GENERATION_DEFAULTS = {"prompt_tokens": 128, "new_tokens": 64, "context_depth": 0, "warmup": 1}
 # what a training run uses where the sweep does not say
@@ -98,25 +95,6 @@ ADAPTER_OPTIONS = {
     "added_delay_ms": "a calibration: busy-wait this long inside every timed inference, a known slowdown "
     "that compare and analyze must detect (such runs measure the tool, not the runtime)",
 }
-# settings: scalars that shape the sweep rather than a run
-SETTINGS: dict[str, type] = {
-    "repeat": int,
-    "timeout": float,
-    "cooldown": float,
-    "shuffle_seed": int,
-    "kind": str,
-    "sample_hz": float,
-    "power": str,
-    "clock_offset": float,
-    "memory_limit_mb": float,
-    "on_noise": str,
-    "noise_wait": float,
-    "noise_cpu_pct": float,
-    "noise_load": float,
-    "retry_failed": bool,
-    "device_name": str,  # the device's name (collectors/host/device_name.py)
-}
-SETTING_CHOICES = {"kind": KINDS, "on_noise": ON_NOISE}
 
 
 @dataclass
@@ -217,7 +195,7 @@ def build_sweep(values: dict[str, Any], where: str = "", *, runs_here: bool = Tr
             continue
         if key in SETTINGS:
             sweep.settings[key] = _check_value(
-                key, raw, SETTINGS[key], SETTING_CHOICES.get(key), where, runs_here=runs_here
+                key, raw, SETTINGS[key], CHOICES.get(key), where, runs_here=runs_here
             )
             continue
         if key not in AXES:
@@ -319,20 +297,6 @@ def _check_options(raw: Any, where: str) -> dict[str, Any]:
     return {k: as_values(v) if isinstance(v, tuple) else v for k, v in raw.items()}
 
 
-def parse_option_flags(items: list[str]) -> dict[str, Any]:
-    """--option KEY=VALUE; VALUE is read as JSON when it parses (3, true, [3,224,224]), else text."""
-    options = {}
-    for item in items:
-        if "=" not in item:
-            raise SweepError(f"--option {item!r}: expected KEY=VALUE, e.g. --option xnnpack=false")
-        key, value = item.split("=", 1)
-        try:
-            options[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key.strip()] = value
-    return options
-
-
 def load_sweep_file(path: Path) -> dict[str, Any]:
     """The [sweep] table of a TOML file, unvalidated."""
     if not path.is_file():
@@ -365,6 +329,20 @@ def combine(
     merged.update({k: v for k, v in flag_values.items() if v not in (None, [], ())})
     where = f"{path}: sweep." if path and file_values is not None else ""
     return build_sweep(merged, where=where, runs_here=runs_here)
+
+
+def sweep_of(
+    source: Path | str | Mapping[str, Any] | None,
+    options: Iterable[Opt],
+    values: Mapping[str, Any],
+    *,
+    runs_here: bool = True,
+) -> Sweep:
+    """A command's sweep: `source` (a sweep file's path, or its [sweep] table as a mapping) with
+    the sweep keys among the options' values (by option name; collectors/options.py) over its own."""
+    path = Path(source) if isinstance(source, str | Path) else None
+    file_values = load_sweep_file(path) if path else None if source is None else dict(source)
+    return combine(file_values, sweep_values(options, values), path, runs_here=runs_here)
 
 
 def shuffled(configs: list[RunConfig], seed: int) -> list[RunConfig]:

@@ -51,6 +51,16 @@ class Opt:
         return self.metavar or self.name.upper() if self.argument else self.spellings[0]
 
 
+class OptionError(ValueError):
+    """A value an option cannot take, found by the library once the values were parsed (a value
+    that is wrong only beside another's): cli/declared.py reports it as a usage error naming
+    `flag`, as a parser's error is (exit 2); the Python API raises it as the ValueError it is."""
+
+    def __init__(self, flag: str, message: str):
+        super().__init__(message)
+        self.flag = flag
+
+
 def by_name(options: Iterable[Opt]) -> dict[str, Opt]:
     return {opt.name: opt for opt in options}
 

@@ -1,4 +1,8 @@
-"""`edgestats dataset make`: write a learnable synthetic dataset in a real on-disk format."""
+"""`edgestats dataset make`: write a learnable synthetic dataset in a real on-disk format.
+
+The command parses, calls collectors/training/synthetic.py's make_dataset, and hands what it wrote
+to reports/terminal/dataset.py to print.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import typer
 from edgestats.cli.common import FlagsGroup, handle_errors
 from edgestats.collectors.training.datasets import FORMATS
 from edgestats.collectors.training.synthetic import make_dataset, parse_size
+from edgestats.reports.terminal.dataset import print_dataset
 
 dataset_app = typer.Typer(
     help="Datasets for `collect --kind training` (written here; nothing is downloaded).",
@@ -58,10 +63,7 @@ def make_command(
         seed=seed,
         jpeg_quality=quality,
     )
-    typer.echo(
-        f"{out}: {record['format']}, {record['n_train']} training + {record['n_test']} test samples, "
-        f"{record['width']}x{record['height']}, {record['num_classes']} classes"
-    )
+    print_dataset(out, record)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,8 @@ value is used.
 `declared_command(OPTIONS, body)` returns a function whose parameters are the options (each an
 `Annotated[type, typer.Option(...)]`, as a hand-written signature would have) and which calls
 `body(values)` with every value by option name. Parameters typer supplies itself (a
-`typer.Context`) are given as `extra`.
+`typer.Context`) are given as `extra`. An OptionError the body raises (a value the library
+refused once every value was parsed) is a usage error naming its flag, as a parser's is.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from edgestats.options import Opt
+from edgestats.options import Opt, OptionError
 
 
 def value_type(opt: Opt) -> Any:
@@ -81,7 +82,10 @@ def declared_command(
 
     @functools.wraps(body)
     def command(**values: Any) -> Any:
-        return body(values)
+        try:
+            return body(values)
+        except OptionError as exc:
+            raise typer.BadParameter(str(exc), param_hint=exc.flag) from None
 
     del command.__wrapped__  # typer reads the signature below, not body's
     command.__signature__ = inspect.Signature(params)

@@ -1,10 +1,10 @@
-"""`edgestats doctor`: what this device is and which frameworks/runtimes can run on it."""
+"""`edgestats doctor`: what this device is and which frameworks/runtimes can run on it.
+
+The command parses, builds the report (collectors/doctor.py) under the terminal's spinner and
+hands it to reports/terminal/doctor.py to print.
+"""
 
 from __future__ import annotations
-
-import json
-import sys
-import threading
 
 import typer
 
@@ -12,8 +12,8 @@ from edgestats.cli.common import handle_errors
 
 # Cheap to import (the report's heavy parts load when it is built), so `edgestats --help` stays
 # fast; the probe names in --only's help come from the registries through it.
-from edgestats.collectors.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help, render_text
-from edgestats.formatting import terminal_width
+from edgestats.collectors.doctor import DEFAULT_TIMEOUT_S, doctor_report, only_help
+from edgestats.reports.terminal.doctor import print_report, probe_status
 
 
 @handle_errors
@@ -60,46 +60,11 @@ def doctor(
 
     Exits 0 whatever is missing: doctor reports, it does not judge.
     """
-    from rich.console import Console
-
-    console = Console(stderr=True)  # stdout stays the report (or its JSON)
-    with console.status("edgestats doctor: reading this device", spinner="line") as status:
+    with probe_status() as progress:
         report = doctor_report(
-            probes=only or None,
-            modules=module or (),
-            timeout_s=timeout,
-            max_workers=jobs,
-            progress=ProbeStatus(status),
+            probes=only or None, modules=module or (), timeout_s=timeout, max_workers=jobs, progress=progress
         )
-    if as_json:
-        typer.echo(json.dumps(report, indent=2, default=str))
-    else:
-        typer.echo(render_text(report, terminal_width(sys.stdout)))  # a pipe or log: whole lines
-
-
-class ProbeStatus:
-    """The spinner's text while the probes run: how many are done and which imports are still
-    running (TensorFlow alone takes seconds; before this, doctor printed nothing for 4-8 s)."""
-
-    def __init__(self, status) -> None:
-        self.status, self.pending, self.total = status, [], 0
-        self.lock = threading.Lock()  # done() is called from the probes' threads
-
-    def start(self, names: list[str]) -> None:
-        self.pending, self.total = list(names), len(names)
-        self._show()
-
-    def done(self, result: dict) -> None:
-        with self.lock:
-            self.pending.remove(result["name"])
-            self._show()
-
-    def _show(self) -> None:
-        waiting = ", ".join(self.pending[:3]) + (", ..." if len(self.pending) > 3 else "")
-        text = f"doctor: imports {self.total - len(self.pending)}/{self.total} done" + (
-            f" (waiting for {waiting})" if waiting else "; reading sensors and load"
-        )
-        self.status.update(text)
+    print_report(report, as_json=as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,8 +20,8 @@ from edgestats.analysis.estimators.tails import (
     two_level_tail,
     weighted_quantiles,
 )
-from edgestats.cli import collect_progress
 from edgestats.collectors.core.runconfig import RunConfig
+from edgestats.reports.terminal import collect as terminal_collect
 
 SETTINGS = BootstrapSettings(seed=5)
 
@@ -111,14 +111,14 @@ def test_runs_short_of_the_minimum_are_left_out_and_all_short_is_marked():
 
 
 def test_collect_warns_with_the_same_minimum():
-    assert collect_progress.TAIL_MIN_LATENCIES == {f"p{100 * q:g}": n for q, n in MIN_LATENCIES.items()}
-    warning = collect_progress.tail_warning([RunConfig("pytorch", "cnn", iterations=50)])
+    assert terminal_collect.TAIL_MIN_LATENCIES == {f"p{100 * q:g}": n for q, n in MIN_LATENCIES.items()}
+    warning = terminal_collect.tail_warning([RunConfig("pytorch", "cnn", iterations=50)])
     assert warning.startswith("--iterations 50: a run needs 100 steady latencies for p99;")
-    both = collect_progress.tail_warning([RunConfig("pytorch", "cnn", iterations=n) for n in (10, 500)])
+    both = terminal_collect.tail_warning([RunConfig("pytorch", "cnn", iterations=n) for n in (10, 500)])
     assert "20 steady latencies for p90 and 100 steady latencies for p99" in both
-    assert collect_progress.tail_warning([RunConfig("pytorch", "cnn", iterations=100)]) is None
+    assert terminal_collect.tail_warning([RunConfig("pytorch", "cnn", iterations=100)]) is None
     training = RunConfig("pytorch", "cnn", kind="training", iterations=5)
-    assert collect_progress.tail_warning([training]) is None
+    assert terminal_collect.tail_warning([training]) is None
 
 
 def test_loadgen_minimums_are_the_second_largest_latencys_99_percent_bound():

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.cli.collect_progress import telemetry_line
+from edgestats.reports.terminal.collect import telemetry_line
 
 pytestmark = pytest.mark.frameworks
 

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from edgestats.cli.declared import declared_command
-from edgestats.options import Opt, check_keywords, fed
+from edgestats.options import Opt, OptionError, check_keywords, fed
 
 
 def _count(text: str) -> int:
@@ -81,3 +81,18 @@ def test_a_name_declared_twice_is_refused_and_the_api_names_valid_keywords():
         declared_command((*OPTIONS, OPTIONS[1]), lambda values: None)
     with pytest.raises(TypeError, match="modle.*model"):
         check_keywords(OPTIONS, {"modle": "x"}, "analyze")
+
+
+def test_an_option_error_of_the_body_is_a_usage_error_naming_its_flag():
+    """A value the library refuses once every value was parsed (OptionError) is said as typer says
+    a bad value: exit 2, naming the flag."""
+
+    def body(values: dict) -> None:
+        """Refuse the level."""
+        raise OptionError("--level", f"{values['level']}: give a level below 1")
+
+    app = typer.Typer()
+    app.command()(declared_command(OPTIONS, body))
+    result = CliRunner().invoke(app, ["x.duckdb", "--out", "o", "--level", "2"])
+    assert result.exit_code == 2
+    assert "--level" in result.output and "2.0: give a level below 1" in result.output

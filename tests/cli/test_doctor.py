@@ -335,7 +335,7 @@ def test_noise_section_of_a_fake_board(tmp_path: Path) -> None:
 def test_progress_hears_each_probe_as_it_finishes() -> None:
     """doctor printed nothing for 4-8 s while it imported TensorFlow: its spinner now counts the
     probes done and names those still importing, fed by run_probes' callbacks."""
-    from edgestats.cli.doctor import ProbeStatus
+    from edgestats.reports.terminal.doctor import ProbeStatus
 
     class Status:  # rich's Status, as ProbeStatus drives it
         def __init__(self) -> None:

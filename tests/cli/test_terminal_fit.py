@@ -38,9 +38,8 @@ import json, sys
 from pathlib import Path
 side = Path(sys.argv[1])
 written = []
-import edgestats.cli.collect as collect_cli
-import edgestats.cli.collect_progress as progress
-import edgestats.cli.doctor as doctor_cli
+import edgestats.reports.terminal.collect as progress
+import edgestats.reports.terminal.doctor as doctor_cli
 from edgestats.cli import app
 
 real_render, real_say, real_echo = doctor_cli.render_text, progress.say, progress.echo
@@ -54,8 +53,8 @@ def echo(message, *, err=False):
     written.append(message)
     real_echo(message, err=err)
 doctor_cli.render_text = render_text
-progress.say = collect_cli.say = say
-progress.echo = collect_cli.echo = echo
+progress.say = say
+progress.echo = echo
 try:
     app(sys.argv[2:], prog_name="edgestats")
 finally:

@@ -21,19 +21,21 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-import typer
 from scipy import stats
+from typer.testing import CliRunner
 
 from edgestats.analysis.estimators.hierarchical import median_over_runs
 from edgestats.analysis.estimators.stopping import stein_rule
-from edgestats.cli.collect import precision_goal
+from edgestats.cli import app
 from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.precision import PrecisionGoal, PrecisionLoop
 from edgestats.collectors.record import RunEnd, RunOutcome
 from edgestats.collectors.sweep import Sweep
+from edgestats.options import OptionError
 from edgestats.store.results import Store
+from edgestats.workflows.collect_precise import precision_goal
 
 STABLE = RunConfig(framework="onnxruntime", model="cnn9", batch_size=1, iterations=200)
 NOISY = RunConfig(framework="onnxruntime", model="cnn9", batch_size=2, iterations=200)
@@ -175,8 +177,24 @@ def test_max_repeat_must_leave_room_for_the_pilot():
     --max-repeat may not cut short."""
     assert precision_goal("2%", 20, Sweep({}, {}, {})).min_repeat == 5
     assert precision_goal("2", 20, Sweep({}, {"repeat": 8}, {})).min_repeat == 8
-    with pytest.raises(typer.BadParameter, match="pilot is 5 runs"):
+    with pytest.raises(OptionError, match="pilot is 5 runs") as refused:
         precision_goal("2%", 4, Sweep({}, {}, {}))
+    assert refused.value.flag == "--max-repeat"
+
+
+def test_the_goal_s_mistakes_are_usage_errors_naming_the_flag(tmp_path):
+    """The library refuses the goal (OptionError); the command says it as typer says a bad value
+    (exit 2), before any DB is opened."""
+    db = tmp_path / "r.duckdb"
+    args = ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9"]
+    for extra, flag, said in (
+        (["--until-precise", "2%", "--max-repeat", "4"], "--max-repeat", "pilot is 5 runs"),
+        (["--until-precise", "abc"], "--until-precise", "give the target half-width"),
+    ):
+        result = CliRunner().invoke(app, [*args, *extra])
+        assert result.exit_code == 2, result.output
+        assert flag in result.output and said in result.output
+    assert not db.exists()
 
 
 @pytest.mark.frameworks  # real ONNX Runtime workers

@@ -11,7 +11,18 @@ from typer.testing import CliRunner
 
 from edgestats.cli import app
 from edgestats.collectors.core.runconfig import RunConfig
-from edgestats.collectors.sweep import SweepError, build_sweep, combine, load_sweep_file, shuffled
+from edgestats.collectors.sweep import (
+    AXES,
+    GENERATION_ONLY,
+    INFERENCE_ONLY,
+    SETTINGS,
+    TRAINING_ONLY,
+    SweepError,
+    build_sweep,
+    combine,
+    load_sweep_file,
+    shuffled,
+)
 
 runner = CliRunner()
 
@@ -116,7 +127,7 @@ def test_bad_flag_is_named():
 
 
 def test_adapter_options_from_file_and_flags(tmp_path):
-    from edgestats.collectors.sweep import parse_option_flags
+    from edgestats.collectors.sweep_keys import parse_option_flags
 
     path = write(tmp_path, '[sweep]\nframework = "tflite"\nmodel = "cnn9"\noptions = { xnnpack = false }\n')
     sweep = combine(load_sweep_file(path), {}, path)
@@ -133,16 +144,21 @@ def test_adapter_options_from_file_and_flags(tmp_path):
 
 
 def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
-    """collect's options reach the sweep through one mapping (cli/collect.py SWEEP_FLAGS): an
-    option added to the command but not to the mapping would be silently ignored."""
+    """collect's options reach the sweep as they are declared (collectors/options.py: a SweepKey
+    is a key of the sweep, under the key it feeds); the command's signature is built from the same
+    declarations, so an option cannot be on the command and silently missing from the sweep."""
     import inspect
 
-    from edgestats.cli.collect import SWEEP_FLAGS, collect_command, sweep_flags
+    from edgestats.cli import app
+    from edgestats.collectors.options import COLLECT_OPTIONS
+    from edgestats.collectors.sweep_keys import SweepKey, sweep_keys, sweep_values
 
-    params = [p for p in inspect.signature(collect_command).parameters if p != "ctx"]
+    [command] = [c.callback for c in app.registered_commands if c.name == "collect"]
+    params = list(inspect.signature(command).parameters)
+    assert params == [opt.name for opt in COLLECT_OPTIONS]
     # --until-precise and --max-repeat steer how many runs a configuration gets: not a sweep key (yet);
     # -v only says more on the terminal; --force writes to a DB marked damaged (the DB's, not the sweep's)
-    assert sorted(set(params) - set(SWEEP_FLAGS)) == [
+    assert sorted(opt.name for opt in COLLECT_OPTIONS if not isinstance(opt, SweepKey)) == [
         "cache_dir",
         "db",
         "force",
@@ -151,24 +167,45 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
         "until_precise",
         "verbose",
     ]
-    given = {name: None for name in params}
-    given.update(
-        framework=["pytorch"],
-        model=["cnn9"],
-        batch_size=[1, 2],
-        input_path=None,
-        option=["interop_threads=1"],
-        evict_cache=None,
-        threads=[],
+    keys = [key.feeds for key in sweep_keys(COLLECT_OPTIONS)]
+    assert [k for k in keys if k in AXES][:4] == ["framework", "model", "runtime", "batch_size"], (
+        "axes keep the options' order"
     )
-    flags = sweep_flags(given)
-    assert list(flags)[:4] == ["framework", "model", "runtime", "batch_size"], "axes keep the options' order"
-    assert flags["options"] == {"interop_threads": 1} and flags["evict_cache"] is None and "input" in flags
-    assert sweep_flags({**given, "evict_cache": False})["evict_cache"] == [False]
+    assert set(keys) == set(AXES) | set(SETTINGS) | {"options"}
+    given = {opt.name: opt.default for opt in COLLECT_OPTIONS}
+    given.update(
+        framework=["pytorch"], model=["cnn9"], batch_size=[1, 2], option=["interop_threads=1"], threads=[]
+    )
+    flags = sweep_values(COLLECT_OPTIONS, given)
+    assert flags == {
+        "framework": ["pytorch"],
+        "model": ["cnn9"],
+        "batch_size": [1, 2],
+        "options": {"interop_threads": 1},
+    }, "what was not given is left to the sweep file"
+    assert sweep_values(COLLECT_OPTIONS, {"input_path": "x.png"}) == {"input": "x.png"}
+    assert sweep_values(COLLECT_OPTIONS, {"evict_cache": False, "retry_failed": False}) == {
+        "evict_cache": False
+    }
+    assert sweep_values(COLLECT_OPTIONS, {"evict_cache": None, "retry_failed": True}) == {
+        "retry_failed": True
+    }
     sweep = combine(None, flags, None)
     assert [c.batch_size for c in sweep.configs()] == [1, 2] and sweep.configs()[0].extra == {
         "interop_threads": 1
     }
+
+
+def test_the_sweep_keys_types_and_axes_are_the_declarations():
+    """AXES and SETTINGS are read from collect's declarations: each key's type, and whether it is
+    an axis; a training-only or generation-only key is refused for the other kinds by its declaration."""
+    assert AXES["batch_size"][0] is int and AXES["learning_rate"][0] is float and AXES["input"][0] is str
+    assert AXES["framework"][1] and AXES["model"][1] is None  # the choices stay where they are checked
+    assert SETTINGS["repeat"] is int and SETTINGS["timeout"] is float and SETTINGS["retry_failed"] is bool
+    assert "warmup" in AXES and "evict_cache" in AXES and "repeat" not in AXES and "options" not in SETTINGS
+    assert TRAINING_ONLY == ("data", "epochs", "learning_rate", "optimizer", "num_workers", "evict_cache")
+    assert GENERATION_ONLY == ("prompt_tokens", "new_tokens", "context_depth")
+    assert set(INFERENCE_ONLY) == {"runtime", "input", "precision"}
 
 
 def test_a_sweep_file_that_is_not_utf8_is_one_line(tmp_path):

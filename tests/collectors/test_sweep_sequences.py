@@ -8,15 +8,14 @@ from collections import UserDict
 
 import pytest
 
-from edgestats.cli.collect import sweep_flags
+from edgestats.collectors.options import COLLECT_OPTIONS
 from edgestats.collectors.sweep import SweepError, as_values, build_sweep, combine
+from edgestats.collectors.sweep_keys import sweep_values
 
 
 def flag_params(**given) -> dict:
-    """collect's ctx.params with nothing given but `given`, as click holds them: tuples."""
-    from edgestats.cli.collect import SWEEP_FLAGS
-
-    params = {name: None for name in SWEEP_FLAGS}
+    """collect's values with nothing given but `given`, as click holds them: tuples."""
+    params = {opt.name: opt.default for opt in COLLECT_OPTIONS}
     params.update({"option": (), "retry_failed": False, **given})
     return params
 
@@ -43,7 +42,7 @@ def test_collect_flags_as_click_hands_them_build_the_sweep():
     params = flag_params(
         framework=("onnxruntime", "pytorch"), model=("cnn9", "squeezenet"), option=("xnnpack=false",)
     )
-    sweep = combine(None, sweep_flags(params), None)
+    sweep = combine(None, sweep_values(COLLECT_OPTIONS, params), None)
     assert sweep.axes["framework"] == ["onnxruntime", "pytorch"]
     assert sweep.axes["model"] == ["cnn9", "squeezenet"]
     assert len(sweep.configs()) == 4

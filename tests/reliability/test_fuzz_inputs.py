@@ -224,7 +224,7 @@ def no_runs(monkeypatch):
     def reached(*args, **kwargs):
         raise AssertionError("a fuzzed collect got past its checks to planning runs")
 
-    monkeypatch.setattr("edgestats.cli.collect.plan", reached)
+    monkeypatch.setattr("edgestats.workflows.collect.plan", reached)
 
 
 def valid_sweep(path: Path) -> bool:

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-import edgestats.cli.collect as collect_cli
+import edgestats.workflows.collect as collect_workflow
 from edgestats.cli import app
 from edgestats.collectors.storeaccess import store_waiting
 from edgestats.errors import DamagedDatabaseError
@@ -153,7 +153,7 @@ def test_collect_refuses_a_marked_db_in_one_line_and_force_lets_it_store(
         with store_waiting(db) as store:
             opened.append(store.register_device({"name": "forced"}))
 
-    monkeypatch.setattr(collect_cli, "collect_sweep", store_as_collect_does)
+    monkeypatch.setattr(collect_workflow, "collect_sweep", store_as_collect_does)
     forced = runner.invoke(app, [*args, "--force"])
     assert forced.exit_code == 0 and opened, forced.output
     with pytest.raises(DamagedDatabaseError):  # --force lasts for its own collect only

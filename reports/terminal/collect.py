@@ -1,10 +1,11 @@
-"""What `edgestats collect` shows while a sweep runs, and the loops that show it.
+"""What `edgestats collect` prints: the events of edgestats.workflows.collect on a terminal.
 
-The plan's lines before the first run, the progress bar (or, with --until-precise, the rounds of
-collectors/precision.py), one line per finished run and per configuration as it stops, the
-telemetry line, and the noise sentinel's stop (--on-noise fail). Separate from cli/collect.py,
-which turns the command's flags into a sweep and a goal and reports how the collect ended: this
-module is the terminal side of running it.
+`CollectReport` hears every event (it has each method of workflows/collect_events.py's
+CollectEvents, and imports nothing of workflows): the plan's lines before the first run, the
+progress bar, one line per finished run and per configuration as it stops (--until-precise), the
+telemetry line, the noise sentinel's lines, and how the collect ended (the summary, or what a
+stop signal or --on-noise fail left). Lines go to stderr, wrapped at spaces on a terminal
+(`say`); the summary goes to stdout.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -26,16 +28,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from edgestats.cli.analysis_extra import missing_error, require_analysis_python
-from edgestats.collectors.collect import Plan, execute
-from edgestats.collectors.core.runconfig import RunConfig
-from edgestats.collectors.orchestrator import Orchestrator
-from edgestats.collectors.precision import ConfigStop, PrecisionGoal, PrecisionLoop
-from edgestats.collectors.record import RunOutcome
-from edgestats.collectors.sweep import Sweep, feasibility
 from edgestats.formatting import counted, hanging_indent, terminal_width, wrap_spans, wrap_text
 
-NOISY_EXIT = 3  # --on-noise fail stopped the sweep (docs/cli/collect.md "Noise sentinel")
 STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "magenta", "diverged": "cyan"}
 
 
@@ -44,8 +38,8 @@ STATUS_STYLE = {"ok": "green", "error": "red", "timeout": "yellow", "killed": "m
 TAIL_MIN_LATENCIES = {"p90": 20, "p99": 100}
 
 
-def tail_warning(configs: list[RunConfig]) -> str | None:
-    """Which tails the planned inference runs will be too short for, or None."""
+def tail_warning(configs: list[Any]) -> str | None:
+    """Which tails the planned inference runs (RunConfigs) will be too short for, or None."""
     fewest = min((c.iterations for c in configs if c.kind == "inference"), default=None)
     short = {name: need for name, need in TAIL_MIN_LATENCIES.items() if fewest is not None and fewest < need}
     if not short:
@@ -57,8 +51,98 @@ def tail_warning(configs: list[RunConfig]) -> str | None:
     )
 
 
+class CollectReport:
+    """A collect's events on the terminal (stderr; the summary on stdout)."""
+
+    def __init__(self) -> None:
+        self.console = Console(stderr=True, soft_wrap=True)  # whole lines in logs, wrapped only by terminals
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def planned(self, plan: Any, orchestrator: Any, *, unit: str, verbose: bool) -> None:
+        print_plan(self.console, plan, orchestrator, unit, verbose=verbose)
+
+    def noise_wait(self, reason: str, wait_s: float) -> None:
+        say(self.console, f"waiting up to {wait_s:g} s for a quiet machine: {reason}", markup=False)
+
+    def runs_starting(self, total: int) -> None:
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        self.progress = Progress(*columns, console=self.console, transient=False)
+        self.progress.start()
+        self.task = self.progress.add_task("collect", total=total)
+
+    def run_starting(self, index: int, total: int, config: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"[{index + 1}/{total}] {config.label()}")
+
+    def run_done(self, outcome: Any) -> None:
+        say(self.console, outcome_line(outcome))
+        self._advance()
+
+    def run_elsewhere(self, config: Any, why: str) -> None:
+        say(self.console, f"[dim]{why}[/]: {escape(config.label())}")
+        self._advance()
+
+    def noisy(self, outcome: Any) -> None:
+        say(self.console, f"[yellow]noisy[/]: {escape(outcome.noise_reason or '')}")
+
+    def runs_ended(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def until_precise(self, n_configs: int, goal: Any) -> None:
+        say(
+            self.console,
+            f"until precise: each of {counted(n_configs, 'configurations')} until its median is known to "
+            f"±{goal.rel_half_width * 100:g} % (95 %), {goal.min_repeat} to {goal.max_repeat} runs",
+            markup=False,
+        )
+
+    def config_stopped(self, stop: Any) -> None:
+        label = stop.config.label().rsplit(" #", 1)[0]
+        say(self.console, f"{stop.reason}: {label}: {stop.detail}", markup=False)
+
+    def interrupted(self, db: Path, counts: Counter[str], signal_name: str) -> None:
+        echo(
+            f"{db}: stopped by {signal_name}: {_stored(counts) or 'no run'} stored (a run it stopped is "
+            "stored as killed, with what it measured); run the same command again to resume",
+            err=True,
+        )
+
+    def stopped_noisy(self, db: Path, outcome: Any) -> None:
+        echo(
+            f"{db}: stopped: --on-noise fail and run {outcome.config.label()} was noisy "
+            f"({outcome.noise_reason}). It is stored, flagged noisy (analyze --noisy exclude "
+            "leaves it out); quieten the machine (edgestats doctor) and run the same command again",
+            err=True,
+        )
+
+    def finished(self, result: Any) -> None:
+        plan = result.plan
+        echo(
+            f"{result.db}: {_stored(result.counts) or 'nothing to run'}; {plan.already_done} already stored, "
+            f"{len(plan.skipped)} cannot run here{plan.others_note()}"
+        )
+
+    def _advance(self) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+
+def _stored(counts: Counter[str]) -> str:
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
 def print_plan(
-    console: Console, the_plan: Plan, orchestrator: Orchestrator, unit: str = "runs", *, verbose: bool = False
+    console: Console, the_plan: Any, orchestrator: Any, unit: str = "runs", *, verbose: bool = False
 ) -> None:
     """What the sweep will do, before the first run: recovered runs, skipped ones, the counts."""
     for warning in [*orchestrator.warnings, tail_warning(the_plan.to_run)]:
@@ -87,7 +171,7 @@ def print_plan(
     say(console, telemetry_line(orchestrator.telemetry, verbose=verbose), markup=False)
 
 
-def skipped_once(skipped: list[tuple[RunConfig, str]]) -> list[tuple[RunConfig, str, int]]:
+def skipped_once(skipped: list[tuple[Any, str]]) -> list[tuple[Any, str, int]]:
     """The runs that cannot run here, one entry per model file and reason (its first run, the
     reason, how many runs): repeats, batch sizes and thread counts of one model share a reason."""
     groups: dict[tuple, list] = {}
@@ -95,116 +179,6 @@ def skipped_once(skipped: list[tuple[RunConfig, str]]) -> list[tuple[RunConfig, 
         key = (reason, config.kind, config.framework, config.runtime, config.model, config.precision)
         groups.setdefault(key, [config, reason, 0])[2] += 1
     return [tuple(group) for group in groups.values()]
-
-
-def run_with_progress(
-    console: Console, the_plan: Plan, orchestrator: Orchestrator, sweep: Sweep, counts: Counter[str]
-) -> None:
-    """Run the plan under a progress bar, one line per finished run, counting each status."""
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-    if not the_plan.to_run:  # the plan line said why: no empty 0/0 bar
-        orchestrator.telemetry.close()
-        return
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("collect", total=len(the_plan.to_run))
-
-        def on_start(index: int, config: RunConfig) -> None:
-            progress.update(task, description=f"[{index + 1}/{len(the_plan.to_run)}] {config.label()}")
-
-        def on_done(index: int, outcome: RunOutcome) -> None:
-            counts[outcome.status] += 1
-            say(progress.console, _outcome_line(outcome))
-            progress.advance(task)
-            noise_check(progress.console, outcome, sweep)
-
-        def on_other(index: int, config: RunConfig, why: str) -> None:
-            say(progress.console, f"[dim]{why}[/]: {escape(config.label())}")
-            progress.advance(task)
-
-        try:
-            execute(the_plan, orchestrator, sweep, on_start=on_start, on_done=on_done, on_other=on_other)
-        finally:
-            orchestrator.telemetry.close()
-
-
-def run_until_precise(
-    console: Console,
-    db: Path,
-    the_plan: Plan,
-    orchestrator: Orchestrator,
-    sweep: Sweep,
-    goal: PrecisionGoal,
-    counts: Counter[str],
-) -> None:
-    """Rounds of runs until each configuration stops (collectors/precision.py); a line per run
-    and one per configuration as it stops."""
-    require_analysis_python("--until-precise")  # the analysis side needs Python 3.11+
-    try:
-        from edgestats.analysis.estimators.stopping import stein_rule
-    except ImportError as exc:
-        raise missing_error("--until-precise", exc.name) from None
-    configs, _ = feasibility(Sweep(dict(sweep.axes), dict(sweep.settings), dict(sweep.options)).configs())
-    rule = stein_rule(
-        goal.rel_half_width, level=goal.level, pilot_runs=goal.min_repeat, max_repeat=goal.max_repeat
-    )
-    loop = PrecisionLoop(db, orchestrator, goal, rule)
-
-    def on_done(outcome: RunOutcome) -> None:
-        counts[outcome.status] += 1
-        say(console, _outcome_line(outcome))
-        noise_check(console, outcome, sweep)
-
-    def on_stop(stop: ConfigStop) -> None:
-        say(console, f"{stop.reason}: {stop.config.label().rsplit(' #', 1)[0]}: {stop.detail}", markup=False)
-
-    info = {
-        "shuffle_seed": the_plan.shuffle_seed,
-        "axes": sweep.axes,
-        "settings": sweep.settings,
-        "until_precise": goal.rel_half_width,
-        "max_repeat": goal.max_repeat,
-    }
-    say(
-        console,
-        f"until precise: each of {counted(len(configs), 'configurations')} until its median is known to "
-        f"±{goal.rel_half_width * 100:g} % (95 %), {goal.min_repeat} to {goal.max_repeat} runs",
-        markup=False,
-    )
-    try:
-        loop.run(
-            configs,
-            sweep_id=the_plan.sweep_id,
-            seed=the_plan.shuffle_seed,
-            sweep_info=info,
-            on_done=on_done,
-            on_stop=on_stop,
-        )
-    finally:
-        orchestrator.telemetry.close()
-
-
-class NoisyRun(Exception):
-    """--on-noise fail: a run was noisy; the sweep stops (exit NOISY_EXIT)."""
-
-    def __init__(self, outcome: RunOutcome):
-        super().__init__(outcome.noise_reason)
-        self.outcome = outcome
-
-
-def noise_check(console: Console, outcome: RunOutcome, sweep: Sweep) -> None:
-    """One line when a run was noisy; with --on-noise fail, stop the sweep."""
-    if not outcome.noisy:
-        return
-    say(console, f"[yellow]noisy[/]: {escape(outcome.noise_reason or '')}")
-    if sweep.settings.get("on_noise") == "fail":
-        raise NoisyRun(outcome)
 
 
 def echo(message: str, *, err: bool = False) -> None:
@@ -227,7 +201,7 @@ def say(console: Console, message: str, *, markup: bool = True) -> None:
     console.print(Text("\n").join([pieces[0]] + [Text(" " * hang) + piece for piece in pieces[1:]]))
 
 
-def _outcome_line(outcome: RunOutcome) -> str:
+def outcome_line(outcome: Any) -> str:
     """ "ok pytorch cnn9 b1 fp32 #0 — 35 latencies, 7.6 s", with the error's last line when it failed."""
     style = STATUS_STYLE.get(outcome.status, "white")
     first_line = (outcome.error_text or "").strip().splitlines()[-1:] if outcome.error_text else []
@@ -243,7 +217,7 @@ def _outcome_line(outcome: RunOutcome) -> str:
     return f"[{style}]{outcome.status}[/] {escape(line)}"
 
 
-def telemetry_line(telemetry, *, verbose: bool = False) -> str:
+def telemetry_line(telemetry: Any, *, verbose: bool = False) -> str:
     """One short line: the sampler's rate and the power source. Why each source is unusable
     takes a paragraph (sysfs paths, drivers), so it is printed with -v and by doctor; every
     run also stores it as its energy_unavailable_reason."""

@@ -1,5 +1,5 @@
-"""The options of `edgestats prepare` and `edgestats baseline`: those they share with collect are
-its declarations (collectors/options.py), changed only where they mean something else here.
+"""The options of `edgestats prepare` and `edgestats baseline`. Those they share with collect are its
+declarations (collectors/options.py), changed only where they mean something else here.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`edgestats prepare [SWEEP] --cache-dir PACK`: build a sweep's model files into a model pack,
-for a device that has only its runtime (docs/cli/prepare.md; collectors/pack.py).
+"""`edgestats prepare [SWEEP] --cache-dir PACK`: build a sweep's model files into a model pack. The
+pack is for a device that has only its runtime (docs/cli/prepare.md; collectors/pack.py).
 
 The command's options are collect's, as prepare takes them (collectors/command_options.py); it
 calls edgestats.workflows.prepare.prepare and hands each entry and the counts to

@@ -1,5 +1,5 @@
-"""`edgestats baseline` as one library call: this device's idle power measured (or read from a
-meter's log) and stored for energy attribution (collectors/power/baseline.py).
+"""`edgestats baseline` as one library call: this device's idle power, stored. It is measured (or read
+from a meter's log) and stored for energy attribution (collectors/power/baseline.py).
 
 Its options are baseline's (collectors/command_options.py); --start's time is read here, so a
 time that is neither Unix seconds nor ISO 8601 is refused (OptionError) before anything is measured.

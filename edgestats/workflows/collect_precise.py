@@ -1,4 +1,4 @@
-"""`collect --until-precise` as a library: the goal its options give, the analysis side's stopping
+"""`collect --until-precise` as a library. The goal its options give, the analysis side's stopping
 rule, and collectors/precision.py's rounds driven with that rule, told to a collect's events.
 
 The rule is Stein's two-stage procedure (edgestats/analysis/estimators/stopping.py). The device

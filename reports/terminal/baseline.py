@@ -1,5 +1,5 @@
-"""What `edgestats baseline` prints: that it measures (stderr), a transient progress bar of the
-seconds measured, then the stored baseline in one line (stdout)."""
+"""What `edgestats baseline` prints. That it measures (stderr), a transient progress bar of the seconds
+measured, then the stored baseline in one line (stdout)."""
 
 from __future__ import annotations
 

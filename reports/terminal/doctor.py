@@ -1,4 +1,4 @@
-"""What `edgestats doctor` prints: a spinner while the probes import, then the report, as text
+"""What `edgestats doctor` prints. A spinner while the probes import, then the report, as text
 (collectors/doctor.py's render_text, at the terminal's width) or as one JSON object.
 
 stdout is the report alone; the spinner is on stderr.

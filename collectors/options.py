@@ -21,7 +21,7 @@ from edgestats.collectors.core.sweep_limits import (
     THREADS_PER_CPU,
 )
 from edgestats.collectors.precision import DEFAULT_MAX_REPEAT
-from edgestats.collectors.sweep_keys import SweepKey, parse_option_flags
+from edgestats.collectors.sweep_keys import SweepKey, axis, parse_option_flags
 from edgestats.collectors.telemetry.sentinel import DEFAULT_WAIT_S, NoiseThresholds
 from edgestats.options import Opt
 from edgestats.registry import power as power_sources
@@ -46,63 +46,51 @@ COLLECT_OPTIONS: tuple[Opt, ...] = (
         metavar="KIND",
     ),
     # -- the axes of an inference sweep ---------------------------------------------------------
-    SweepKey(
+    axis(
         "framework",
         str,
         f"{runtimes.choices_text()} (repeatable: an axis).",
         flags=("--framework", "-f"),
         metavar="F",
-        repeatable=True,
-        axis=True,
     ),
-    SweepKey(
+    axis(
         "model",
         str,
         "Zoo model (alexnet, squeezenet, mobilenet_v2, mobilenet_v3_small, resnet18, cnn9, mnist_cnn, "
         "cifar_cnn, ...) or a model file (.pt, .onnx, .tflite, .keras). Repeatable.",
         flags=("--model", "-m"),
         metavar="M",
-        repeatable=True,
-        axis=True,
     ),
-    SweepKey(
+    axis(
         "runtime",
         str,
         "Runtime variant, e.g. torchscript or tf-eager (repeatable).",
         metavar="R",
-        repeatable=True,
-        axis=True,
         kinds=("inference", "generation"),
     ),
-    SweepKey(
+    axis(
         "batch_size",
         int,
         "Batch size; generation: concurrent sequences (repeatable).",
         flags=("--batch-size", "-b"),
         metavar="N",
-        repeatable=True,
-        axis=True,
     ),
-    SweepKey(
+    axis(
         "threads",
         int,
         "Intra-op threads (repeatable); also sets OMP/MKL/OpenBLAS thread variables. At most "
         f"{THREADS_PER_CPU} per CPU this process may use.",
         flags=("--threads", "-t"),
         metavar="N",
-        repeatable=True,
-        axis=True,
     ),
-    SweepKey(
+    axis(
         "precision",
         str,
         "fp32, fp16 or int8 where the runtime supports it (repeatable).",
         metavar="P",
-        repeatable=True,
-        axis=True,
         kinds=("inference", "generation"),
     ),
-    SweepKey("accelerator", str, "cpu or cuda (repeatable).", metavar="cpu|cuda", repeatable=True, axis=True),
+    axis("accelerator", str, "cpu or cuda (repeatable).", metavar="cpu|cuda"),
     SweepKey(
         "input_path",
         str,
@@ -113,15 +101,13 @@ COLLECT_OPTIONS: tuple[Opt, ...] = (
         axis=True,
         kinds=("inference",),
     ),
-    SweepKey(
+    axis(
         "iterations",
         int,
         f"Steady-state inferences per run (default 100, at most {MAX_INFERENCES:,}); training: "
         "optimizer steps (default: --epochs decides). Repeatable.",
         flags=("--iterations", "-n"),
         metavar="N",
-        repeatable=True,
-        axis=True,
     ),
     # -- how each run goes ----------------------------------------------------------------------
     SweepKey(
@@ -191,51 +177,41 @@ COLLECT_OPTIONS: tuple[Opt, ...] = (
         metavar="SRC",
     ),
     # -- training -------------------------------------------------------------------------------
-    SweepKey(
+    axis(
         "data",
         str,
         "Training: a dataset directory (MNIST IDX, CIFAR-10 binary or an image folder; `edgestats "
         "dataset make` writes one). Repeatable.",
         metavar="DIR",
-        repeatable=True,
-        axis=True,
         kinds=("training",),
     ),
-    SweepKey(
+    axis(
         "epochs",
         int,
         "Training: epochs (default 1, or as many as --iterations needs). Repeatable.",
         metavar="N",
-        repeatable=True,
-        axis=True,
         kinds=("training",),
     ),
-    SweepKey(
+    axis(
         "learning_rate",
         float,
         "Training: learning rate (default 0.01). Repeatable.",
         metavar="LR",
-        repeatable=True,
-        axis=True,
         kinds=("training",),
     ),
-    SweepKey(
+    axis(
         "optimizer",
         str,
         "Training: sgd (momentum 0.9, default) or adam. Repeatable.",
         metavar="sgd|adam",
-        repeatable=True,
-        axis=True,
         kinds=("training",),
     ),
-    SweepKey(
+    axis(
         "num_workers",
         int,
         "Training: data-loading workers (DataLoader num_workers, tf.data parallel calls); 0 = no "
         f"pipelining (default); at most {THREADS_PER_CPU} per CPU. Repeatable.",
         metavar="N",
-        repeatable=True,
-        axis=True,
         kinds=("training",),
     ),
     SweepKey(
@@ -247,31 +223,25 @@ COLLECT_OPTIONS: tuple[Opt, ...] = (
         kinds=("training",),
     ),
     # -- generation -----------------------------------------------------------------------------
-    SweepKey(
+    axis(
         "prompt_tokens",
         int,
         "Generation: the prompt's tokens (default 128). Repeatable.",
         metavar="N",
-        repeatable=True,
-        axis=True,
         kinds=("generation",),
     ),
-    SweepKey(
+    axis(
         "new_tokens",
         int,
         "Generation: tokens generated per sequence, exactly (default 64). Repeatable.",
         metavar="N",
-        repeatable=True,
-        axis=True,
         kinds=("generation",),
     ),
-    SweepKey(
+    axis(
         "context_depth",
         int,
         "Generation: tokens already in the KV cache before the prompt (default 0). Repeatable.",
         metavar="N",
-        repeatable=True,
-        axis=True,
         kinds=("generation",),
     ),
     # -- the device and its meter ---------------------------------------------------------------

@@ -28,6 +28,11 @@ class SweepKey(Opt):
     to_sweep: Callable[[Any], Any] | None = None  # the flag's value as the sweep takes it
 
 
+def axis(name: str, type: type, help: str, **fields: Any) -> SweepKey:  # noqa: A002  (Opt's names)
+    """A repeatable sweep key that is an axis: each value given is a configuration of its own."""
+    return SweepKey(name, type, help, repeatable=True, axis=True, **fields)
+
+
 def parse_option_flags(items: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
     """--option KEY=VALUE; VALUE is read as JSON when it parses (3, true, [3,224,224]), else text.
     A mapping (the Python API's options={...}) is taken as it is."""

@@ -163,3 +163,11 @@ def test_workflows_sit_above_the_stages_they_join():
     assert not below, "only the CLI and the API call the workflows:\n" + "\n".join(below)
     drawn = offenders("edgestats/analysis", {"edgestats.reports"})
     assert not drawn, "the analysis computes; reports draw what it returns:\n" + "\n".join(drawn)
+
+
+def test_the_cli_renders_nothing_itself():
+    """Each command parses, calls one library function and hands its result to reports/terminal/:
+    no CLI module imports what output is laid out with (rich, the number formatter)."""
+    layout = {"rich", "edgestats.formatting"}
+    found = offenders("edgestats/cli", layout)
+    assert not found, "terminal output is laid out in reports/terminal/, not the CLI:\n" + "\n".join(found)

@@ -150,7 +150,7 @@ def with_drawn_ends(frame: pl.DataFrame, threshold: float) -> pl.DataFrame:
 
 def with_could_detect(frame: pl.DataFrame) -> pl.DataFrame:
     """could_detect: the minimum detectable effect in words ("≥ 7.9%", "only a change ≥ 3.1×",
-    "no change below 100×": compare_detect.detect_text) where the verdict is same or inconclusive
+    "no change below 100×": detect.detect_text) where the verdict is same or inconclusive
     (beside faster or slower it answers no question), else null."""
     shown = pl.col("verdict").is_in(UNSETTLED) & pl.col("min_detectable_text").is_not_null()
     return frame.with_columns(
@@ -255,7 +255,7 @@ def sentence(comparison: Any) -> str:
 
 def detectable_clause(unsettled: list[Any]) -> str:
     """Where same or inconclusive: the range of the smallest slowdowns found with 80 % power, in
-    words a reader can use (compare_detect.change_text: "7.9%", "3.1×"), and how many verdicts
+    words a reader can use (detect.change_text: "7.9%", "3.1×"), and how many verdicts
     could find no slowdown below 100× at all (2 noisy runs a side), with the runs that would settle
     them (their next step's runs_needed)."""
     found = sorted(x.min_detectable_pct for x in unsettled if change_text(x.min_detectable_pct))

@@ -68,7 +68,7 @@ def wrap(text: str, width: int = WIDTH, **options) -> list[str]:
 
 def verdict_detail(test, threshold: float) -> str:
     """What a `same` or `inconclusive` verdict could have detected (its minimum detectable effect,
-    in words: compare_detect.detect_text) and, for inconclusive, how many runs would settle it, in
+    in words: detect.detect_text) and, for inconclusive, how many runs would settle it, in
     parentheses; empty for the other verdicts and where there is no interval."""
     if test.verdict not in ("same", "inconclusive") or test.min_detectable_text is None:
         return ""

@@ -5,7 +5,7 @@ configuration. For each matched configuration and metric (median latency, energy
 peak RSS) the ratio B/A comes with an interval whose unit is the RUN: runs are the independent
 units (a fresh process each); latencies within a run share that process's state and are not.
 
-Method (Welch 1947 on the log scale; the arithmetic is in compare_stats.py): each run contributes
+Method (Welch 1947 on the log scale; the arithmetic is in estimators/welch.py): each run contributes
 one figure; with x = log of A's figures and y = log of B's, d = mean(y) - mean(x), Welch's
 standard error and degrees of freedom, and the interval d ± t·se mapped back by exp: a ratio of
 geometric means whose interval is always positive. The p-value is the same Welch test's.
@@ -17,8 +17,8 @@ when Schuirmann's TOST p, Holm-adjusted, is < (1 - level)/2 (for one configurati
 interval inside the band); inconclusive otherwise. Holm (1979) adjusts each metric's family of
 p-values, and of TOST p-values, across configurations. Beside it, the minimum detectable effect (the
 smallest increase called slower (higher) with 80 % power at the measured spread) in words, and the
-runs that would settle an inconclusive verdict (compare_detect.py). Across configurations: the
-geometric mean of the ratios (compare_overall.py) and warnings (compare_warnings.py).
+runs that would settle an inconclusive verdict (compare/detect.py). Across configurations: the
+geometric mean of the ratios (compare/overall.py) and warnings (compare/cautions.py).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class RatioTest:
     p_equivalence_holm: float | None = None
     min_detectable_pct: float | None = None  # the smallest increase called slower/higher at 80 % power
     min_detectable_alpha: float | None = None  # the test's two-sided level it assumes: Holm's first step
-    min_detectable_text: str | None = None  # min_detectable_pct in words (compare_detect.detect_text)
+    min_detectable_text: str | None = None  # min_detectable_pct in words (detect.detect_text)
     next_step: dict[str, Any] | None = None  # an inconclusive verdict's runs to resolve (resolve_step)
     verdict: str = "inconclusive"
     method: str = "Welch t on log per-run figures"

@@ -1,7 +1,7 @@
 """compare's minimum detectable effect in words, and the runs that would settle an inconclusive
 verdict (docs/cli/compare.md, "What it could detect").
 
-With 2 or 3 noisy runs a side the minimum detectable effect (compare_stats.min_detectable_pct) can
+With 2 or 3 noisy runs a side the minimum detectable effect (welch.min_detectable_pct) can
 be millions of percent: "could detect ≥ 434,234,365,500,553,216%" is true and of no use. So it is
 said as a percentage below +100 %, as a factor of A's figure from 2× on ("only a change ≥ 3.1×"),
 and beyond HOPELESS_FACTOR as what it means: no change of a size that matters is reliably found

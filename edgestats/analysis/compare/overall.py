@@ -6,7 +6,7 @@ Method: the estimate is exp of the mean of the configurations' log ratios (the g
 their ratios of geometric means); the interval is exp of a t interval of that mean, whose standard
 error adds up each configuration's Welch variance (the configurations are independent: different
 runs) and whose degrees of freedom are Welch-Satterthwaite's over every side of every
-configuration (compare_stats.pooled_welch). The unit is the run, as in each configuration's own
+configuration (welch.pooled_welch). The unit is the run, as in each configuration's own
 ratio; the configurations are fixed, the ones compared, so the interval says how precisely these
 runs measure the geometric mean over these configurations, not how a configuration not compared
 would change. With one configuration it is that configuration's ratio and interval.

@@ -23,8 +23,8 @@ Every frame row carries the page filter's fields (device, framework, runtime, mo
 group's runs (edgestats.analysis.core.filter_tags), a point those of its run.
 
 This module runs them per group and assembles the entries and frames; the model and the scale
-choice are in hyperparams_fit.py, the main effects, proportionality and response-vs-iterations
-means in hyperparams_effects.py, the configurations (--constraint, --best) in hyperparams_configs.py.
+choice are in hyperparams/fit.py, the main effects, proportionality and response-vs-iterations
+means in hyperparams/effects.py, the configurations (--constraint, --best) in hyperparams/configs.py.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 --best. The mean comes with the interval its range allows; --best is the min or max mean response,
 ties listed.
 
-Split from hyperparams.py (the analysis per group) and hyperparams_fit.py (the models); the mean
+Split from hyperparams.py (the analysis per group) and hyperparams/fit.py (the models); the mean
 and its interval are shared by the main effects, the best configuration and the
-response-vs-iterations means (hyperparams_effects.py).
+response-vs-iterations means (hyperparams/effects.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ means, with intervals. Main effects are the mean response at each level of each 
 proportionality is whether a time is proportional to iterations (or training samples) at each batch
 size; the response-vs-iterations means are those the report draws.
 
-Apart from hyperparams.py (the analysis per group) and hyperparams_fit.py (the OLS model), because
+Apart from hyperparams.py (the analysis per group) and hyperparams/fit.py (the OLS model), because
 these are means and one-factor lines read straight off the runs, not terms of the fitted model.
 """
 

@@ -6,7 +6,7 @@ latencies (for the pooled quantiles of `summary` and the rank tests of `tradeoff
 as one column, through Arrow, never row by row. The latency distribution per configuration
 (`group_quantiles`) is computed by DuckDB too, on those Arrow columns (no copy), so a group's
 quantile grid costs one selection inside DuckDB whatever the number of latencies. SQL is built by
-the functions of load_sql.py, which return strings (tested without a DB), and run in `load_data()`.
+the functions of load/sql.py, which return strings (tested without a DB), and run in `load_data()`.
 
 The DB is opened in the sandbox of edgestats/store/sandbox.py (read-only; no query, a `--where` subquery
 included, reads a file outside the DB, writes one or loads an extension), and `--where` is checked

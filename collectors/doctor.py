@@ -1,7 +1,8 @@
 """`edgestats doctor` as a library: what this device is and what can run on it.
 
 `doctor_report()` builds one JSON-ready dict (the `--json` output, documented in
-docs/cli/doctor.md); `render_text()` turns it into the readable table the command prints.
+docs/cli/doctor.md); reports/terminal/doctor.py's `render_text()` turns it into the readable
+table the command prints.
 
 This is the one place doctor is composed: the probes (one per registered runtime, plus the
 tools and the analysis stack), the power sources (one per registered source) and the sensors
@@ -19,42 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from edgestats.collectors.host.device_name import how_named
 from edgestats.collectors.host.probes import DEFAULT_TIMEOUT_S, default_jobs, probe_names, run_probes
-from edgestats.collectors.power.selection import auto_entries, describe_sources
-from edgestats.formatting import wrap_text
+from edgestats.collectors.power.selection import describe_sources
 from edgestats.version import __version__
 
-# Section order and titles of the text output, by probe kind.
-_SECTIONS = {
-    "framework": "Frameworks and runtimes (edgestats collect)",
-    "tool": "Tools",
-    "analysis": "Analysis stack (edgestats analyze)",
-    "module": "Other modules (--module)",
-}
-_DEVICE_ROWS = (
-    "name",
-    "hostname",
-    "device_id",
-    "board",
-    "arch",
-    "cpu",
-    "memory",
-    "gpu",
-    "os",
-    "kernel",
-    "power_mode",
-)
-
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "doctor_report",
-    "noise_lines",
-    "only_help",
-    "power_lines",
-    "probe_names",
-    "render_text",
-]
+__all__ = ["DEFAULT_TIMEOUT_S", "doctor_report", "only_help", "probe_names"]
 
 
 class ProbeProgress(Protocol):
@@ -112,138 +82,3 @@ def doctor_report(
         # after the probes, whose imports would otherwise count as background load
         "noise": noise_checks(Path(root)),
     }
-
-
-def render_text(report: dict[str, Any], width: int | None = None) -> str:
-    """The report as aligned plain-ASCII text (edge boards' consoles are not always UTF-8); with
-    `width` (the terminal's), lines longer than it wrap at spaces under their own column."""
-    python = report["python"]
-    lines = [
-        f"edgestats {report['edgestats_version']} (Python {python['version']}, {python['executable']})",
-        "",
-    ]
-    lines += _device_lines(report["device"])
-    probes = list(report["probes"].values())
-    # One column layout for all sections, so versions and times line up down the page.
-    name_w = max((len(r["name"]) for r in probes), default=0)
-    version_w = max((len(r["version"] or "-") for r in probes), default=0)
-    for kind, title in _SECTIONS.items():
-        results = [r for r in probes if r["kind"] == kind]
-        if results:
-            lines += ["", title] + [_probe_line(r, name_w, version_w) for r in results]
-    lines += power_lines(report.get("power_sources", []), report.get("sensors", []))
-    lines += noise_lines(report.get("noise", []))
-    if report["probes"]:
-        jobs = report["probe_jobs"]
-        lines += [
-            "",
-            f"Import times: wall-clock seconds in a fresh process, {jobs} probe{'s' * (jobs != 1)} "
-            "importing at a time (--jobs 1 for uncontended times).",
-        ]
-    return wrap_text("\n".join(lines), width)
-
-
-def _device_lines(device: dict[str, Any]) -> list[str]:
-    facts = device.get("facts") or {}
-    values = {
-        "name": how_named(device),
-        "hostname": device.get("hostname"),
-        "device_id": device.get("device_id"),
-        "board": facts.get("board"),
-        "arch": device.get("arch"),
-        "cpu": _join_known(
-            device.get("cpu_model"), f"{device['cores']} logical CPUs" if device.get("cores") else None
-        ),
-        "memory": _gib(device.get("mem_total_bytes")),
-        "gpu": device.get("gpu"),
-        "os": _join_known(
-            device.get("os"), f"L4T {facts['l4t_release']}" if facts.get("l4t_release") else None
-        ),
-        "kernel": device.get("kernel"),
-        "power_mode": _power_mode(device, facts),
-    }
-    width = max(len(k) for k in _DEVICE_ROWS)
-    return ["Device"] + [
-        f"  {k.replace('_', ' '):<{width}}  {values[k] if values[k] else '-'}" for k in _DEVICE_ROWS
-    ]
-
-
-def power_lines(sources: list[dict[str, Any]], sensors: list[dict[str, Any]]) -> list[str]:
-    """Power sources (collect --power, baseline) and the sampler's sensors: usable, or why not."""
-    lines: list[str] = []
-    if sources:
-        width = max(len(s["name"]) for s in sources)
-        auto = ", ".join(entry.name for entry in auto_entries())
-        lines += ["", f"Power sources (--power; auto takes the first usable of {auto})"]
-        for s in sources:
-            if not s["usable"]:
-                state = f"no   {s['reason']}"
-            elif s.get("takes_path"):  # read from a file given by --power NAME:PATH: nothing to probe
-                state = f"yes  {s['reason'] or ''}"
-            else:
-                state = f"yes  rails: {', '.join(s['rails'])}"
-            lines.append(f"  {s['name']:<{width}}  {state}")
-    if sensors:
-        width = max(len(s["name"]) for s in sensors)
-        lines += ["", "Sensors (sampled by collect --sample-hz)"]
-        lines += [
-            f"  {s['name']:<{width}}  {'yes' if s['usable'] else 'no '}  {s['detail']}" for s in sensors
-        ]
-    return lines
-
-
-def noise_lines(checks: list[dict[str, Any]]) -> list[str]:
-    """What would make runs noisy here (collect's noise sentinel), and the fix for each problem."""
-    if not checks:
-        return []
-    width = max(len(c["name"]) for c in checks)
-    lines = ["", "Noise (what would disturb measurements here; collect flags noisy runs)"]
-    for check in checks:
-        state = {True: "ok  ", False: "warn", None: "-   "}[check["ok"]]
-        lines.append(f"  {check['name']:<{width}}  {state}  {check['detail']}")
-        if check["fix"]:
-            lines.append(f"  {'':<{width}}        fix: {check['fix']}")
-    return lines
-
-
-def _power_mode(device: dict[str, Any], facts: dict[str, Any]) -> str | None:
-    mode, governor = device.get("power_mode"), facts.get("cpu_governor")
-    if mode and governor and mode != governor:
-        return f"{mode} (CPU governor {governor})"
-    return mode
-
-
-def _probe_line(result: dict[str, Any], name_w: int, version_w: int) -> str:
-    head = f"  {result['name']:<{name_w}}  "
-    if not result["available"]:
-        return f"{head}no   {result['reason']}"
-    import_s = f"{result['import_s']:6.2f} s" if result["import_s"] is not None else "     - s"
-    return (
-        f"{head}yes  {result['version'] or '-':<{version_w}}  {import_s}  "
-        f"{_summarise_detail(result['detail'])}"
-    ).rstrip()
-
-
-def _summarise_detail(detail: dict[str, Any]) -> str:
-    """`key: value` pairs, with booleans as yes/no and lists joined; the module name is implied."""
-    parts = []
-    for key, value in detail.items():
-        if key == "module":
-            continue
-        if isinstance(value, bool):
-            value = "yes" if value else "no"
-        elif isinstance(value, (list, tuple)):
-            value = ", ".join(map(str, value)) or "none"
-        elif value is None:
-            value = "-"
-        parts.append(f"{key.replace('_', ' ')}: {value}")
-    return "; ".join(parts)
-
-
-def _join_known(*parts: str | None) -> str | None:
-    known = [p for p in parts if p]
-    return ", ".join(known) if known else None
-
-
-def _gib(n_bytes: int | None) -> str | None:
-    return f"{n_bytes / 2**30:.1f} GiB" if n_bytes else None

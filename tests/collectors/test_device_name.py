@@ -16,7 +16,6 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.doctor import render_text
 from edgestats.collectors.host.device_name import (
     DeviceNameError,
     check_device_name,
@@ -28,6 +27,7 @@ from edgestats.collectors.host.device_name import (
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.sweep import build_sweep
 from edgestats.contracts import device_uuid
+from edgestats.reports.terminal.doctor import render_text
 from edgestats.store.results import Store
 
 MACHINE = "75226000-1e22-5fcd-89b9-be9c454f2334"  # a machine-id's device id

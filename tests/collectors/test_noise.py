@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from edgestats.collectors.doctor import noise_lines
 from edgestats.collectors.runrows import noise_columns
 from edgestats.collectors.telemetry.noise_checks import busy_processes, noise_checks, process_cpu_ticks
 from edgestats.collectors.telemetry.procfs import CLK_TCK
@@ -26,6 +25,7 @@ from edgestats.collectors.telemetry.sentinel import (
     read_state,
     wait_until_quiet,
 )
+from edgestats.reports.terminal.doctor import noise_lines
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

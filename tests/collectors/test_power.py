@@ -169,7 +169,7 @@ def test_a_registered_source_is_chosen_by_name_and_by_auto(tmp_path, no_nvml, mo
 
 
 def test_a_registered_source_is_listed_for_doctor(tmp_path, no_nvml, monkeypatch):
-    from edgestats.collectors.doctor import power_lines
+    from edgestats.reports.terminal.doctor import power_lines
 
     built_in, built_in_auto = power_source_names(), AUTO_ORDER
     register_fake_board(monkeypatch)

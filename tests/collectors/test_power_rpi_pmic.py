@@ -19,13 +19,13 @@ from power_fakes import (
     pi5_power_w,
 )
 
-from edgestats.collectors.doctor import power_lines
 from edgestats.collectors.power.attribution import device_energy
 from edgestats.collectors.power.base import PowerSourceError
 from edgestats.collectors.power.baseline import measure_live
 from edgestats.collectors.power.rpi_pmic import RpiPmicSource, parse_pmic_adc
 from edgestats.collectors.power.selection import describe_sources, select_power_source
 from edgestats.registry.power import AUTO_ORDER
+from edgestats.reports.terminal.doctor import power_lines
 
 S = 1_000_000_000
 PI5_RAILS = [

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from power_fakes import fake_vcgencmd_on_path
 
-from edgestats.collectors.doctor import noise_lines
 from edgestats.collectors.telemetry.noise_checks import noise_checks
 from edgestats.collectors.telemetry.pi_throttle import (
     SYSFS_FILE,
@@ -20,6 +19,7 @@ from edgestats.collectors.telemetry.pi_throttle import (
     throttle_reason,
 )
 from edgestats.collectors.telemetry.sentinel import NoiseThresholds, during, judge, read_state
+from edgestats.reports.terminal.doctor import noise_lines
 
 # The firmware's documented bits, written out here on their own (not taken from the module).
 DOCUMENTED = {
@@ -128,7 +128,8 @@ def test_doctor_shows_the_flags_decoded(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # doctor watches the machine for 0.5 s
 def test_doctor_on_a_pi5_lists_the_pmic_and_shows_the_flags(tmp_path, monkeypatch):
-    from edgestats.collectors.doctor import doctor_report, render_text
+    from edgestats.collectors.doctor import doctor_report
+    from edgestats.reports.terminal.doctor import render_text
 
     fake_vcgencmd_on_path(monkeypatch, tmp_path / "bin", throttled=("0x50005",))
     report = doctor_report(Path("/"), probes=[])

@@ -8,6 +8,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.edgestats-installed
 DEMO_STAMP := $(VENV)/.edgestats-demo-installed
 DB ?= results.duckdb
+# llama.cpp's build for llama-cpp-python (below): not for the building CPU's every feature (GGML_NATIVE)
+# but for AVX2: on a Xeon with AMX under a kernel or hypervisor that does not grant AMX to processes,
+# the native build crashed in q8_0 generation (SIGSEGV: the llama.cpp tests died with their pytest
+# worker, and the parallel lane then waited for it for ever). Give your own with LLAMA_CMAKE_ARGS=...
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: demo test test-fast test-highest test-lowest test-arm64 lint install install-demo compiler system-deps bench clean
 
@@ -17,7 +22,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python compiler
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -c constraints.txt -e '.[dev]'
 	touch $@ $(DEMO_STAMP)
 
 install: $(STAMP)
@@ -26,7 +31,7 @@ install: $(STAMP)
 # (a 456 MB source build), playwright, hypothesis or build. A dev install covers it too.
 $(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python compiler
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -c constraints.txt -e '.[demo]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -c constraints.txt -e '.[demo]'
 	touch $@
 
 install-demo: $(DEMO_STAMP)

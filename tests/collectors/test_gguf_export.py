@@ -8,6 +8,10 @@ Cost: about 10 s (llama15m built in PyTorch, written as fp32/fp16 GGUF, quantise
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -83,16 +87,32 @@ def test_wrong_weights_are_a_one_line_error(tmp_path):
         export_gguf("llama15m", 0, "int8", tmp_path)
 
 
-def llama_cpp_greedy(path, prompt: list[int], count: int) -> list[int]:
-    import llama_cpp
+# In a child process: llama.cpp crashing (a CPU feature its build uses but this machine's kernel
+# refuses) is then this test's failure, with the signal, not a dead pytest-xdist worker, which
+# leaves the whole parallel lane waiting for it.
+GREEDY = """
+import json, sys
+import llama_cpp
+path, prompt, count = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_threads=2, verbose=False)
+out = []
+for token in llm.generate(prompt, temp=0.0, top_k=1, reset=True):
+    out.append(token)
+    if len(out) == count:
+        break
+print(json.dumps(out))
+"""
 
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=64, n_threads=2, verbose=False)
-    out = []
-    for token in llm.generate(prompt, temp=0.0, top_k=1, reset=True):
-        out.append(token)
-        if len(out) == count:
-            return out
-    raise AssertionError("llama.cpp stopped before the count")  # no EOS in a no_vocab model
+
+def llama_cpp_greedy(path, prompt: list[int], count: int) -> list[int]:
+    args = [sys.executable, "-c", GREEDY, str(path), json.dumps([int(t) for t in prompt]), str(count)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (
+        f"llama.cpp's greedy run ended with {done.returncode}:\n{done.stderr[-2000:]}"
+    )
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert len(out) == count, "llama.cpp stopped before the count"  # no EOS in a no_vocab model
+    return out
 
 
 def test_llama_cpp_greedy_tokens_equal_pytorch(tmp_path):

@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from edgestats.cli import app
-from edgestats.collectors.doctor import render_text
 from edgestats.collectors.host.facts import read_device_facts
 from edgestats.collectors.host.probes import Probe, module_probe, run_probe, run_probes
 from edgestats.registry.power import power_source_names
+from edgestats.reports.terminal.doctor import render_text
 
 runner = CliRunner()
 MISSING = "edgestats_no_such_module_xyz"
@@ -217,9 +217,9 @@ def test_report_lists_every_power_source_and_sensor(cli_report: dict) -> None:
 def test_power_and_sensor_sections_on_a_fake_laptop_tree(tmp_path: Path) -> None:
     from power_fakes import LAPTOP_ZONES, make_rapl_tree
 
-    from edgestats.collectors.doctor import power_lines
     from edgestats.collectors.power.selection import describe_sources
     from edgestats.collectors.telemetry.session import describe_sensors
+    from edgestats.reports.terminal.doctor import power_lines
 
     make_rapl_tree(tmp_path, LAPTOP_ZONES)
     zone = tmp_path / "sys/class/thermal/thermal_zone0"

@@ -117,13 +117,18 @@ def check_keywords(options: Iterable[Opt], keywords: Mapping[str, Any], where: s
         )
 
 
+def optional_type(opt: Opt) -> Any:
+    """One value's type, optional (None: not given) unless the option has a default or is required."""
+    return opt.type if opt.default is not None or opt.required else opt.type | None
+
+
 def _field(opt: Opt) -> tuple[Any, Any]:
     """The annotation and the dataclass default of the field an option feeds."""
     if "." in opt.feeds:
         return dict[str, Any], dataclasses.field(default_factory=dict)
     if opt.repeatable:
         return list[opt.type], dataclasses.field(default_factory=list)
-    return (opt.type if opt.default is not None else opt.type | None), opt.default
+    return optional_type(opt), opt.default
 
 
 def declared_fields(options: Iterable[Opt]) -> Callable[[type], type]:
@@ -151,7 +156,7 @@ def keyword_annotation(opt: Opt) -> Any:
     """What a Python caller gives: a repeatable option one value or several, None where no default."""
     if opt.repeatable:
         return opt.type | Sequence[opt.type] | None
-    return opt.type if opt.default is not None else opt.type | None
+    return optional_type(opt)
 
 
 def keyword_signature(

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
-from edgestats.options import Opt, OptionError
+from edgestats.options import Opt, OptionError, optional_type
 
 
 def value_type(opt: Opt) -> Any:
@@ -27,7 +27,7 @@ def value_type(opt: Opt) -> Any:
     default is None."""
     if opt.repeatable:
         return list[opt.type] | None
-    return opt.type if opt.default is not None or opt.required else opt.type | None
+    return optional_type(opt)
 
 
 def _parser(opt: Opt) -> Callable[[str], Any] | None:

@@ -35,3 +35,13 @@ def test_holm_by_hand_and_empty():
     # sorted 0.01, 0.02, 0.04 -> 3*0.01, 2*0.02, max(0.04, 1*0.04): given back in the input's order
     np.testing.assert_allclose(holm([0.04, 0.01, 0.02]), [0.04, 0.03, 0.04])
     assert holm([]).size == 0
+
+
+def test_holm_adjusts_each_row_alone_and_leaves_untested_ones_out():
+    """Many families at once (the answers' selection simulation): each row is its own family, and
+    a NaN (a pair with no test) stays NaN and does not count towards m."""
+    rows = np.array([[0.04, 0.01, 0.02, np.nan], [0.5, np.nan, 0.001, 0.03]])
+    adjusted = holm(rows)
+    np.testing.assert_allclose(adjusted[0, :3], holm([0.04, 0.01, 0.02]))
+    np.testing.assert_allclose(adjusted[1, [0, 2, 3]], holm([0.5, 0.001, 0.03]))
+    assert np.isnan(adjusted[0, 3]) and np.isnan(adjusted[1, 1])

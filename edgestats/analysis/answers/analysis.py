@@ -9,11 +9,12 @@ latency with the run as unit, the very estimate summary reports (edgestats.analy
 `median_estimate`: the geometric mean of the runs' medians with its log-scale t interval, seeded
 as summary seeds it), so a candidate has one figure in both. The fastest is the candidate with the
 lowest estimate; every other candidate's ratio to it ("times as long", >= 1 as an estimate) comes
-from Welch's t on the log run medians (Welch 1947), its p-value is Holm-adjusted within the group
-(Holm 1979), and a verdict says it in words (edgestats.analysis.answers.stats: slower, no
-detectable difference within ±X %, or inconclusive with the runs that would resolve ±5 %,
-Kalibera & Jones 2013). Across devices: for each model and candidate (and the other group keys)
-measured on more than one device, each device's ratio to the fastest device, the same way.
+from Welch's t on the log run medians (Welch 1947), its p-value is Holm-adjusted over every pair of
+the group's candidates (Holm 1979; the fastest is picked from the same runs), and a verdict says it
+in words (edgestats.analysis.answers.stats: slower, no detectable difference within ±X %, or
+inconclusive with the runs that would resolve ±5 %, Kalibera & Jones 2013). Across devices: for
+each model and candidate (and the other group keys) measured on more than one device, each device's
+ratio to the fastest device, the same way.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from edgestats.analysis.core.options import AnalysisOptions
 from edgestats.analysis.core.result import AnalysisResult, group_label, iter_groups, rows_frame, unavailable
 from edgestats.analysis.estimators.hierarchical import per_run_quantiles, usable_runs
 from edgestats.analysis.estimators.intervals import BootstrapSettings, Estimate
-from edgestats.analysis.estimators.multiplicity import holm
 from edgestats.analysis.load.frames import AnalysisData, LatencyIndex, default_config, present_columns
 from edgestats.analysis.summary.analysis import MEDIAN, median_estimate, run_latencies
 from edgestats.analysis.tradeoff.points import summary_label
@@ -45,6 +45,10 @@ NAME = "answers"
 # Generation runs (docs/generation.md) also keep their token counts in the group: the median latency
 # of a generation run is its median inter-token latency, which the prompt and depth change, so the
 # candidates are runtimes at the same prompt, new tokens and depth ("which decodes fastest").
+METHOD = (
+    "welch t on the log scale of run medians, each vs the fastest (chosen from the same runs); "
+    "holm over all pairs in the group"
+)
 DEFAULT_BY = ("device", "model", "batch_size", "precision", "prompt_tokens", "new_tokens", "context_depth")
 
 
@@ -104,8 +108,8 @@ def members_of(
 
 
 def compare_members(members: list[Member], level: float) -> tuple[list[dict], list[dict]]:
-    """The candidates' figures (fastest first) and each other one's ratio to the fastest, Holm
-    within these."""
+    """The candidates' figures (fastest first) and each other one's ratio to the fastest, its p
+    Holm-adjusted over every pair of candidates (the choice of the fastest included)."""
     fastest = members[0]
     candidates = [
         {
@@ -118,11 +122,12 @@ def compare_members(members: list[Member], level: float) -> tuple[list[dict], li
         for m in members
     ]
     ratios = [st.ratio_to_fastest(fastest.medians, m.medians, level) for m in members[1:]]
-    tested = [i for i, r in enumerate(ratios) if r.p_value is not None]
-    adjusted = dict(zip(tested, holm([ratios[i].p_value for i in tested]).tolist()))
+    # Holm over every pair of the group, not only those with the fastest: the fastest is chosen
+    # from these data (stats' module docstring); row 0 is the fastest's pairs
+    adjusted = st.holm_over_pairs(st.pairwise_p([m.medians for m in members]))[0]
     out = []
     for i, (member, ratio) in enumerate(zip(members[1:], ratios)):
-        p_holm = adjusted.get(i)
+        p_holm = None if ratio.p_value is None or np.isnan(adjusted[i + 1]) else float(adjusted[i + 1])
         code = st.verdict_code(ratio, p_holm, level)
         n_runs = {"candidate": len(member.medians), "fastest": len(fastest.medians)}
         out.append(
@@ -140,7 +145,7 @@ def compare_members(members: list[Member], level: float) -> tuple[list[dict], li
                 "n_runs": n_runs,
                 "n": sum(n_runs.values()),
                 "n_unit": "runs",
-                "method": "welch t on the log scale of run medians; holm within the group",
+                "method": METHOD,
             }
         )
     return candidates, out

@@ -85,7 +85,10 @@ def inconclusive_text(
         more = needed - min(n_runs.values())
         if more > 0:
             return _more_runs(more, target), needed
-    return f"inconclusive: not significant after Holm's adjustment within the group ({p_text(p_holm)})", None
+    return (
+        f"inconclusive: not significant after Holm's adjustment over the group's pairs ({p_text(p_holm)})",
+        None,
+    )
 
 
 def ratio_words(ratio: st.Ratio, code: str, p_holm: float | None, n_runs: dict, level: float) -> dict:

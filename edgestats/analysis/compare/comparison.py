@@ -228,7 +228,7 @@ def add_min_detectable(tests: list[RatioTest], threshold: float) -> None:
     tested = [t for t in tests if t.design is not None]
     for t in tested:
         t.min_detectable_alpha = float(f"{(1.0 - t.level) / len(tested):.12g}")  # 1 - 0.95 is 0.0500...04
-        t.min_detectable_pct = cs.min_detectable_pct(
+        t.min_detectable_pct = cs.measured_min_detectable_pct(
             t.design, threshold=threshold, level=t.level, alpha_test=t.min_detectable_alpha
         )
 

@@ -117,6 +117,10 @@ def verdict_codes(
 # Gauss-Legendre nodes on (0, 1) for the two run-variance probabilities: 64 a side keep the MDE
 # within 1e-5 (relative) of the exact noncentral t where Welch's df is fixed, from 2 to 100 runs.
 QUADRATURE_NODES = 64
+# With the SDs estimated (the printed MDE): 32 nodes a side for the new runs' variances and 16 for
+# the measured SDs' sampling error keep it within 1e-4 (relative) of 64 and 48 nodes at a tenth of
+# the cost (1 % where the noisier side has 2 runs, whose SD's error law has the heaviest tail).
+ESTIMATED_NODES, SD_ERROR_NODES = 32, 16
 
 
 @dataclass(frozen=True)
@@ -137,48 +141,78 @@ def _variance_quantiles(n_runs: int, nodes: int) -> tuple[np.ndarray, np.ndarray
     return stats.chi2.ppf((x + 1) / 2, n_runs - 1) / (n_runs - 1), weights / 2
 
 
-def _variance_grid(design: Design) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _variance_grid(
+    design: Design, nodes: int = QUADRATURE_NODES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Welch's standard error and df over the grid of both sides' sample variances, and each grid
     point's weight."""
-    ratio_a, w_a = _variance_quantiles(design.n_a, QUADRATURE_NODES)
-    ratio_b, w_b = _variance_quantiles(design.n_b, QUADRATURE_NODES)
+    ratio_a, w_a = _variance_quantiles(design.n_a, nodes)
+    ratio_b, w_b = _variance_quantiles(design.n_b, nodes)
     var_a = (design.sd_a**2 / design.n_a * ratio_a)[:, None]
     var_b = (design.sd_b**2 / design.n_b * ratio_b)[None, :]
     df = (var_a + var_b) ** 2 / (var_a**2 / (design.n_a - 1) + var_b**2 / (design.n_b - 1))
     return np.sqrt(var_a + var_b), df, w_a[:, None] * w_b[None, :]
 
 
-def slower_power_curve(design: Design, *, threshold: float, level: float, alpha_test: float):
+def sd_error_scales(design: Design, nodes: int = SD_ERROR_NODES) -> tuple[np.ndarray, np.ndarray]:
+    """u = s / sigma at Gauss-Legendre nodes in probability, with weights: the measured combined
+    variance s_a^2/n_a + s_b^2/n_b taken as sigma^2 chi^2_nu / nu with nu Welch-Satterthwaite's
+    df of the measured SDs (Satterthwaite 1946), the true SDs both s / u (their ratio as measured)."""
+    var_a, var_b = design.sd_a**2 / design.n_a, design.sd_b**2 / design.n_b
+    nu = (var_a + var_b) ** 2 / (var_a**2 / (design.n_a - 1) + var_b**2 / (design.n_b - 1))
+    x, weights = np.polynomial.legendre.leggauss(nodes)
+    return np.sqrt(stats.chi2.ppf((x + 1) / 2, nu) / nu), weights / 2
+
+
+def slower_power_curve(
+    design: Design, *, threshold: float, level: float, alpha_test: float, sds_estimated: bool = False
+):
     """power(log_ratio): the probability that compare calls B slower (higher) when the true
     difference of mean logs is log_ratio, for normal log figures with these SDs. "Slower" is
     d > max(c_test * se, log(1+t) + c_ci * se), with se and Welch's df estimated: c_ci the
     interval's t quantile (level) and c_test the test's at alpha_test (Holm's first step, which
     every later step implies). d is independent of the sample variances, so the power is the
     normal probability of that event averaged over the two variances' chi-square laws (a 2-D
-    quadrature): Welch's df is random, which a noncentral t with a fixed df leaves out."""
-    se, df, weight = _variance_grid(design)
+    quadrature): Welch's df is random, which a noncentral t with a fixed df leaves out.
+
+    sds_estimated: the design's SDs are measured, not known; the power is also averaged over
+    their sampling error (`sd_error_scales`: true SDs s / u). At SDs s / u the event is
+    d u > max(c_test se, log(1+t) u + c_ci se) with d ~ N(log_ratio u, sd_d^2) and se, sd_d at
+    the measured SDs, so one more axis of the same quadrature gives it."""
+    nodes = ESTIMATED_NODES if sds_estimated else QUADRATURE_NODES
+    se, df, weight = _variance_grid(design, nodes)
     # -stdtrit(df, q) is t's upper q quantile (scipy.special: stats.t.isf without its overhead)
     c_ci = -special.stdtrit(df, (1 - level) / 2)
     c_test = c_ci if alpha_test >= 1 - level else -special.stdtrit(df, alpha_test / 2)
-    bar = np.maximum(c_test * se, math.log1p(threshold) + c_ci * se).ravel()
     sd_d = math.sqrt(design.sd_a**2 / design.n_a + design.sd_b**2 / design.n_b)
-    weight = weight.ravel()
+    weight, band = weight.ravel(), math.log1p(threshold)
+    scale, scale_weight = sd_error_scales(design) if sds_estimated else (np.ones(1), np.ones(1))
+    bar = np.maximum((c_test * se).ravel()[None, :], band * scale[:, None] + (c_ci * se).ravel()[None, :])
 
     def power(log_ratio: float) -> float:
-        return float(weight @ special.ndtr((log_ratio - bar) / sd_d))
+        return float(scale_weight @ (special.ndtr((log_ratio * scale[:, None] - bar) / sd_d) @ weight))
 
     return power
 
 
 def min_detectable_pct(
-    design: Design, *, threshold: float, level: float, alpha_test: float, power: float = DETECT_POWER
+    design: Design,
+    *,
+    threshold: float,
+    level: float,
+    alpha_test: float,
+    power: float = DETECT_POWER,
+    sds_estimated: bool = False,
 ) -> float | None:
     """The smallest true increase of B over A, in %, that compare calls slower (higher) with
-    probability `power`, at these SDs and run counts (`slower_power_curve` solved for the ratio).
+    probability `power`, at these SDs and run counts (`slower_power_curve` solved for the ratio;
+    sds_estimated: averaged over the measured SDs' sampling error, what compare prints).
     None where no finite change reaches that power (too few runs for the test's level)."""
     if not (design.sd_a > 0 or design.sd_b > 0) or min(design.n_a, design.n_b) < 2:
         return None
-    curve = slower_power_curve(design, threshold=threshold, level=level, alpha_test=alpha_test)
+    curve = slower_power_curve(
+        design, threshold=threshold, level=level, alpha_test=alpha_test, sds_estimated=sds_estimated
+    )
     high = math.log1p(threshold) + 4 * math.sqrt(design.sd_a**2 / design.n_a + design.sd_b**2 / design.n_b)
     while curve(high) < power:  # 2 runs a side have heavy tails: widen until the bracket holds it
         high *= 2
@@ -186,6 +220,12 @@ def min_detectable_pct(
             return None
     log_ratio = optimize.brentq(lambda x: curve(x) - power, 0.0, high, xtol=1e-12, rtol=1e-12)
     return 100.0 * math.expm1(log_ratio)
+
+
+def measured_min_detectable_pct(design: Design, **keywords) -> float | None:
+    """What compare prints: `min_detectable_pct` with the design's SDs measured (sds_estimated),
+    so that at the printed change the power, over the runs that measured it too, is `power`."""
+    return min_detectable_pct(design, **keywords, sds_estimated=True)
 
 
 def welch_df(sd_a: float, sd_b: float, n: int) -> float:

@@ -201,7 +201,7 @@ def test_same_is_adjusted_for_multiplicity_across_configurations():
 def test_the_json_carries_the_min_detectable_effect_with_its_power_and_alpha():
     """Four configurations, three with an interval (the fourth has 1 run on side A): the MDE
     assumes the test at Holm's first step over those three, 0.05 / 3, and equals
-    compare_stats' own computation from the runs' SDs (checked against statsmodels and by
+    compare_stats' own computation from the runs' measured SDs (checked against statsmodels and by
     simulation in test_compare_stats.py); none where there is no interval."""
     configs = [{"model": f"m{i}"} for i in range(4)]
     a_ms = [[10.0, 10.2, 9.9], [20.0, 20.6, 19.5], [5.0, 5.1, 4.9, 5.05], [8.0]]
@@ -214,7 +214,7 @@ def test_the_json_carries_the_min_detectable_effect_with_its_power_and_alpha():
         assert doc["min_detectable_alpha"] == pytest.approx(0.05 / 3) and doc["min_detectable_power"] == 0.8
         x, y = np.log(a), np.log(b)
         design = cs.Design(np.std(x, ddof=1), len(x), np.std(y, ddof=1), len(y))
-        expected = cs.min_detectable_pct(design, threshold=0.05, level=0.95, alpha_test=0.05 / 3)
+        expected = cs.measured_min_detectable_pct(design, threshold=0.05, level=0.95, alpha_test=0.05 / 3)
         assert (
             doc["min_detectable_pct"] == pytest.approx(expected, rel=1e-9) and doc["min_detectable_pct"] > 5
         )

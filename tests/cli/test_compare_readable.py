@@ -29,7 +29,7 @@ BEFORE = {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 40.0}
 AFTER = {("pytorch", "cnn9"): 10.0, ("pytorch", "squeezenet"): 48.0}
 BUSY = "other processes used 85 % of 4 CPUs (> 10 %); load average 5.2 before the run (> 1 per CPU)"
 NOISE = {"cnn9": BUSY, "squeezenet": BUSY}
-SPREADS = {"cnn9": 0.6, "squeezenet": 0.3}  # run medians tens of percent apart, 2 runs a side
+SPREADS = {"cnn9": 0.6, "squeezenet": 0.1}  # run medians 10-60 % apart, 2 runs a side
 # A figure nobody can use: four or more comma groups (1,234,567,890) or an exponent (4.34e+17).
 ABSURD = re.compile(r"\d{1,3}(,\d{3}){3,}|\d(\.\d+)?e\+?\d")
 VERDICTS = ("same", "slower", "faster", "inconclusive")

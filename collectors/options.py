@@ -20,7 +20,7 @@ from edgestats.collectors.core.sweep_limits import (
     SEED_MAX,
     THREADS_PER_CPU,
 )
-from edgestats.collectors.precision import DEFAULT_MAX_REPEAT
+from edgestats.collectors.precision import DEFAULT_MAX_REPEAT, PILOT_RUNS
 from edgestats.collectors.sweep_keys import SweepKey, axis, parse_option_flags
 from edgestats.collectors.telemetry.sentinel import DEFAULT_WAIT_S, NoiseThresholds
 from edgestats.options import Opt
@@ -272,8 +272,8 @@ COLLECT_OPTIONS: tuple[Opt, ...] = (
         "until_precise",
         str,
         "Repeat each configuration in fresh processes until its median latency's 95 % interval (the "
-        "run as unit) is within ±PCT, e.g. 2%; a pilot of 5 runs (or --repeat) plans the rest (Stein's "
-        "two-stage rule), at most --max-repeat. Needs the analyze extra.",
+        f"run as unit) is within ±PCT, e.g. 2%; a pilot of {PILOT_RUNS} runs (or --repeat) plans the "
+        "rest (Stein's two-stage rule), at most --max-repeat. Needs the analyze extra.",
         metavar="PCT",
     ),
     Opt(

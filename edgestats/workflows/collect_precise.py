@@ -26,8 +26,8 @@ class StoppingRuleMissing(ImportError):
 
 def precision_goal(text: str | float, max_repeat: int, sweep: Sweep) -> PrecisionGoal:
     """--until-precise PCT ("2%" or "2": ±2 % of the median) and --max-repeat, checked; the
-    pilot of the stopping rule (Stein's two-stage, edgestats/analysis/estimators/stopping.py) is 5
-    runs, or the sweep's repeat when larger."""
+    pilot of the stopping rule (Stein's two-stage, edgestats/analysis/estimators/stopping.py) is
+    PILOT_RUNS (10) runs, or the sweep's repeat when larger."""
     number = str(text).strip().removesuffix("%").strip()
     try:
         pct = float(number)

@@ -1,8 +1,9 @@
 """generation on runs collected for real: `collect --kind generation` with PyTorch on llama15m
 (prompt 8, 8 new tokens, context depths 0 and 48, 2 runs each), then `analyze --only generation
 --out`: analysis.json has every figure of every configuration with its interval across runs, and
-the depth fit's slope and interval equal an independent statsmodels fit (OLS, HC3, t) of the
-runs' mean inter-token latencies read from generation_summary; the report has the section.
+the depth fit's slope and interval equal an independent statsmodels fit (OLS, HC3 standard errors;
+t on tests/depth_fit_reference.py's Bell-McCaffrey degrees of freedom) of the runs' mean
+inter-token latencies read from generation_summary; the report has the section.
 Cost: about 30 s on two busy cores (4 worker processes of about 4 s, the analyses, the report)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import statsmodels.formula.api as smf
+from depth_fit_reference import hc3_interval
 from typer.testing import CliRunner
 
 from edgestats.cli import app
@@ -69,11 +70,10 @@ def test_analysis_json_has_every_figure_and_the_depth_fit_equals_statsmodels(col
         frame = con.execute("SELECT context_depth AS depth, itl_mean_ms FROM generation_summary").df()
     finally:
         con.close()
-    expected = smf.ols("itl_mean_ms ~ depth", data=frame).fit(cov_type="HC3", use_t=True)
-    low, high = expected.conf_int(0.05).loc["depth"]
+    expected = hc3_interval(frame["depth"], frame["itl_mean_ms"])["slope"]
     assert fit["n"] == 4 and fit["depths"] == [0, 48]
     assert (fit["slope"]["estimate"], fit["slope"]["ci_low"], fit["slope"]["ci_high"]) == pytest.approx(
-        (expected.params["depth"], low, high), rel=1e-9
+        expected, rel=1e-9
     )
     page = (tmp_path / "index.html").read_text()
     assert 'id="generation"' in page and "Decode time per token against context depth" in page

@@ -180,3 +180,90 @@ def test_a_pilot_without_spread_stops_with_no_interval_and_says_why():
 def test_a_pilot_of_one_run_is_refused():
     with pytest.raises(ValueError, match="at least 2"):
         stein_decisions([[1.0]], 0.02, level=LEVEL, pilot_runs=1, max_repeat=5)
+
+
+# -- beyond normal log run medians: collect's default pilot ---------------------------------------
+
+DEFAULT_PILOT = 10  # collectors/precision.PILOT_RUNS, the pilot collect uses
+SHAPE_CONFIGS = 4000  # binomial SE of a 93 % coverage: 0.4 points
+_TRUTH_DRAWS = np.random.default_rng(2024).exponential(1.0, 2_000_000)
+
+
+def shaped_medians(shape: str, rng: np.random.Generator, size: tuple[int, int]) -> tuple[np.ndarray, float]:
+    """Run medians of one shape (relative to a median of 1) and the estimand, the mean log run
+    median the rule's interval is for (its exp: the geometric mean `analyze` reports)."""
+    if shape == "normal, 5 %":
+        return np.exp(rng.normal(0.0, 0.05, size)), 0.0
+    if shape == "t(3), 3 %":
+        return np.exp(0.03 * rng.standard_t(3, size)), 0.0
+    if shape == "log-normal, sigma 1":  # skewed run medians: spread over orders of magnitude
+        return np.exp(rng.normal(0.0, 1.0, size)), 0.0
+    if shape == "exponential":  # skewed run medians; their logs skewed too (skewness -1.14)
+        return rng.exponential(1.0, size), -np.euler_gamma
+    if shape == "exponential^0.05":  # the same skewed logs, 6 % apart: pilots stop at once
+        return rng.exponential(1.0, size) ** 0.05, -0.05 * np.euler_gamma
+    if shape.startswith("two-state"):  # a share p of runs 10 % slower, 1 % spread inside a state
+        p = {"two-state, 30 % slow": 0.3, "two-state, 50 % slow": 0.5}[shape]
+        slow = rng.random(size) < p
+        return np.exp(rng.normal(0.0, 0.01, size) + slow * math.log(1.1)), p * math.log(1.1)
+    if shape == "slow runs: 1 + 5 % exponential":  # a few runs much slower (the limit)
+        return 1 + 0.05 * rng.exponential(1.0, size), float(np.log1p(0.05 * _TRUTH_DRAWS).mean())
+    raise ValueError(shape)
+
+
+def shaped_coverage(shape: str, target: float, pilot: int, seed: int, max_repeat: int = 20) -> dict:
+    """The rule on SHAPE_CONFIGS configurations of one shape, as collect runs it (after each run,
+    every open configuration decided from its runs so far): coverage of the estimand by the
+    interval reported at the stop, the mean runs, and the share that stopped at the pilot."""
+    medians, truth = shaped_medians(shape, np.random.default_rng(seed), (SHAPE_CONFIGS, max_repeat))
+    open_, covered = np.ones(SHAPE_CONFIGS, bool), np.zeros(SHAPE_CONFIGS, bool)
+    stop_n = np.zeros(SHAPE_CONFIGS, int)
+    for n in range(pilot, max_repeat + 1):  # before the pilot only --max-repeat stops (tested above)
+        found = stein_decisions(medians[:, :n], target, level=LEVEL, pilot_runs=pilot, max_repeat=max_repeat)
+        stops = open_ & (found.decision != "continue")
+        covered[stops] = (np.abs(found.log_centre - truth) <= found.log_half_width)[stops]
+        stop_n[stops], open_ = n, open_ & ~stops
+    assert not open_.any()
+    return {"coverage": covered.mean(), "runs": stop_n.mean(), "at_pilot": (stop_n == pilot).mean()}
+
+
+# shape, target: coverage of collect's pilot of 10 must be >= 92 % (>= 93 % for normal log run
+# medians); the pilot of 5 this replaced covered 81-82 % for the 30 % two-state runs.
+SHAPES = [
+    ("normal, 5 %", 0.02, 0.93),
+    ("normal, 5 %", 0.05, 0.93),
+    ("t(3), 3 %", 0.02, 0.92),
+    ("log-normal, sigma 1", 0.05, 0.92),
+    ("exponential", 0.05, 0.92),
+    ("exponential^0.05", 0.05, 0.92),
+    ("two-state, 30 % slow", 0.02, 0.92),
+    ("two-state, 30 % slow", 0.05, 0.92),
+    ("two-state, 50 % slow", 0.05, 0.92),
+]
+
+
+@pytest.mark.parametrize(("shape", "target", "floor"), SHAPES)
+def test_collects_pilot_covers_skewed_heavy_tailed_and_two_state_run_medians(shape, target, floor):
+    found = shaped_coverage(shape, target, DEFAULT_PILOT, seed=61)
+    five = shaped_coverage(shape, target, 5, seed=61)
+    print(
+        f"\n{shape}, ±{target:.0%}: pilot 10 covers {found['coverage']:.1%} (mean {found['runs']:.1f} "
+        f"runs, {found['at_pilot']:.0%} at the pilot); pilot 5 {five['coverage']:.1%}"
+    )
+    assert found["coverage"] >= floor
+    assert found["coverage"] <= 0.975, "no wider than it says either"
+
+
+def test_the_limit_a_few_much_slower_runs_is_what_the_docs_say():
+    """Right-skewed run medians (most runs alike, a few much slower: 1 + 5 % x exponential) are
+    the shape no t interval of 20 runs covers at its level: 90-91 %, as docs/methodology.md
+    says; this pins the figure the docs and collect's output state."""
+    found = shaped_coverage("slow runs: 1 + 5 % exponential", 0.05, DEFAULT_PILOT, seed=61)
+    print(f"\nslow runs, ±5 %: pilot 10 covers {found['coverage']:.1%}")
+    assert 0.88 <= found["coverage"] <= 0.92
+
+
+def test_collect_uses_the_pilot_simulated_here():
+    from edgestats.collectors.precision import PILOT_RUNS
+
+    assert PILOT_RUNS == DEFAULT_PILOT

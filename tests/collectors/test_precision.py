@@ -117,7 +117,9 @@ def stored_decisions(db: Path) -> list[dict]:
 def test_a_stable_configuration_stops_before_a_high_variance_one_and_each_says_why(tmp_path):
     db = tmp_path / "r.duckdb"
     orchestrator = StandInOrchestrator(db)
-    outcomes, stops = run_loop(db, PrecisionGoal(rel_half_width=0.02, max_repeat=8), orchestrator)
+    # a pilot of 5 (collect's is 10) keeps this test of the loop short
+    goal = PrecisionGoal(rel_half_width=0.02, max_repeat=8, min_repeat=5)
+    outcomes, stops = run_loop(db, goal, orchestrator)
     stable, noisy = stops[1], stops[2]
     # the stable one stops after Stein's pilot of 5 runs, whose spread plans no more
     assert stable.reason == "precise" and stable.n_runs == 5 and stable.rel_half_width <= 0.02
@@ -145,7 +147,7 @@ def test_the_stopping_interval_is_steins_and_the_run_level_one_is_analyzes(tmp_p
     from the stored runs, and beside it the interval `analyze` reports over all of them."""
     db = tmp_path / "r.duckdb"
     _, stops = run_loop(
-        db, PrecisionGoal(rel_half_width=0.001, max_repeat=6), StandInOrchestrator(db, seed=3)
+        db, PrecisionGoal(rel_half_width=0.001, max_repeat=6, min_repeat=5), StandInOrchestrator(db, seed=3)
     )
     with Store.open(db, read_only=True) as store:
         runs = store.steady_latencies_ns(
@@ -164,7 +166,7 @@ def test_the_stopping_interval_is_steins_and_the_run_level_one_is_analyzes(tmp_p
 @pytest.mark.slow
 def test_a_resumed_collect_counts_the_runs_already_stored(tmp_path):
     db = tmp_path / "r.duckdb"
-    goal = PrecisionGoal(rel_half_width=0.02, max_repeat=6)
+    goal = PrecisionGoal(rel_half_width=0.02, max_repeat=6, min_repeat=5)
     run_loop(db, goal, StandInOrchestrator(db))
     again = StandInOrchestrator(db, seed=8)
     outcomes, stops = run_loop(db, goal, again)
@@ -173,12 +175,12 @@ def test_a_resumed_collect_counts_the_runs_already_stored(tmp_path):
 
 
 def test_max_repeat_must_leave_room_for_the_pilot():
-    """--until-precise's goal: a pilot of 5 runs (or the sweep's repeat, when larger), which
+    """--until-precise's goal: a pilot of 10 runs (or the sweep's repeat, when larger), which
     --max-repeat may not cut short."""
-    assert precision_goal("2%", 20, Sweep({}, {}, {})).min_repeat == 5
-    assert precision_goal("2", 20, Sweep({}, {"repeat": 8}, {})).min_repeat == 8
-    with pytest.raises(OptionError, match="pilot is 5 runs") as refused:
-        precision_goal("2%", 4, Sweep({}, {}, {}))
+    assert precision_goal("2%", 20, Sweep({}, {}, {})).min_repeat == 10
+    assert precision_goal("2", 20, Sweep({}, {"repeat": 12}, {})).min_repeat == 12
+    with pytest.raises(OptionError, match="pilot is 10 runs") as refused:
+        precision_goal("2%", 9, Sweep({}, {}, {}))
     assert refused.value.flag == "--max-repeat"
 
 
@@ -188,7 +190,7 @@ def test_the_goal_s_mistakes_are_usage_errors_naming_the_flag(tmp_path):
     db = tmp_path / "r.duckdb"
     args = ["collect", "--db", str(db), "-f", "onnxruntime", "-m", "cnn9"]
     for extra, flag, said in (
-        (["--until-precise", "2%", "--max-repeat", "4"], "--max-repeat", "pilot is 5 runs"),
+        (["--until-precise", "2%", "--max-repeat", "4"], "--max-repeat", "pilot is 10 runs"),
         (["--until-precise", "abc"], "--until-precise", "give the target half-width"),
     ):
         result = CliRunner().invoke(app, [*args, *extra])
@@ -222,16 +224,16 @@ def test_collect_precision_end_to_end(tmp_path, model_cache):
         "--until-precise",
         "99%",
         "--max-repeat",
-        "6",
+        "10",
     ]
-    # A target any sane machine meets with Stein's pilot of 5 runs (their spread would have to pass
-    # ~70 % to plan a 6th): this test is about the wiring (CLI, loop, stored decision); which
+    # A target any sane machine meets with Stein's pilot of 10 runs (their spread would have to pass
+    # ~120 % to plan an 11th): this test is about the wiring (CLI, loop, stored decision); which
     # configuration stops first is tested above.
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "precise" in result.stderr and "after 5 runs" in result.stderr, result.stderr
+    assert "precise" in result.stderr and "after 10 runs" in result.stderr, result.stderr
     decisions = stored_decisions(db)
-    assert [d["decision"] for d in decisions] == ["continue"] * 4 + ["precise"], (
+    assert [d["decision"] for d in decisions] == ["continue"] * 9 + ["precise"], (
         decisions,
         result.stderr,
     )

@@ -22,6 +22,12 @@ stopped at N (sinh(t·s0/√N) ≤ target by the choice of N). The usual t inter
 (what `analyze` reports, whose coverage after this data-dependent n is a little lower) is also
 returned, as the run-level half-width.
 
+What the guarantee assumes: normal log run medians. Where they are not (heavy-tailed, skewed,
+two states), the coverage is approximate and rests on the pilot seeing the spread: collect's
+pilot is 10 runs (collectors/precision.PILOT_RUNS), which kept 92.5-95 % in simulation for
+t(3), skewed and two-state run medians where a pilot of 5 covered 83 % for two states; a few
+much slower runs (right-skewed logs) cover 90-91 % (docs/methodology.md, "Stopping rule").
+
 `stein_decisions` is the rule on arrays of run medians (one row per configuration, the runs so
 far in order): the simulation tests call it on thousands of configurations at once. `stein_rule`
 wraps it for collectors/precision.py, which cannot import scipy and gets it from the CLI.

@@ -291,9 +291,7 @@ def tail_estimate(fit: TailFit, j: int, *, level: float, k: int) -> Estimate:
 CONFIGURATION_TAILS = {"latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
 TYPICAL_RUN_TAILS = {"latency_p90_typical_run_ms": 0.9, "latency_p99_typical_run_ms": 0.99}
 ACROSS = "across processes: "
-# With 2 runs the across-process p99 interval was 10^2-10^6 times its estimate (issue 39's audit):
-# honest and useless, so it is not given; 3 runs give one (covering 94-96 % in that audit)
-P99_NEEDS_MORE_RUNS = 0.99
+P99_NEEDS_MORE_RUNS = 0.99  # from 2 runs its interval is 10^2-10^6 times the estimate: none given
 TWO_RUNS_P99_NOTE = "p99 from 2 runs: too few runs for an interval; 3 or more runs would give one"
 TYPICAL = "the typical run: "
 
@@ -356,7 +354,7 @@ def _figures(
         across = [tail_estimate(fit, j, level=level, k=len(runs)) for j in range(len(qs))]
         for q, estimate in zip(qs, across, strict=True) if len(runs) == 2 else []:
             if q >= P99_NEEDS_MORE_RUNS:
-                estimate.ci_low = estimate.ci_high = None  # 10^2-10^6 times its estimate: none
+                estimate.ci_low = estimate.ci_high = None
                 _append_note(estimate, TWO_RUNS_P99_NOTE)
             else:
                 _append_note(estimate, TWO_RUNS_NOTE)

@@ -27,6 +27,12 @@ standard library only, O(n log B) time):
    |t| is above the two-sided 1 % point of Student's t and the trend moves latency by more than
    MIN_DRIFT across it (less is small beside the 1-8 % between runs); then the break moves one
    block later, until a segment passes or none of the minimum length is left: no steady state.
+4. Autocorrelated noise (a clock governor's or a thermal cycle's slow wander) is not a drift:
+   the lag-1 autocorrelation r1 of the block medians' residuals about two lines (before and from
+   the break) leaves m(1 - r1)/(1 + r1) effectively independent blocks (Santer et al., JGR 2000,
+   for trends in autocorrelated series). The break is chosen again with the likelihood at that
+   effective size, and the trend test's SE is widened by sqrt((1 + r1)/(1 - r1)) with the
+   segment's effective size - 2 degrees of freedom.
 
 `steady_from` is the index, within the series given, of the first latency of the steady segment
 (0: steady from the start); it is None when no steady state was reached or when there are fewer
@@ -59,6 +65,7 @@ JUMP_PENALTY = 6.0
 Z_995 = 2.5758293035489004
 Z_95 = 1.6448536269514722  # one-sided 5 %: --warmup auto's bound on the drift left
 MIN_DRIFT = 0.02  # a trend across the steady segment smaller than 2 % is not a drift
+MAX_PHI = 0.9  # the largest lag-1 autocorrelation of block medians used: 5 % of the blocks count
 NOISE_FLOOR = 1e-4  # log units: RSS floor, so a perfect fit (identical latencies) is not -inf
 
 
@@ -137,18 +144,19 @@ def _rss_hinge(sums: Sequence[tuple[float, ...]], k: int) -> float:
     return max(szz_c - sxz_c * sxz_c / sxx_c, 0.0)
 
 
-def best_break(sums: Sequence[tuple[float, ...]], min_steady: int) -> int:
+def best_break(sums: Sequence[tuple[float, ...]], min_steady: int, scale: float = 1.0) -> int:
     """The break k of the broken stick that fits z best, over k = 0..m - min_steady (ties: the
     earliest), by the Gaussian log-likelihood with the noise variance estimated from each fit:
     m·log(RSS_k) plus a penalty for each break. Two models of the part before k: a trend that meets
     the constant at k (a drift that levels off; PENALTY) or a free line with a jump at k (a step;
-    PENALTY + JUMP_PENALTY); k = 0 is the constant alone."""
+    PENALTY + JUMP_PENALTY); k = 0 is the constant alone. `scale` (at most 1) weighs the
+    log-likelihood by the effective share of independent blocks (autocorrelated noise: detect)."""
     m = len(sums) - 1
     total = sums[m]
     floor = m * NOISE_FLOOR**2  # a perfect fit (constant latencies) does not win by -inf
 
     def cost(rss: float) -> float:
-        return m * math.log(max(rss, floor))
+        return scale * m * math.log(max(rss, floor))
 
     best_k, best_cost = 0, cost(_rss_constant(m, total[2], total[3]))
     for k in range(1, m - min_steady + 1):
@@ -159,6 +167,33 @@ def best_break(sums: Sequence[tuple[float, ...]], min_steady: int) -> int:
         if candidate < best_cost:
             best_k, best_cost = k, candidate
     return best_k
+
+
+def line_residuals(x: Sequence[float], z: Sequence[float]) -> list[float]:
+    """Residuals of the least-squares line of z on x."""
+    count = len(z)
+    mx, mz = sum(x) / count, sum(z) / count
+    sxx = sum((a - mx) ** 2 for a in x)
+    b = sum((a - mx) * (v - mz) for a, v in zip(x, z, strict=True)) / sxx if sxx > 0 else 0.0
+    return [v - mz - b * (a - mx) for a, v in zip(x, z, strict=True)]
+
+
+def lag1_autocorrelation(residuals: Sequence[float]) -> float:
+    """The residuals' lag-1 autocorrelation r1 = Σ e_j e_(j+1) / Σ e_j², clipped to [0, MAX_PHI]: a
+    negative one (alternating noise) is taken as none, so it never narrows a test."""
+    denominator = sum(e * e for e in residuals)
+    if denominator <= len(residuals) * NOISE_FLOOR**2:
+        return 0.0
+    numerator = sum(a * b for a, b in zip(residuals, residuals[1:], strict=False))
+    return min(max(numerator / denominator, 0.0), MAX_PHI)
+
+
+def noise_autocorrelation(z: Sequence[float], k: int) -> float:
+    """The lag-1 autocorrelation of z's residuals about two least-squares lines, one before block k
+    and one from k on: the drift before the break and any left after it are the model's to judge,
+    not autocorrelation; all the blocks count, so the estimate is not a short segment's."""
+    head = line_residuals(range(k), z[:k]) if k > 2 else [0.0] * k
+    return lag1_autocorrelation(head + line_residuals(range(len(z) - k), z[k:]))
 
 
 def median(values: Sequence[float]) -> float:
@@ -204,13 +239,26 @@ def detect(latencies: Sequence[float]) -> SteadyState:
     m = len(z)
     min_steady = max(MIN_STEADY_BLOCKS, math.ceil(STEADY_FRACTION * m))
     sums = prefix_sums(z)
+    first = best_break(sums, min_steady)
+    # autocorrelated noise (Santer et al. 2000): the lag-1 autocorrelation r1 of the steady
+    # segment's residuals about its trend line leaves (m - k)(1 - r1)/(1 + r1) effectively
+    # independent blocks; the break's likelihood, the slope's SE and its degrees of freedom are
+    # taken at that effective size
+    phi = noise_autocorrelation(z, first)
+    if phi > 0:
+        first = best_break(sums, min_steady, (1 - phi) / (1 + phi))
+    shrink = (1 - phi) / (1 + phi)
     drift = 0.0
-    for k in range(best_break(sums, min_steady), m - min_steady + 1):
-        slope, se, t = suffix_trend(sums, k)
-        span, df = m - k - 1, m - k - 2
+    for k in range(first, m - min_steady + 1):
+        slope, se, _ = suffix_trend(sums, k)
+        se /= math.sqrt(shrink)
+        span, df = m - k - 1, math.floor((m - k) * shrink) - 2
         drift = relative_change(slope * span)
-        if abs(t) <= t_quantile(df) or abs(drift) <= MIN_DRIFT:
-            return SteadyState(k * block, False, block, drift, slope / block, se / block, df)
+        # a perfect line (se 0) is a drift without noise; under 1 effective degree of freedom
+        # the segment cannot show one
+        drifts = abs(slope) > t_quantile(df) * se if df >= 1 else False
+        if not drifts or abs(drift) <= MIN_DRIFT:
+            return SteadyState(k * block, False, block, drift, slope / block, se / block, max(df, 0))
     return SteadyState(None, True, block, drift)
 
 

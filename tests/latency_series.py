@@ -40,3 +40,14 @@ def with_spikes(rng, latencies: list[float], share: float) -> list[float]:
     hit = rng.random(len(y)) < share
     y[hit] *= rng.uniform(1.5, 4.0, hit.sum())
     return y.tolist()
+
+
+def ar1_flat(rng, n: int, rho: float, noise: float = 0.02) -> list[float]:
+    """Latencies (ns) of a flat run whose log-latency noise is a stationary AR(1) process of lag-1
+    correlation `rho` and SD `noise` (a slow wander: a clock governor, a thermal cycle)."""
+    from scipy.signal import lfilter
+
+    innovations = rng.normal(0.0, noise * math.sqrt(1 - rho**2), n)
+    start = rho * rng.normal(0.0, noise)  # the state before the first latency, from the stationary law
+    eps = lfilter([1.0], [1.0, -rho], innovations, zi=[start])[0]
+    return (BASE_NS * np.exp(eps)).tolist()

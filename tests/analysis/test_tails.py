@@ -14,6 +14,7 @@ from edgestats.analysis.estimators.intervals import BootstrapSettings
 from edgestats.analysis.estimators.tails import (
     KNOT_PROBABILITIES,
     MIN_LATENCIES,
+    TWO_RUNS_P99_NOTE,
     convolved_quantiles,
     mixture_quantile,
     tails_over_runs,
@@ -108,6 +109,26 @@ def test_runs_short_of_the_minimum_are_left_out_and_all_short_is_marked():
     marked = tails_over_runs(short_runs, level=0.95, settings=SETTINGS, label="t")["latency_p99_ms"]
     assert marked.ci_low is None and marked.note.startswith("too few latencies for p99")
     assert marked.estimate == pytest.approx(np.quantile(np.concatenate(short_runs), 0.99))
+
+
+def test_p99_from_two_runs_says_so_instead_of_an_interval():
+    """Issue 39: with 2 runs the across-process p99 interval is 10^2-10^6 times its estimate at
+    2-30 % between-run spread. The two-level fit still makes one (here, runs 2-5 % apart: its upper
+    end is printed, 4.7 times the estimate), but the summary gives the estimate, no interval and
+    the note; p90 keeps its wide interval and note, and 3 runs give a p99 interval."""
+    rng = np.random.default_rng(39)
+    runs = [rng.lognormal(1 + shift, 0.05, 200) for shift in (0.0, 0.03, -0.02)]
+    fit = two_level_tail([np.log(run) for run in runs[:2]], [0.99], level=0.95, rng=rng)
+    ratio = math.exp(fit.high[0] - fit.estimate[0])
+    print(f"\np99 from 2 runs: the interval's upper end is {ratio:.3g} times the estimate")
+    assert ratio >= 2
+    two = tails_over_runs(runs[:2], level=0.95, settings=SETTINGS, label="t")
+    p99, p90 = two["latency_p99_ms"], two["latency_p90_ms"]
+    assert p99.estimate > 0 and not p99.has_interval and p99.n == 2
+    assert p99.note == TWO_RUNS_P99_NOTE and "3 or more runs" in p99.note
+    assert p90.has_interval and "one degree of freedom" in p90.note
+    three = tails_over_runs(runs, level=0.95, settings=SETTINGS, label="t")["latency_p99_ms"]
+    assert three.has_interval and three.note is None
 
 
 def test_collect_warns_with_the_same_minimum():

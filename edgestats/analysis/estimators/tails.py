@@ -291,6 +291,8 @@ def tail_estimate(fit: TailFit, j: int, *, level: float, k: int) -> Estimate:
 CONFIGURATION_TAILS = {"latency_p90_ms": 0.9, "latency_p99_ms": 0.99}
 TYPICAL_RUN_TAILS = {"latency_p90_typical_run_ms": 0.9, "latency_p99_typical_run_ms": 0.99}
 ACROSS = "across processes: "
+P99_NEEDS_MORE_RUNS = 0.99  # from 2 runs its interval is 10^2-10^6 times the estimate: none given
+TWO_RUNS_P99_NOTE = "p99 from 2 runs: too few runs for an interval; 3 or more runs would give one"
 TYPICAL = "the typical run: "
 
 
@@ -350,8 +352,12 @@ def _figures(
             [np.log(run) for run in runs], qs, level=level, rng=settings.rng(f"{label}|tails")
         )
         across = [tail_estimate(fit, j, level=level, k=len(runs)) for j in range(len(qs))]
-        for estimate in across if len(runs) == 2 else []:
-            _append_note(estimate, TWO_RUNS_NOTE)
+        for q, estimate in zip(qs, across, strict=True) if len(runs) == 2 else []:
+            if q >= P99_NEEDS_MORE_RUNS:
+                estimate.ci_low = estimate.ci_high = None
+                _append_note(estimate, TWO_RUNS_P99_NOTE)
+            else:
+                _append_note(estimate, TWO_RUNS_NOTE)
     return {q: (_prefixed(a, ACROSS), _prefixed(t, TYPICAL)) for q, a, t in zip(qs, across, typical)}
 
 

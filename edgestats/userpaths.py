@@ -1,5 +1,5 @@
-"""The paths a user names (meter CSVs, the device file, import inputs, DBs): checked by stat to be
-regular files, read with a size bound, and named in one line when they are not.
+"""Paths a user names (meter CSVs, the device file, inputs, DBs): checked by stat to be regular
+files, read with a bound, and said in one line when not.
 
 A FIFO, a character device (/dev/zero), a directory or a socket given where a file is meant is
 refused *before* it is opened: an open of a FIFO blocks until a writer comes, and a read of
@@ -64,7 +64,7 @@ def not_a_file(path: str | Path, what: str = "file") -> str | None:
     if kind is None:
         return None
     if kind == "missing":
-        return f"{path}: no such {what}"
+        return f"{path}: no such file"
     return f"{path} is {kind}, not a {what}"
 
 

@@ -75,6 +75,8 @@ def remembered(machine: str, path: Path | None = None) -> tuple[str | None, str 
         data = _read_record(path)
     except FileNotFoundError:
         return None, None
+    except _NotAFile as exc:  # its line names the path: "… is a FIFO, not a device file"
+        return None, f"{exc}; give --device-name again"
     except _Unusable as exc:
         return None, f"{path} cannot be used ({exc}); give --device-name again"
     name, owner = data["name"], data["machine"]
@@ -87,13 +89,17 @@ class _Unusable(Exception):
     """Why the device file cannot be used, in words."""
 
 
+class _NotAFile(_Unusable):
+    """The device file's path is no regular file (a FIFO, /dev/zero), or too large: said by path."""
+
+
 def _read_record(path: Path) -> dict:
     """The file's record, checked: FileNotFoundError when there is none, else _Unusable saying what
     is wrong with it (what the path is, not JSON, a key missing, a name collect would refuse)."""
     if not os.path.lexists(path):
         raise FileNotFoundError(path)
     try:
-        data = json.loads(read_bounded(path, MAX_FILE_BYTES, _Unusable, "device file").decode("utf-8"))
+        data = json.loads(read_bounded(path, MAX_FILE_BYTES, _NotAFile, "device file").decode("utf-8"))
     except OSError as exc:
         raise _Unusable(f"cannot be read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -94,3 +94,20 @@ def control_character(text: str) -> str | None:
     """The first control character of `text` as 'U+001B', or None."""
     found = re.search(CONTROL_CHARACTERS, text)
     return f"U+{ord(found.group()):04X}" if found else None
+
+
+MAX_DEVICE_NAME_CHARS = 64  # a device's name is a label in tables and charts
+
+
+def device_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a device ('is too long (10,000 characters)'), or None: the one rule of
+    `collect --device-name` and `import --device`. Surrounding blanks do not count."""
+    text = name.strip()
+    found = control_character(text)
+    if found:
+        return f"contains a control character ({found})"
+    if not text:
+        return "is empty"
+    if len(text) > MAX_DEVICE_NAME_CHARS:
+        return f"is too long ({len(text):,} characters)"
+    return None

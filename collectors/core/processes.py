@@ -91,8 +91,10 @@ def die_with_parent() -> Callable[[], None] | None:
     None, and a child outlives its parent until it next writes to it (a broken pipe).
 
     The signal fires when the *thread* that started the child ends, not the process: start such
-    children from the main thread, or from a thread that outlives them. Not for collect's
-    workers: a worker that outlives its collect finishes its run for the next collect to store.
+    children from the main thread, or from a thread that outlives them. collect's workers and
+    preparers get it too (spawn_group): a worker left running after its collect was SIGKILLed
+    loaded the CPU while other runs measured; what it had spooled is still stored by the next
+    collect (collectors/recovery.py).
     """
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here: the child only calls it
@@ -119,8 +121,10 @@ def module_command(python: str, module: str) -> list[str]:
 
 
 def spawn_group(cmd: list[str], **popen_kwargs) -> subprocess.Popen:
-    """Start `cmd` as the leader of a new session, registered so a second signal can kill it."""
-    proc = subprocess.Popen(cmd, start_new_session=True, **popen_kwargs)
+    """Start `cmd` as the leader of a new session, registered so a second signal can kill it, and
+    killed by the kernel if this process dies first, however it dies (`die_with_parent`; Linux).
+    Call it from the main thread: the signal fires when the calling thread ends."""
+    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=die_with_parent(), **popen_kwargs)
     _children.add(proc.pid)
     return proc
 

@@ -24,11 +24,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgestats.contracts import control_character, device_uuid
+from edgestats.contracts import MAX_DEVICE_NAME_CHARS, device_name_problem, device_uuid
 from edgestats.errors import EdgestatsError
+from edgestats.userpaths import read_bounded, shorten
 
 NAME_FILE = "device.json"
-MAX_NAME_CHARS = 64  # a name is a label in tables and charts
+MAX_NAME_CHARS = MAX_DEVICE_NAME_CHARS
+MAX_FILE_BYTES = 64 * 2**10  # the file edgestats writes is about 150 bytes: read no more than this
 
 
 class DeviceNameError(EdgestatsError):
@@ -55,34 +57,64 @@ def name_file() -> Path:
 
 def check_device_name(name: str) -> str:
     """The name without surrounding blanks; DeviceNameError when it is empty, too long or holds a
-    control character."""
-    text = name.strip()
-    found = control_character(text)
-    if not text or found or len(text) > MAX_NAME_CHARS:
-        why = (
-            f"contains a control character ({found})" if found else "is empty" if not text else "is too long"
-        )
+    control character (contracts.device_name_problem, the rule import's --device shares)."""
+    why = device_name_problem(name)
+    if why:
         raise DeviceNameError(
-            f"--device-name {name!r} {why}: give a printable name of 1 to {MAX_NAME_CHARS} characters, "
-            "e.g. pi5-lab-3"
+            f"--device-name {shorten(name)} {why}: give a printable name of 1 to {MAX_NAME_CHARS} "
+            "characters, e.g. pi5-lab-3"
         )
-    return text
+    return name.strip()
 
 
 def remembered(machine: str, path: Path | None = None) -> tuple[str | None, str | None]:
-    """(the name remembered for `machine`, None) or (None, why none is used; None if no file)."""
+    """(the name remembered for `machine`, None) or (None, why none is used, in words; None if no
+    file). The file is checked by stat first (a FIFO or /dev/zero there is said, never opened)."""
     path = path or name_file()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        name, owner = data["name"], data["machine"]
-        check_device_name(name)
+        data = _read_record(path)
     except FileNotFoundError:
         return None, None
-    except (OSError, ValueError, KeyError, TypeError, DeviceNameError) as exc:
-        return None, f"{path} cannot be used ({type(exc).__name__}: {exc}); give --device-name again"
+    except _NotAFile as exc:  # its line names the path: "… is a FIFO, not a device file"
+        return None, f"{exc}; give --device-name again"
+    except _Unusable as exc:
+        return None, f"{path} cannot be used ({exc}); give --device-name again"
+    name, owner = data["name"], data["machine"]
     if owner != machine:
         return None, f"{path} names another machine's device ({name}); give --device-name to name this one"
     return name, f"remembered in {path} (set {data.get('set_at', '?')})"
+
+
+class _Unusable(Exception):
+    """Why the device file cannot be used, in words."""
+
+
+class _NotAFile(_Unusable):
+    """The device file's path is no regular file (a FIFO, /dev/zero), or too large: said by path."""
+
+
+def _read_record(path: Path) -> dict:
+    """The file's record, checked: FileNotFoundError when there is none, else _Unusable saying what
+    is wrong with it (what the path is, not JSON, a key missing, a name collect would refuse)."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(path)
+    try:
+        data = json.loads(read_bounded(path, MAX_FILE_BYTES, _NotAFile, "device file").decode("utf-8"))
+    except OSError as exc:
+        raise _Unusable(f"cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise _Unusable("it is not UTF-8 text") from None
+    except ValueError as exc:
+        raise _Unusable(f"it is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _Unusable(f"it holds a JSON {type(data).__name__}, not the object edgestats writes")
+    missing = [key for key in ("name", "machine") if not isinstance(data.get(key), str)]
+    if missing:
+        raise _Unusable(f"it has no {' or '.join(repr(k) for k in missing)} text, which edgestats writes")
+    why = device_name_problem(data["name"])
+    if why:
+        raise _Unusable(f"the name it holds, {shorten(data['name'])}, {why}")
+    return data
 
 
 def remember(name: str, machine: str, path: Path | None = None) -> str | None:
@@ -95,11 +127,11 @@ def remember(name: str, machine: str, path: Path | None = None) -> str | None:
         "set_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     try:
-        current = json.loads(path.read_text(encoding="utf-8"))
-        if current.get("name") == name and current.get("machine") == machine:
+        current = _read_record(path)
+        if current["name"] == name and current["machine"] == machine:
             return None  # already remembered: no write on every collect
-    except (OSError, ValueError, AttributeError):
-        pass
+    except (FileNotFoundError, _Unusable):
+        pass  # replaced below (a FIFO or device there too: os.replace swaps the name, never opens it)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

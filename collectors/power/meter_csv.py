@@ -26,6 +26,7 @@ from pathlib import Path
 
 from edgestats.collectors.power.base import PowerReading, PowerSource, PowerSourceError
 from edgestats.collectors.power.energy import integrate_trapezoid, value_at
+from edgestats.userpaths import check_size
 
 EXPECTED_COLUMNS = ("timestamp", "power_w")
 # Python 3.10's datetime.fromisoformat takes a fraction of exactly 3 or 6 digits and an offset only with
@@ -33,6 +34,9 @@ EXPECTED_COLUMNS = ("timestamp", "power_w")
 _FRACTION = re.compile(r"(:\d\d)[.,](\d{1,6})\d*")
 _COLONLESS_OFFSET = re.compile(r"(:\d\d(?:\.\d+)?[+-]\d\d)(\d\d)$")  # after a time
 RAIL = "meter"
+# A meter log larger than this is refused before it is read (its samples are held in memory: about
+# 4 bytes of memory per byte of log): 10 Hz for a week is about 20 MB. Trim it to the collect's span.
+MAX_LOG_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,9 @@ def as_iso_310(text: str) -> str:
 
 
 def load_meter_csv(path: Path) -> list[tuple[float, float]]:
-    """(unix seconds, watts) sorted by time; PowerSourceError naming the line of any bad value."""
+    """(unix seconds, watts) sorted by time; PowerSourceError naming the line of any bad value, or
+    saying what the path is when it is no regular file (a FIFO, /dev/zero) or too large to read."""
+    check_size(path, MAX_LOG_BYTES, PowerSourceError, "power meter log (a CSV file)")
     try:
         with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: spreadsheet BOMs
             rows = csv.reader(f)

@@ -44,6 +44,7 @@ from edgestats.store.database import (
 )
 from edgestats.store.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store.results import CHILD_TABLES, Store, quote_ident
+from edgestats.userpaths import check_file, kind_of
 
 # Tables holding a run's content, compared to detect conflicts; all keyed by run_id.
 RUN_TABLES = ("runs", "run_results", *CHILD_TABLES)
@@ -260,6 +261,8 @@ def merge(
     """Merge `inputs` into `out` (created if missing) in one transaction: all or nothing; `out`
     is replaced only when the merge succeeds (see the module docstring)."""
     out_path = Path(out)
+    for given in inputs:  # by stat, before any resolve() or open: a symlink loop, a FIFO, /dev/zero
+        check_file(given, DatabaseError, "DB file", "give the path of a .duckdb file to merge")
     paths = list(dict.fromkeys(Path(p).resolve() for p in inputs))  # the same file twice: once
     if not paths:
         raise DatabaseError("nothing to merge: give at least one input file")
@@ -267,9 +270,10 @@ def merge(
         raise DatabaseError(f"{out_path}: the folder {out_path.parent} does not exist; create it first.")
     if out_path.is_dir():
         raise DatabaseError(f"{out_path} is a directory; give the path of a .duckdb file to merge into.")
+    kind = kind_of(out_path)
+    if kind not in (None, "missing", "a broken symlink"):  # a dangling link: the merged file is made there
+        raise DatabaseError(f"{out_path} is {kind}, not a DB file; give a .duckdb file to merge into.")
     for path in paths:
-        if not path.is_file():
-            raise DatabaseError(f"{path}: no such file")
         if out_path.exists() and path.resolve() == out_path.resolve():
             raise DatabaseError(f"{path} is both the output and an input; write the merge to a new file")
     reports = [InputReport(p) for p in paths]

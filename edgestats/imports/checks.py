@@ -12,7 +12,13 @@ from pathlib import Path
 
 import duckdb
 
-from edgestats.contracts import CONFIG_RANGES, CONTROL_CHARACTERS, control_character
+from edgestats.contracts import (
+    CONFIG_RANGES,
+    CONTROL_CHARACTERS,
+    MAX_DEVICE_NAME_CHARS,
+    control_character,
+    device_name_problem,
+)
 from edgestats.errors import ImportFileError
 from edgestats.formatting import counted
 from edgestats.imports.columns import (
@@ -26,6 +32,7 @@ from edgestats.imports.columns import (
 )
 from edgestats.store.database import first_row
 from edgestats.store.results import quote_ident
+from edgestats.userpaths import shorten
 
 RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
 
@@ -210,12 +217,19 @@ def _check_config_range(
 
 
 def check_name_option(option: str, value: str | None) -> None:
-    """A name given on the command line (--device) without control characters, as in a cell."""
+    """A name given on the command line (--device) without control characters, as in a cell, and
+    named as collect's --device-name takes it (contracts.device_name_problem: 1 to 64 characters)."""
     found = control_character(value) if value else None
     if found:
         raise ImportFileError(
-            f"{option} {value!r}: contains a control character ({found}); give printable text; "
+            f"{option} {shorten(value)}: contains a control character ({found}); give printable text; "
             "nothing was imported"
+        )
+    why = device_name_problem(value) if value and option == "--device" else None
+    if why:
+        raise ImportFileError(
+            f"{option} {shorten(value)} {why}: give a printable name of 1 to {MAX_DEVICE_NAME_CHARS} "
+            "characters, as collect's --device-name takes it; nothing was imported"
         )
 
 

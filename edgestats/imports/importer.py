@@ -46,6 +46,7 @@ from edgestats.imports.read import check_text_file, pivot_long, read_as_text
 from edgestats.imports.tables import DIGEST, StagedRuns, digest_sql, run_id_sql, stage_runs
 from edgestats.store.database import first_row, limit_memory, memory_limit_bytes
 from edgestats.store.results import quote_ident
+from edgestats.userpaths import check_file
 
 __all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
 
@@ -237,8 +238,7 @@ def import_results(
     path = Path(file)
     kind = _checked_kind(kind, long=long, fmt=fmt)
     check_name_option("--device", device)
-    if not path.is_file():
-        raise ImportFileError(f"{path}: no such file")
+    check_file(path, ImportFileError, advice="give the path of a results file")  # a FIFO: never opened
     maps = parse_mappings(mappings or [])
     digest = hashlib.sha256()  # hashlib.file_digest would do this from Python 3.11
     with open(path, "rb") as f:

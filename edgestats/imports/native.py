@@ -24,7 +24,9 @@ from edgestats.errors import ImportFileError
 from edgestats.imports.llama_bench import parse_llama_bench
 from edgestats.store.results import quote_ident
 from edgestats.textfiles import decode_utf8
+from edgestats.userpaths import read_bounded
 
+MAX_OUTPUT_BYTES = 64 * 2**20  # a tool's console output or summary is kilobytes; read no more than this
 NUMBER = r"([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
 TIME_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
@@ -54,6 +56,16 @@ def _not_format(path: Path, fmt: str, expected: str, text: str) -> ImportFileErr
     return ImportFileError(
         f"{path}: not {TOOLS[fmt]} output (--format {fmt}): expected {expected}{looks}; nothing was imported"
     )
+
+
+def _whole(path: Path, fmt: str, text: str, last: str, shown: str) -> None:
+    """ImportFileError when the tool's output lacks the line it always prints last (`last`): half a
+    file would otherwise import as a run with half its figures."""
+    if not _find(last, text):
+        raise ImportFileError(
+            f"{path}: {TOOLS[fmt]} output cut short: it ends before {shown}, the line the tool prints "
+            "last; import the whole output; nothing was imported"
+        )
 
 
 def parse_benchmark_model(text: str, path: Path) -> dict:
@@ -258,6 +270,7 @@ def parse_perf_test(text: str, path: Path) -> dict:
     }
     for name, seconds in re.findall(rf"^(Min|Max|P\d+) Latency: {NUMBER} s", text, re.MULTILINE):
         row[f"latency_{name.lower().replace('p999', 'p99_9')}_ms"] = float(seconds) * 1e3
+    _whole(path, "perf_test", text, rf"^P999 Latency: {NUMBER} s\s*$", "'P999 Latency: … s'")
     provider = _find(r"^using (\w+ExecutionProvider)", text)
     row["execution_provider"] = provider.group(1) if provider else None
     return row
@@ -269,6 +282,8 @@ def parse_mlperf(text: str, path: Path) -> dict:
         raise _not_format(
             path, "mlperf", "LoadGen's mlperf_log_summary.txt, beginning 'MLPerf Results Summary'", text
         )
+
+    _whole(path, "mlperf", text, r"^(?:No errors|\d+ ERRORS?) encountered", "'No errors encountered …'")
 
     def field(name: str) -> str | None:
         match = _find(rf"^{re.escape(name)}\s*: (.+?)\s*$", text)
@@ -350,7 +365,7 @@ def read_native(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> list[st
             f"--format {fmt!r}: use one of {', '.join(FORMATS)} (or no --format for CSV/TSV/Parquet)"
         )
     text = decode_utf8(
-        path.read_bytes(),
+        read_bounded(path, MAX_OUTPUT_BYTES, ImportFileError, f"{fmt} output"),
         path,
         ImportFileError,
         "import the tool's output as it wrote it; nothing was imported",

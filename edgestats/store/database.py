@@ -26,6 +26,7 @@ import duckdb
 
 import edgestats.interrupts as interrupts
 from edgestats.errors import DamagedDatabaseError, DatabaseError, DatabaseLockedError, StorageError
+from edgestats.userpaths import kind_of
 
 # The storage format of the files edgestats creates: DuckDB's oldest with everything the schema uses
 # (UUID, JSON, VARCHAR[], TIMESTAMPTZ, CHECK and PRIMARY KEY constraints, views, macros): storage
@@ -75,6 +76,9 @@ def connect(
     """Open a DuckDB file, checked whole (`check_intact`). `read_only=True` makes the connection
     itself refuse writes."""
     path = Path(path)
+    kind = kind_of(path)  # by stat: a FIFO is never opened (DuckDB's open of one blocks until killed)
+    if kind not in (None, "missing", "a directory"):
+        raise DatabaseError(f"{path} is {kind}, not a DB file; give the path of a .duckdb file.")
     if (read_only or must_exist) and not path.exists():
         raise DatabaseError(
             f"{path}: no such file. Check the path, or create a DB with `edgestats import` / "

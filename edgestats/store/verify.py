@@ -28,6 +28,7 @@ import duckdb
 
 from edgestats.errors import DamagedDatabaseError, DatabaseError
 from edgestats.store.database import FILE_HEADER_BYTES, RECOVER, check_intact, connect
+from edgestats.store.migrations import current_version
 from edgestats.store.results import quote_ident
 
 # DuckDB's block checksum (src/common/checksum.cpp): each 8-byte word of the block after its
@@ -84,6 +85,11 @@ def verify_db(path: Path) -> Verification:
         report.recovery = db_recovery(report, path)
         return report
     try:
+        if current_version(con, str(path))[0] == 0:  # a DuckDB file edgestats did not make: not "whole"
+            raise DatabaseError(
+                f"{path} is a DuckDB file with no tables, not an edgestats results DB; verify checks "
+                "results DBs and export folders."
+            )
         try:
             check_intact(con, path, thorough=True)
         except DamagedDatabaseError as exc:

@@ -61,7 +61,7 @@ def test_a_remembered_name_is_reused_on_its_machine_only_and_a_damaged_file_says
     path.write_text("{not json")
     assert (
         remembered(MACHINE, path)[0] is None
-        and "cannot be used (JSONDecodeError" in remembered(MACHINE, path)[1]
+        and "cannot be used (it is not JSON: " in remembered(MACHINE, path)[1]
     )
     blocked = tmp_path / "file"
     blocked.write_text("")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from edgestats.contracts import MAX_DEVICE_NAME_CHARS, device_name_problem, device_uuid
 from edgestats.errors import EdgestatsError
-from edgestats.userpaths import read_bounded, shorten
+from edgestats.store.userpaths import read_bounded, shorten
 
 NAME_FILE = "device.json"
 MAX_NAME_CHARS = MAX_DEVICE_NAME_CHARS

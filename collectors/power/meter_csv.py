@@ -26,7 +26,7 @@ from pathlib import Path
 
 from edgestats.collectors.power.base import PowerReading, PowerSource, PowerSourceError
 from edgestats.collectors.power.energy import integrate_trapezoid, value_at
-from edgestats.userpaths import check_size
+from edgestats.store.userpaths import check_size
 
 EXPECTED_COLUMNS = ("timestamp", "power_w")
 # Python 3.10's datetime.fromisoformat takes a fraction of exactly 3 or 6 digits and an offset only with

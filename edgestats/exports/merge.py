@@ -44,7 +44,7 @@ from edgestats.store.database import (
 )
 from edgestats.store.migrations import check_not_newer, current_version, latest_version, migrate
 from edgestats.store.results import CHILD_TABLES, Store, quote_ident
-from edgestats.userpaths import check_file, kind_of
+from edgestats.store.userpaths import check_file, kind_of
 
 # Tables holding a run's content, compared to detect conflicts; all keyed by run_id.
 RUN_TABLES = ("runs", "run_results", *CHILD_TABLES)

@@ -32,7 +32,7 @@ from edgestats.imports.columns import (
 )
 from edgestats.store.database import first_row
 from edgestats.store.results import quote_ident
-from edgestats.userpaths import shorten
+from edgestats.store.userpaths import shorten
 
 RUN_STATUSES = ("ok", "error", "timeout", "killed", "diverged")
 

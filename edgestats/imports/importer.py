@@ -46,7 +46,7 @@ from edgestats.imports.read import check_text_file, pivot_long, read_as_text
 from edgestats.imports.tables import DIGEST, StagedRuns, digest_sql, run_id_sql, stage_runs
 from edgestats.store.database import first_row, limit_memory, memory_limit_bytes
 from edgestats.store.results import quote_ident
-from edgestats.userpaths import check_file
+from edgestats.store.userpaths import check_file
 
 __all__ = ["ImportReport", "check_text_file", "describe_identity", "import_results", "parse_mappings"]
 

@@ -23,8 +23,8 @@ import duckdb
 from edgestats.errors import ImportFileError
 from edgestats.imports.llama_bench import parse_llama_bench
 from edgestats.store.results import quote_ident
+from edgestats.store.userpaths import read_bounded
 from edgestats.textfiles import decode_utf8
-from edgestats.userpaths import read_bounded
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # a tool's console output or summary is kilobytes; read no more than this
 NUMBER = r"([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"

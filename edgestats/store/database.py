@@ -26,7 +26,7 @@ import duckdb
 
 import edgestats.interrupts as interrupts
 from edgestats.errors import DamagedDatabaseError, DatabaseError, DatabaseLockedError, StorageError
-from edgestats.userpaths import kind_of
+from edgestats.store.userpaths import kind_of
 
 # The storage format of the files edgestats creates: DuckDB's oldest with everything the schema uses
 # (UUID, JSON, VARCHAR[], TIMESTAMPTZ, CHECK and PRIMARY KEY constraints, views, macros): storage

@@ -89,5 +89,5 @@ def test_csv_bad_values_name_the_line(tmp_path):
         load_meter_csv(bad_time)
     with pytest.raises(PowerSourceError, match="no samples"):
         load_meter_csv(write_csv(tmp_path, "timestamp,power_w\n", "empty.csv"))
-    with pytest.raises(PowerSourceError, match="cannot read"):
+    with pytest.raises(PowerSourceError, match="missing.csv: no such file"):
         load_meter_csv(tmp_path / "missing.csv")

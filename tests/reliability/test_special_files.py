@@ -1,6 +1,6 @@
 """Paths that are no regular file, and sizes past memory (issue 39): a FIFO, /dev/zero (or a symlink
 to it), a directory or a symlink loop given where edgestats reads a file is refused by stat before
-any open, in one line saying what the path is (edgestats/userpaths.py); a generation batch whose
+any open, in one line saying what the path is (edgestats/store/userpaths.py); a generation batch whose
 KV cache cannot fit is refused before any run. Were: reads that grew past 16 GB, opens that blocked
 until killed (ignoring SIGTERM), a traceback.
 

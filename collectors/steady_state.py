@@ -240,14 +240,14 @@ def detect(latencies: Sequence[float]) -> SteadyState:
     min_steady = max(MIN_STEADY_BLOCKS, math.ceil(STEADY_FRACTION * m))
     sums = prefix_sums(z)
     first = best_break(sums, min_steady)
-    # autocorrelated noise (Santer et al. 2000): the lag-1 autocorrelation r1 of the steady
-    # segment's residuals about its trend line leaves (m - k)(1 - r1)/(1 + r1) effectively
-    # independent blocks; the break's likelihood, the slope's SE and its degrees of freedom are
-    # taken at that effective size
+    # autocorrelated noise (Santer et al. 2000): the lag-1 autocorrelation r1 of the residuals
+    # about the two lines either side of the break leaves a share (1 - r1)/(1 + r1) of the blocks
+    # effectively independent; the break's likelihood, the slope's SE and its degrees of freedom
+    # are taken at that effective size
     phi = noise_autocorrelation(z, first)
-    if phi > 0:
-        first = best_break(sums, min_steady, (1 - phi) / (1 + phi))
     shrink = (1 - phi) / (1 + phi)
+    if phi > 0:
+        first = best_break(sums, min_steady, shrink)
     drift = 0.0
     for k in range(first, m - min_steady + 1):
         slope, se, _ = suffix_trend(sums, k)
@@ -256,7 +256,7 @@ def detect(latencies: Sequence[float]) -> SteadyState:
         drift = relative_change(slope * span)
         # a perfect line (se 0) is a drift without noise; under 1 effective degree of freedom
         # the segment cannot show one
-        drifts = abs(slope) > t_quantile(df) * se if df >= 1 else False
+        drifts = df >= 1 and abs(slope) > t_quantile(df) * se
         if not drifts or abs(drift) <= MIN_DRIFT:
             return SteadyState(k * block, False, block, drift, slope / block, se / block, max(df, 0))
     return SteadyState(None, True, block, drift)

@@ -1,4 +1,4 @@
-"""Commands on result files: import, merge, sql, migrate.
+"""Commands on result files: import, merge, sync, sql, migrate.
 
 Each parses its arguments, calls the library (edgestats.imports, edgestats.exports.merge,
 edgestats.store) and prints what it returned through reports/terminal/ (sql's streamed table is the
@@ -20,10 +20,12 @@ from edgestats.imports.importer import import_results
 from edgestats.reports.terminal.imports import import_lines
 from edgestats.reports.terminal.merge import merge_lines
 from edgestats.reports.terminal.migrate import migrate_line
+from edgestats.reports.terminal.sync import sync_lines
 from edgestats.store.database import connect
 from edgestats.store.migrations import current_version, latest_version, migrate
 from edgestats.store.query import FORMATS, print_query, terminal_columns
 from edgestats.store.verify import refuse_known_damaged
+from edgestats.workflows.sync import sync_sources
 
 
 @handle_errors
@@ -102,6 +104,23 @@ def merge_command(
 
 
 @handle_errors
+def sync_command(
+    sources: list[Path] = typer.Argument(..., help="Board DBs to bring in (a USB stick's, pulled ones)."),
+    into: Path = typer.Option(..., "--into", help="The results lake (folder) or .duckdb to sync into."),
+) -> None:
+    """Sync board DBs into a results lake (or a DB), idempotently by run UUID.
+
+    Each source is checked on its own: a damaged, foreign or newer-schema file is refused in
+    one line and the others are synced; the exit status is 1 when any was refused.
+    """
+    report = sync_sources(sources, into)
+    for line in sync_lines(report):
+        typer.echo(line)
+    if report.refused:
+        raise typer.Exit(1)
+
+
+@handle_errors
 def sql_command(
     db: Path = typer.Argument(..., help="Results DB to query."),
     query: str = typer.Argument(..., help='SQL (DuckDB dialect), e.g. "SELECT * FROM run_summary".'),
@@ -167,5 +186,6 @@ def migrate_command(
 def register(app: typer.Typer) -> None:
     app.command("import")(import_command)
     app.command("merge")(merge_command)
+    app.command("sync")(sync_command)
     app.command("sql")(sql_command)
     app.command("migrate")(migrate_command)

@@ -113,7 +113,7 @@ def test_a_planted_slow_unit_is_found_and_an_identical_class_flags_none():
     rng = np.random.default_rng(10)
     false_flags, found, others = [], [], []
     for units in (4, 5, 6):
-        identical = simulate(rng, 2000, units, 5, 0.0, 0.025)
+        identical = simulate(rng, 10_000, units, 5, 0.0, 0.025)
         false_flags.append(st.unit_contrasts(identical, LEVEL).flagged.any(axis=-1))
         planted = simulate(rng, 2000, units, 5, 0.0, 0.025)
         planted[:, 0] += math.log(1.10)

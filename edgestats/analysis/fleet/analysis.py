@@ -1,7 +1,7 @@
-"""fleet: are identical boards identical? Per device class and configuration, the variance of log
-run latency split into between-unit, between-run and within-run parts, the between-unit SD with
-its interval, and each unit against the rest of its class, flagged slower or faster under Holm's
-step-down (docs/cli/analyze.md, "fleet").
+"""fleet: per device class and configuration, how much identical boards differ and which unit is
+unlike its class (docs/cli/analyze.md, "fleet"). The variance of log run latency is split into
+between-unit, between-run and within-run parts, the between-unit SD given with its interval, and
+each unit is set against the rest of its class, flagged slower or faster under Holm's step-down.
 
 A unit is a device (the name its runs are stored under, `device`), its class `device_class`
 (`collect --device-class`, the fleet inventory's `class`). The configuration is the one the other

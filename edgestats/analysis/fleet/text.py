@@ -1,6 +1,7 @@
 """fleet in words: each unit against its class and each class's one sentence. A unit reads "pi5-03
-ran 1.12× [1.05, 1.20] as long as its class: slower"; a class's sentence gives its SDs first. Numbers go through
-edgestats.formatting; the ratio's and the group's words are answers' (edgestats.analysis.answers.text)."""
+ran 1.12× [1.05, 1.20] as long as its class: slower"; a class's sentence gives its SDs first.
+Numbers go through edgestats.formatting; the ratio's and the group's words are answers'
+(edgestats.analysis.answers.text)."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
-"""The fleet analysis: per device class, the variance between units, between runs and within a run,
-and each unit against its class (are identical boards identical?)."""
+"""The fleet analysis: per device class, the SD between units beside between-run and within-run, and
+each unit against its class."""

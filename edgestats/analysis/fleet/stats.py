@@ -1,6 +1,6 @@
-"""fleet's arithmetic on arrays: variance components of log run medians, the between-unit SD's MLS
-interval, and each unit against the rest of its class (docs/methodology.md, "Fleets"). Holm's
-step-down runs across the class's units.
+"""fleet's arithmetic on arrays: variance components, the between-unit SD's MLS interval, and each
+unit against the rest of its class. Method: docs/methodology.md, "Fleets"; Holm's step-down runs
+across the class's units.
 
 Every function takes run medians as a (..., units, runs) array padded with NaN where a unit has
 fewer runs (leading axes: many classes at once, as the coverage simulations call them), so the

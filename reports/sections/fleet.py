@@ -38,7 +38,7 @@ def figures(result: Any) -> list[FigureSpec]:
         f"{pct(result.level)} interval (bar), one panel per class and configuration; red: flagged "
         "slower, blue: flagged faster (Holm's step-down across the class's units)"
     )
-    return figure(frames, "units", "fleet_units", title, units_chart)
+    return figure(frames, "units", "units", title, units_chart)
 
 
 def sentences(result: Any) -> list[str]:
@@ -55,7 +55,8 @@ def sentence(result: Any) -> str:
     flagged = [r for r in units if r["verdict"] != LIKE_CLASS]
     text = (
         f"In {counted(len(groups), 'groups')} of a class and configuration, "
-        f"{len(flagged)} of {counted(len(units), 'units')} differ from their class "
+        f"{len(flagged)} of {counted(len(units), 'units')} {'differs' if len(flagged) == 1 else 'differ'} "
+        "from their class "
         f"(Holm across each class's units, {pct(result.level)} intervals)"
     )
     if flagged:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from fleet_builders import make_fleet_db
 from golden_files import any_requested, golden_names, is_requested, normalise, unknown_names
 from report_builders import make_report_db
 
-from edgestats.analysis import run_analyses
+from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.analysis.load.power_trace import PowerTrace, load_power_trace
 from edgestats.registry.analyses import analysis_names
 from edgestats.reports import (
@@ -26,6 +27,7 @@ from edgestats.reports import (
     charts_training,
 )
 from edgestats.reports.report import figures_for, generic_interval_chart
+from edgestats.reports.sections import fleet as fleet_section
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "charts"
 
@@ -74,6 +76,7 @@ BUILDERS = {
     ),
     "workers": ("pipeline", "workers", lambda f: charts_training.workers_chart(f["workers"])),
     "resources": ("pipeline", "resources", lambda f: charts_training.resources_chart(f["resources"])),
+    "fleet_units": ("fleet", "units", lambda f: fleet_section.units_chart(f["units"])),
     "generic_interval": ("pipeline", "reductions", lambda f: generic_interval_chart(f["reductions"])),
     "power_over_time": (
         "power",
@@ -100,6 +103,16 @@ def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
         }
         trace = load_power_trace(db)
         frames["power.power"], frames["power.phases"] = trace.power, trace.phases
+        # the report DB's configurations each ran on one device: fleet's units come from a fleet's DB
+        fleet_db = make_fleet_db(tmp_path_factory.mktemp("golden-fleet") / "fleet.duckdb")
+        frames.update(
+            {
+                f"fleet.{key}": frame
+                for key, frame in run_analyses(fleet_db, AnalysisOptions(only="fleet"))[
+                    "fleet"
+                ].frames.items()
+            }
+        )
         for key, frame in frames.items():
             if is_requested(key) or not paths:
                 (GOLDEN / f"{key}.input.json").write_text(

@@ -5,7 +5,7 @@ Numbers go through edgestats.formatting; the ratio's and the group's words are a
 
 from __future__ import annotations
 
-from edgestats.analysis.answers.text import group_text, p_text, times_text
+from edgestats.analysis.answers.text import p_text, times_text, value_text
 from edgestats.analysis.fleet import stats as st
 from edgestats.formatting import counted, format_interval
 
@@ -16,6 +16,13 @@ COMPONENT_WORDS = {
     "between_run": "between runs",
     "within_run": "within a run",
 }
+
+
+def group_text(group: dict) -> str:
+    """'pi5 / onnxruntime / cnn9 / batch 1': answers' words for the values, a repeat (a runtime
+    named as its framework) said once."""
+    parts = [value_text(k, v) for k, v in group.items() if v is not None]
+    return " / ".join(dict.fromkeys(parts)) or "all runs"
 
 
 def unit_text(row: dict) -> str:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 
+from edgestats.analysis import AnalysisOptions, run_analyses
 from edgestats.store.results import Store
 
 # class -> (units, runs per unit, median ms, the slow unit or None)
@@ -60,3 +62,10 @@ def make_fleet_db(
                     )
                     t0 += 10**12
     return path
+
+
+def fleet_frames(folder: Path) -> dict[str, pl.DataFrame]:
+    """fleet's frames on a fleet DB made in `folder`, keyed "fleet.KEY" as the chart goldens' inputs
+    are: the report DB's configurations each ran on one device, so it has no class of several units."""
+    result = run_analyses(make_fleet_db(folder / "fleet.duckdb"), AnalysisOptions(only="fleet"))["fleet"]
+    return {f"fleet.{key}": frame for key, frame in result.frames.items()}

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fleet_builders import make_fleet_db
+from chart_specs import units
+from fleet_builders import fleet_frames
 from golden_files import any_requested, golden_names, is_requested, normalise, unknown_names
 from report_builders import make_report_db
 
-from edgestats.analysis import AnalysisOptions, run_analyses
+from edgestats.analysis import run_analyses
 from edgestats.analysis.load.power_trace import PowerTrace, load_power_trace
 from edgestats.registry.analyses import analysis_names
 from edgestats.reports import (
@@ -103,16 +104,7 @@ def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
         }
         trace = load_power_trace(db)
         frames["power.power"], frames["power.phases"] = trace.power, trace.phases
-        # the report DB's configurations each ran on one device: fleet's units come from a fleet's DB
-        fleet_db = make_fleet_db(tmp_path_factory.mktemp("golden-fleet") / "fleet.duckdb")
-        frames.update(
-            {
-                f"fleet.{key}": frame
-                for key, frame in run_analyses(fleet_db, AnalysisOptions(only="fleet"))[
-                    "fleet"
-                ].frames.items()
-            }
-        )
+        frames.update(fleet_frames(tmp_path_factory.mktemp("golden-fleet")))  # fleet_builders says why
         for key, frame in frames.items():
             if is_requested(key) or not paths:
                 (GOLDEN / f"{key}.input.json").write_text(
@@ -223,22 +215,6 @@ def without_intervals(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         *(pl.lit(None, pl.Float64).alias(c) for c in frame.columns if INTERVAL_COLUMNS.search(c))
     )
-
-
-def units(spec: dict, data: str | None = None, panels: tuple = ()):
-    """(unit spec, its dataset name, the facet fields above it) of every mark in a spec."""
-    data = (spec.get("data") or {}).get("name", data)
-    facet = spec.get("facet") or {}
-    fields = [
-        f["field"]
-        for f in ([facet] if "field" in facet else facet.values())
-        if isinstance(f, dict) and "field" in f
-    ]
-    panels = (*panels, *fields)
-    if "mark" in spec:
-        yield spec, data, panels
-    for child in [*spec.get("layer", []), *([spec["spec"]] if "spec" in spec else [])]:
-        yield from units(child, data, panels)
 
 
 def passes(row: dict, unit: dict) -> bool:

@@ -15,16 +15,11 @@ from pathlib import Path
 import pytest
 from fleet_builders import make_fleet_db
 from report_builders import write_db_report
+from section_browser import open_section
 
 from edgestats.analysis import run_analyses
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-READY_JS = "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')"
-CHARTS_JS = """() => Array.from(document.querySelectorAll('#fleet .chart')).map(e => ({id: e.id,
-  state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas'),
-  wide: e.querySelector('svg, canvas') ? e.querySelector('svg, canvas').getBoundingClientRect().width : 0,
-  box: e.getBoundingClientRect().width}))"""
 
 
 @pytest.fixture(scope="module")
@@ -38,22 +33,11 @@ def index(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("width", [1400, 390])
 def test_fleet_section_draws_its_units_with_an_empty_console(browser, index, width):
-    console: list[str] = []
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-    page.on("pageerror", lambda exc: console.append(f"page error: {exc}"))
-    page.goto(index.as_uri())
-    page.wait_for_function(READY_JS, timeout=60_000)
-    page.wait_for_timeout(300)
-    charts = page.evaluate(CHARTS_JS)
-    section = page.locator("#fleet").inner_text()
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.locator("#fleet").screenshot(path=str(ARTIFACTS / f"report-fleet-{width}.png"))
-    page.close()
+    charts, text, console = open_section(browser, index, "fleet", width)
     # the units side by side, and the variance components in the report's interval chart
     assert [c["id"].rsplit("-", 1)[-1] for c in charts] == ["units", "components"], charts
     assert all(c["state"] == "true" and c["drawn"] for c in charts), charts
     if width == 390:
         assert [c["id"] for c in charts if c["wide"] > c["box"] + 1] == [], charts
-    assert "pi5-03 ran 1.1" in section
+    assert "pi5-03 ran 1.1" in text
     assert console == [], "\n".join(console)

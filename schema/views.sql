@@ -203,7 +203,9 @@ SELECT
     r.dataset_path, r.dataset_samples, r.dataset_test_samples, r.dataset_bytes,
     r.dataset_image_h, r.dataset_image_w, r.dataset_image_c,
     -- generation runs (0009; their figures: generation_summary)
-    r.prompt_tokens, r.new_tokens, r.context_depth, r.kv_cache_bytes
+    r.prompt_tokens, r.new_tokens, r.context_depth, r.kv_cache_bytes,
+    -- a run's place in a fleet (0010): identical units share a class; each has its own id
+    r.device_class, r.unit_id, r.tags
 FROM runs r
 LEFT JOIN devices d USING (device_id)
 LEFT JOIN run_latency_stats l USING (run_id)

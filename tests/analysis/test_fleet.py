@@ -183,3 +183,11 @@ def test_a_class_of_one_unit_says_why():
     data = fleet_runs(np.random.default_rng(1), None, units=1)
     result = analyse(data, AnalysisOptions())
     assert not result.available and "1 unit of class pi5" in result.entries[0]["reason"]
+
+
+def test_units_of_one_run_each_are_not_called_like_their_class():
+    result = analyse(fleet_runs(np.random.default_rng(2), "pi5-03", runs=1), AnalysisOptions())
+    (entry,) = result.entries
+    assert all(r["p_holm"] is None and not r["flagged"] for r in entry["unit_ratios"])
+    assert "no unit could be tested" in entry["sentence"] and "at least 2 runs" in entry["sentence"]
+    assert entry["components"][0]["estimate"] is None and "one run" in entry["components"][0]["note"]

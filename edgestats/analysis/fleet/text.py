@@ -11,6 +11,7 @@ from edgestats.formatting import counted, format_interval
 
 __all__ = ["group_text", "sentence", "unit_text"]
 
+UNTESTED = "a test needs a spread between runs of one unit (collect at least 2 runs a unit)"
 COMPONENT_WORDS = {
     "between_unit": "between units",
     "between_run": "between runs",
@@ -53,6 +54,8 @@ def sentence(entry: dict) -> str:
         f"{entry['group_text']}: {counted(entry['units'], 'units')}, SD {parts[0]} "
         f"({', '.join(parts[1:])}; {entry['level'] * 100:g} % intervals)"
     )
+    if all(r["p_holm"] is None for r in entry["unit_ratios"]):
+        return f"{head}; no unit could be tested against its class: {UNTESTED}."
     flagged = [r["verdict_text"] for r in entry["unit_ratios"] if r["verdict"] != st.LIKE_CLASS]
     alike = len(entry["unit_ratios"]) - len(flagged)
     if not flagged:

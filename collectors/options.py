@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edgestats.collectors.core.provenance import parse_tag_flags
 from edgestats.collectors.core.runconfig import WARMUP_AUTO_LIMIT, parse_warmup
 from edgestats.collectors.core.sweep_limits import (
     DAY_S,
@@ -266,6 +267,31 @@ COLLECT_OPTIONS: tuple[Opt, ...] = (
         "name, which is its identity across DBs and re-imaging, and later collects on this machine "
         "reuse it (edgestats doctor shows it).",
         metavar="NAME",
+    ),
+    SweepKey(
+        "device_class",
+        str,
+        "The class of identical units this device is one of (e.g. pi5), stored with every run: "
+        "analyses group a class's units as replicates.",
+        metavar="NAME",
+    ),
+    SweepKey(
+        "unit_id",
+        str,
+        "This unit's own id (a serial number, an asset tag), stored with every run, to tell two "
+        "units of one class apart.",
+        metavar="ID",
+    ),
+    SweepKey(
+        "tags",
+        str,
+        "A label stored with every run (repeatable), e.g. --tag lab=b2 --tag psu=official; in a "
+        'sweep file: tags = { lab = "b2" }. Keys are identifiers.',
+        flags=("--tag",),
+        metavar="KEY=VALUE",
+        repeatable=True,
+        table=True,
+        to_sweep=parse_tag_flags,
     ),
     # -- how many runs: --until-precise ---------------------------------------------------------
     Opt(

@@ -43,6 +43,7 @@ from edgestats.collectors.core.processes import (
 from edgestats.collectors.core.runconfig import RunConfig
 from edgestats.collectors.core.spool import SpoolContents, cleanup_run_files, read_spool, run_paths
 from edgestats.collectors.generation.engines import needs_prepare
+from edgestats.collectors.host.container import read_run_host
 from edgestats.collectors.host.facts import read_cpu_frequency_state
 from edgestats.collectors.ownership import SpoolOwner
 from edgestats.collectors.power.meter_csv import ClockAnchor
@@ -128,6 +129,7 @@ class Orchestrator:
         self.owner = SpoolOwner(self.spool_dir)
         self.warnings: list[str] = []  # for the user: spool files moved aside, runs left spooled
         self.device_line: str | None = None  # the device's name, where the user did not give it now
+        self.host = read_run_host()  # recorded with each run: OS image, kernel, container
         self._model_cache: str | None = None  # this run's model file: cache hit, built or rebuilt (why)
 
     def close(self) -> None:
@@ -284,6 +286,7 @@ class Orchestrator:
             thread_env={k: env.get(k) for k in THREAD_ENV_VARS},
             memory_limit_bytes=self.memory_limit_bytes,
             owner=self.owner.name,
+            host=self.host,
         )
         paths = self._paths(record.run_id)
         paths["config"].write_text(json.dumps(asdict(config)))

@@ -48,6 +48,7 @@ class RunRecord:
     thread_env: dict[str, str | None] = field(default_factory=dict)
     memory_limit_bytes: int | None = None  # --memory-limit-mb, as RLIMIT_DATA
     owner: str | None = None  # the owning collect's lock file (ownership.py)
+    host: dict[str, Any] = field(default_factory=dict)  # OS image, kernel, container (host/container.py)
 
     @property
     def clock_fields(self) -> dict[str, int] | None:
@@ -94,6 +95,7 @@ class RunRecord:
             thread_env=data.get("thread_env") or {},
             memory_limit_bytes=data.get("memory_limit_bytes"),
             owner=data.get("owner"),
+            host=data.get("host") or {},
         )
 
     def write(self, path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from edgestats.collectors.core.provenance import fleet_columns
 from edgestats.collectors.core.runconfig import auto_warmup_limit
 from edgestats.collectors.core.spool import SpoolContents
 from edgestats.collectors.generation.rows import with_generation
@@ -66,7 +67,9 @@ def run_row(
             "worker_start": spool.start,
             "torn_spool_lines": spool.torn_lines,
             "sampler": tele.stats if tele is not None else {},
+            **record.host,  # os_image, kernel, container: read when the collect started
         },
+        **fleet_columns(record.sweep.get("settings") or {}),  # class, unit id, tags (0010)
         "started_at": record.started_at,
         "ended_at": end.ended_at,
         "edgestats_version": __version__,

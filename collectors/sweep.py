@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgestats.collectors.core.provenance import check_fleet_settings, check_tags
 from edgestats.collectors.core.runconfig import (
     ACCELERATORS,
     KINDS,
@@ -193,19 +194,23 @@ def build_sweep(values: dict[str, Any], where: str = "", *, runs_here: bool = Tr
             sweep.options = _check_options(raw, where)
             check_options(sweep.options, where, runs_here=runs_here)
             continue
+        if key == "tags":  # a run's labels in a fleet (collectors/core/provenance.py)
+            sweep.settings["tags"] = check_tags(raw, where)
+            continue
         if key in SETTINGS:
             sweep.settings[key] = _check_value(
                 key, raw, SETTINGS[key], CHOICES.get(key), where, runs_here=runs_here
             )
             continue
         if key not in AXES:
-            valid = ", ".join(list(AXES) + list(SETTINGS) + ["options"])
+            valid = ", ".join(list(AXES) + list(SETTINGS) + ["options", "tags"])
             raise SweepError(f"{where}unknown key {key!r}; valid keys: {valid}")
         expected, allowed = AXES[key]
         items = as_values(raw)
         if not items:
             raise SweepError(f"{where}{key}: an empty list gives no runs; give at least one value")
         sweep.axes[key] = [_check_value(key, v, expected, allowed, where, runs_here=runs_here) for v in items]
+    check_fleet_settings(sweep.settings, where)
     if sweep.settings.get("kind") == "generation" and "model" not in sweep.axes:
         sweep.axes["model"] = [DEFAULT_GENERATION_MODEL]  # the smallest generation model
     if "framework" not in sweep.axes or "model" not in sweep.axes:

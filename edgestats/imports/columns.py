@@ -39,6 +39,9 @@ INT_MAX = INT32_MAX
 BIGINT_COLUMNS = ("dataset_bytes", "kv_cache_bytes", "model_params")
 BIGINT_MAX = 2**63 - 1
 
+# A run's place in a fleet (schema/0010_fleet.sql): a table's device_class and unit_id columns.
+FLEET_COLUMNS = ("device_class", "unit_id")
+
 
 @dataclass(frozen=True)
 class Canonical:
@@ -96,7 +99,7 @@ def _columns() -> dict[str, Canonical]:
         "epoch_time_s": "time",
     }
     cols = [Canonical("device", "devices", "text")]
-    cols += [Canonical(n, "runs", "text") for n in text_runs]
+    cols += [Canonical(n, "runs", "text") for n in (*text_runs, *FLEET_COLUMNS)]
     cols += [Canonical(n, "runs", "int") for n in int_runs]
     # epochs_run: the epochs actually run, as a table gives them (fractional when derived from
     # iterations x batch / dataset size); epochs stays the whole number a run was set to do.

@@ -171,7 +171,7 @@ def test_every_collect_option_is_a_sweep_key_or_named_as_not_one():
     assert [k for k in keys if k in AXES][:4] == ["framework", "model", "runtime", "batch_size"], (
         "axes keep the options' order"
     )
-    assert set(keys) == set(AXES) | set(SETTINGS) | {"options"}
+    assert set(keys) == set(AXES) | set(SETTINGS) | {"options", "tags"}
     given = {opt.name: opt.default for opt in COLLECT_OPTIONS}
     given.update(
         framework=["pytorch"], model=["cnn9"], batch_size=[1, 2], option=["interop_threads=1"], threads=[]

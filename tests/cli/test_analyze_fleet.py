@@ -49,7 +49,7 @@ def test_the_text_output_says_it_in_one_sentence_per_class(fleet_db):
 
 def test_runs_without_a_device_class_are_one_line(tmp_path):
     db = make_answers_db(tmp_path / "a.duckdb", runs=2)
-    result = runner.invoke(app, ["analyze", str(db), "--only", "fleet"])
+    result = runner.invoke(app, ["analyze", str(db), "--only", "fleet"], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     (line,) = result.stdout.strip().splitlines()
     assert line.startswith("fleet: skipped") and "--device-class" in line

@@ -40,8 +40,8 @@ NAME = "fleet"
 CLASS, UNIT = "device_class", "device"
 NOT_CONFIG = (CLASS, UNIT, "unit_id", "tags")
 NO_CLASS = (
-    "no run has a device class: give one at collection (`edgestats collect --device-class pi5`, or "
-    '`class = "pi5"` for a board in the fleet inventory), then analyze again'
+    "no run has a device class: give one with `collect --device-class CLASS` (a board of the fleet "
+    "inventory: `class = ...`), then analyze again"
 )
 COMPONENTS = ("between_unit", "between_run", "within_run")
 WITHIN_NOTE = (

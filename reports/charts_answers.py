@@ -60,12 +60,12 @@ def _chart_frame(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _tooltip(data: pl.DataFrame, category: str) -> list[alt.Tooltip]:
+def _tooltip(data: pl.DataFrame, category: str, ratio_title: str) -> list[alt.Tooltip]:
     """The group and candidate, the exact ratio, its interval, the verdict in words, Holm's p, the
     candidate's own median and its runs."""
     return [
         *(alt.Tooltip(f"{c}:N") for c in ("group", category) if c in data.columns),
-        alt.Tooltip("ratio:Q", format=EXACT, title="times as long as the fastest"),
+        alt.Tooltip("ratio:Q", format=EXACT, title=ratio_title),
         alt.Tooltip(f"{INTERVAL}:N"),
         alt.Tooltip("verdict_text:N", title="verdict"),
         alt.Tooltip("p_holm:Q", format=".2g"),
@@ -78,11 +78,9 @@ def _whole_interval(end: str) -> list[alt.Tooltip]:
     return [alt.Tooltip(f"{INTERVAL}:N", title="the whole interval")]
 
 
-def verdict_colour() -> alt.Color:
+def verdict_colour(colours: dict[str, str] = VERDICT_COLOURS) -> alt.Color:
     return alt.Color(
-        "verdict:N",
-        title="verdict",
-        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+        "verdict:N", title="verdict", scale=alt.Scale(domain=list(colours), range=list(colours.values()))
     )
 
 
@@ -92,10 +90,13 @@ def ratio_chart(
     category: str = "candidate",
     x_title: str = "times as long as the group's fastest (log)",
     columns: int = 2,
+    colours: dict[str, str] = VERDICT_COLOURS,
+    ratio_title: str = "times as long as the fastest",
 ):
     """Dot at each ratio to the fastest (log x: ratios multiply), a rule across its interval,
-    coloured by verdict; one panel per group (`group`, its text as the panel's title), each
-    listing its own candidates, all on one x scale so panels compare."""
+    coloured by verdict (`colours`: verdict -> colour); one panel per group (`group`, its text as
+    the panel's title), each listing its own candidates, all on one x scale so panels compare.
+    fleet draws its units against their class with it."""
     if frame.height == 0 or "ratio" not in frame.columns:
         return no_data_chart("nothing to draw: no group has a ratio")
     data = _chart_frame(frame)
@@ -109,8 +110,8 @@ def ratio_chart(
         sort=alt.EncodingSortField("ratio", op="min"),
         axis=alt.Axis(labelLimit=LABEL_LIMIT),
     )
-    colour = verdict_colour()
-    tooltip = _tooltip(data, category)
+    colour = verdict_colour(colours)
+    tooltip = _tooltip(data, category, ratio_title)
     one = alt.Chart().mark_rule(color="#555", strokeDash=[4, 3]).encode(x=alt.datum(1))
     rules = (
         alt.Chart()

@@ -75,6 +75,16 @@ ANALYSES: tuple[AnalysisEntry, ...] = (
         needs=("latencies",),
     ),
     AnalysisEntry(
+        "fleet",
+        "Fleets: are identical boards identical?",
+        "per device class and configuration: the SD between units (with its interval) beside "
+        "between-run and within-run, and each unit against its class, flagged slower or faster (Holm)",
+        "edgestats.analysis.fleet.analysis:analyse",
+        "edgestats.reports.sections.fleet",
+        "docs/cli/analyze.md#fleet--are-identical-boards-identical",
+        needs=("latencies",),
+    ),
+    AnalysisEntry(
         "generation",
         "Generation: time to first token, tokens per second, energy per token",
         "generation runs: time to first token, prefill and decode tokens/s, inter-token p50/p90/p99, "

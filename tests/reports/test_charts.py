@@ -12,6 +12,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from chart_specs import units
+from fleet_builders import fleet_frames
 from golden_files import any_requested, golden_names, is_requested, normalise, unknown_names
 from report_builders import make_report_db
 
@@ -26,6 +28,7 @@ from edgestats.reports import (
     charts_training,
 )
 from edgestats.reports.report import figures_for, generic_interval_chart
+from edgestats.reports.sections import fleet as fleet_section
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "charts"
 
@@ -74,6 +77,7 @@ BUILDERS = {
     ),
     "workers": ("pipeline", "workers", lambda f: charts_training.workers_chart(f["workers"])),
     "resources": ("pipeline", "resources", lambda f: charts_training.resources_chart(f["resources"])),
+    "fleet_units": ("fleet", "units", lambda f: fleet_section.units_chart(f["units"])),
     "generic_interval": ("pipeline", "reductions", lambda f: generic_interval_chart(f["reductions"])),
     "power_over_time": (
         "power",
@@ -100,6 +104,7 @@ def frozen_inputs(tmp_path_factory) -> dict[str, pl.DataFrame]:
         }
         trace = load_power_trace(db)
         frames["power.power"], frames["power.phases"] = trace.power, trace.phases
+        frames.update(fleet_frames(tmp_path_factory.mktemp("golden-fleet")))  # fleet_builders says why
         for key, frame in frames.items():
             if is_requested(key) or not paths:
                 (GOLDEN / f"{key}.input.json").write_text(
@@ -210,22 +215,6 @@ def without_intervals(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         *(pl.lit(None, pl.Float64).alias(c) for c in frame.columns if INTERVAL_COLUMNS.search(c))
     )
-
-
-def units(spec: dict, data: str | None = None, panels: tuple = ()):
-    """(unit spec, its dataset name, the facet fields above it) of every mark in a spec."""
-    data = (spec.get("data") or {}).get("name", data)
-    facet = spec.get("facet") or {}
-    fields = [
-        f["field"]
-        for f in ([facet] if "field" in facet else facet.values())
-        if isinstance(f, dict) and "field" in f
-    ]
-    panels = (*panels, *fields)
-    if "mark" in spec:
-        yield spec, data, panels
-    for child in [*spec.get("layer", []), *([spec["spec"]] if "spec" in spec else [])]:
-        yield from units(child, data, panels)
 
 
 def passes(row: dict, unit: dict) -> bool:

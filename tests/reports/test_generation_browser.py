@@ -16,16 +16,11 @@ from pathlib import Path
 import pytest
 from generation_builders import depth_sweep, make_generation_db
 from report_builders import write_db_report
+from section_browser import open_section
 
 from edgestats.analysis import run_analyses
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-READY_JS = "Array.from(document.querySelectorAll('.chart')).every(e => e.dataset.rendered !== 'pending')"
-CHARTS_JS = """() => Array.from(document.querySelectorAll('#generation .chart')).map(e => ({id: e.id,
-  state: e.dataset.rendered, drawn: !!e.querySelector('svg, canvas'),
-  wide: e.querySelector('svg, canvas') ? e.querySelector('svg, canvas').getBoundingClientRect().width : 0,
-  box: e.getBoundingClientRect().width}))"""
 
 
 @pytest.fixture(scope="module")
@@ -40,17 +35,7 @@ def index(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("width", [1400, 390])
 def test_generation_section_draws_every_chart_with_an_empty_console(browser, index, width):
-    console: list[str] = []
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-    page.on("pageerror", lambda exc: console.append(f"page error: {exc}"))
-    page.goto(index.as_uri())
-    page.wait_for_function(READY_JS, timeout=60_000)
-    page.wait_for_timeout(300)
-    charts = page.evaluate(CHARTS_JS)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.locator("#generation").screenshot(path=str(ARTIFACTS / f"report-generation-{width}.png"))
-    page.close()
+    charts, _, console = open_section(browser, index, "generation", width)
     assert [c["id"].rsplit("-", 1)[-1] for c in charts] == ["rates", "ttft", "itl", "energy", "depth"]
     assert all(c["state"] == "true" and c["drawn"] for c in charts), charts
     if width == 390:

@@ -12,7 +12,7 @@ from edgestats.analysis.estimators import welch
 from edgestats.formatting import format_interval
 
 # Keys whose values name themselves (pi5, cnn9, onnxruntime, fp32); others are said with their key.
-PLAIN_KEYS = ("device", "framework", "runtime", "model", "precision", "candidate", "dataset")
+PLAIN_KEYS = ("device", "device_class", "framework", "runtime", "model", "precision", "candidate", "dataset")
 ALWAYS_SHOWN = ("framework", "runtime")  # a candidate is named by these even where they do not vary
 MIN_RUNS_ADVISED = 3  # one run measures no spread between runs; two give an interval on one df
 

@@ -108,11 +108,13 @@ def hanging_indent(line: str, width: int) -> int:
 def wrap_spans(line: str, width: int, hang: int | None = None) -> list[tuple[int, int]]:
     """Where to break `line` so each piece fits `width` columns once the continuations are indented
     by `hang` (default: hanging_indent): (start, end) offsets into the line, breaking only at
-    spaces. A word is never split: one longer than the room a line has stands alone on its line."""
+    spaces. A word is never split: one longer than the room a line has stands alone on its line.
+    A percent sign stays with its number ("95 %" is one word here): a line that ends "(95" and
+    goes on "%)," reads as two figures."""
     hang = hanging_indent(line, width) if hang is None else hang
     spans: list[tuple[int, int]] = []
     start, end, column0 = 0, 0, 0  # the piece being built; column0: where its first character sits
-    for word in re.finditer(r"\S+", line):
+    for word in re.finditer(r"\S+(?: %\S*)*", line):
         if end > start and column0 + (word.end() - start) > width:
             spans.append((start, end))
             start, column0 = word.start(), hang

@@ -76,3 +76,10 @@ def test_a_bound_the_estimates_decimals_would_round_to_zero_keeps_its_own_digits
     assert format_interval(11.1, 0.0027, 48_101.4) == "11.1 [0.00270, 48,101.4]"
     assert format_interval(12.3, 11.9, 12.8) == "12.3 [11.9, 12.8]"  # the digits still line up
     assert format_interval(1.5, 0.0, 3.0) == "1.50 [0.00, 3.00]"  # a true zero stays a zero
+
+
+def test_a_percent_sign_is_never_carried_to_the_next_line_alone():
+    line = "until precise: each of 6 configurations until its median is known to ±2 % (95 %), 10 to 50 runs"
+    lines = wrap_line(line, 80)
+    assert lines[0].endswith("±2 %") and lines[1].lstrip().startswith("(95 %),")
+    assert all(not piece.lstrip().startswith("%") for piece in lines)

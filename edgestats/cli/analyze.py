@@ -24,15 +24,7 @@ from edgestats.options import Opt, values_of
 from edgestats.registry.analyses import ANALYSES
 from edgestats.reports.terminal.analyze import DEFAULT_LIMIT, TextOptions, print_results, report_lines
 
-DB = Opt(
-    "db",
-    Path,
-    "Results DBs (opened read-only): one or several files, a lake folder, or a quoted glob.",
-    argument=True,
-    required=True,
-    repeatable=True,
-    metavar="DB...",
-)
+DB = Opt("db", Path, "Results DB (opened read-only).", argument=True, required=True, metavar="DB")
 AS_JSON = Opt(
     "as_json",
     bool,
@@ -75,17 +67,12 @@ OPTIONS = (DB, ONLY, AS_JSON, *SELECTION_AND_STATISTICS, *OUTPUT_OPTIONS)
 def analyze(values: dict[str, Any]) -> None:
     """Statistics with confidence intervals over a results DB; its --help is command_help()."""
     from edgestats.analysis import AnalysisOptions, dumps
-    from edgestats.api.sources import source_of
     from edgestats.workflows.analyze import analyze as run
 
     options = AnalysisOptions.from_flags(**values_of(ANALYSIS_OPTIONS, values))
     report = report_request(values)
     text = not values["as_json"] and report is None
-    source = source_of(values["db"])  # several DB files are read as one, each run counted once
-    try:
-        done = run(source.spec, options, report=report, collected=text)
-    finally:
-        source.close()
+    done = run(values["db"], options, report=report, collected=text)
     if values["as_json"]:
         typer.echo(dumps(done.results))
     elif text:
